@@ -1,0 +1,184 @@
+"""tf.data pipeline: text pairs → padded ``((source_ids, target_in_ids), target_out_ids)`` batches.
+
+Steps (all inside tf.data, so the same pipeline feeds ``model.fit`` under
+TensorFlow, JAX and PyTorch):
+
+1. tokenize both sides with the SentencePiece op (batched map, then unbatch);
+2. append eos to the source; ``target_in = [bos] + y``, ``target_out = y + [eos]``;
+3. drop pairs longer than ``max_length`` subword tokens on either side — the
+   number dropped is counted beforehand and returned in :class:`PipelineStats`
+   (and logged by the CLI), never silent;
+4. cache, then a seeded shuffle (reshuffled every epoch);
+5. bucket by length and batch by sentences or by tokens, padding with 0 up to
+   the bucket boundary (a small fixed set of shapes, so jit compiles each once);
+6. prefetch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from keras_memnmt.data.corpus import CorpusError, ParallelCorpus
+from keras_memnmt.data.vocab import BOS_ID, EOS_ID, PAD_ID, SubwordVocab
+
+BATCH_BY = ("sentences", "tokens")
+
+
+@dataclasses.dataclass
+class PipelineStats:
+    """What the pipeline kept and dropped (printed by ``memnmt data check``)."""
+
+    pairs: int
+    kept: int
+    dropped_too_long: int
+    dropped_empty: int
+    source_tokens: int
+    target_tokens: int
+    source_lengths: np.ndarray = dataclasses.field(repr=False)
+    target_lengths: np.ndarray = dataclasses.field(repr=False)
+
+    def percentiles(self, qs=(50, 90, 99, 100)) -> dict:
+        return {
+            side: {f"p{q}": int(np.percentile(lengths, q)) for q in qs}
+            for side, lengths in (("source", self.source_lengths), ("target", self.target_lengths))
+        }
+
+    def summary(self) -> dict:
+        return {
+            "pairs": self.pairs,
+            "kept": self.kept,
+            "dropped_too_long": self.dropped_too_long,
+            "dropped_empty": self.dropped_empty,
+            "source_tokens": self.source_tokens,
+            "target_tokens": self.target_tokens,
+            "length_percentiles": self.percentiles(),
+        }
+
+
+def _text_dataset(corpus: ParallelCorpus, vocab: SubwordVocab, chunk: int = 4096):
+    """(source ids, target ids) per pair, tokenized in batched tf.data maps, no bos/eos."""
+    import tensorflow as tf
+
+    def tokenize(src, tgt):
+        return vocab.source.tokenize(src), vocab.target.tokenize(tgt)
+
+    ds = tf.data.Dataset.from_tensor_slices((corpus.source, corpus.target))
+    return ds.batch(chunk).map(tokenize, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
+
+
+def token_lengths(corpus: ParallelCorpus, vocab: SubwordVocab) -> tuple[np.ndarray, np.ndarray]:
+    """Subword lengths (without bos/eos) of every source and target sentence."""
+    import tensorflow as tf
+
+    ds = _text_dataset(corpus, vocab).map(lambda s, t: (tf.size(s), tf.size(t))).batch(8192)
+    src, tgt = [], []
+    for s, t in ds.as_numpy_iterator():
+        src.append(s)
+        tgt.append(t)
+    return np.concatenate(src), np.concatenate(tgt)
+
+
+def corpus_stats(corpus: ParallelCorpus, vocab: SubwordVocab, max_length: int) -> PipelineStats:
+    src_len, tgt_len = token_lengths(corpus, vocab)
+    keep = (src_len <= max_length) & (tgt_len <= max_length)
+    return PipelineStats(
+        pairs=len(corpus),
+        kept=int(keep.sum()),
+        dropped_too_long=int((~keep).sum()),
+        dropped_empty=corpus.dropped_empty,
+        source_tokens=int(src_len.sum()),
+        target_tokens=int(tgt_len.sum()),
+        source_lengths=src_len,
+        target_lengths=tgt_len,
+    )
+
+
+def bucket_boundaries(max_length: int, bucket_width: int) -> list[int]:
+    """Upper (exclusive) boundaries of the length buckets for sequences of ≤ max_length+1 ids."""
+    bounds = list(range(bucket_width + 1, max_length + 2, bucket_width))
+    if not bounds or bounds[-1] < max_length + 2:
+        bounds.append(max_length + 2)
+    return bounds
+
+
+def make_dataset(
+    corpus: ParallelCorpus,
+    vocab: SubwordVocab,
+    batch_size: int = 64,
+    batch_by: str = "sentences",
+    max_length: int = 80,
+    bucket_width: int = 8,
+    shuffle: bool = True,
+    seed: int = 0,
+    stats: PipelineStats | None = None,
+):
+    """Builds the training/evaluation dataset.
+
+    Args:
+        corpus: the text pairs.
+        vocab: the subword vocabulary (source and target sides).
+        batch_size: sentences per batch (``batch_by="sentences"``) or the most
+            padded tokens per batch on the longer side (``batch_by="tokens"``).
+        batch_by: ``"sentences"`` or ``"tokens"``.
+        max_length: pairs with more subword tokens than this on either side
+            (before bos/eos) are dropped and counted.
+        bucket_width: width of the length buckets; batches are padded to the
+            bucket's upper boundary.
+        shuffle: shuffle pairs (seeded, reshuffled every epoch).
+        seed: the shuffle seed.
+        stats: precomputed :func:`corpus_stats` (computed here when None).
+
+    Returns:
+        ``(dataset, stats)``: a ``tf.data.Dataset`` of
+        ``((source_ids (B, S), target_in_ids (B, T)), target_out_ids (B, T))``
+        int32 batches padded with 0, and the :class:`PipelineStats`.
+
+    Raises:
+        ValueError: a bad argument (named in the message).
+        CorpusError: every pair is longer than ``max_length``.
+    """
+    import tensorflow as tf
+
+    if batch_by not in BATCH_BY:
+        raise ValueError(f"batch_by must be one of {BATCH_BY}, got {batch_by!r}")
+    for name, value in (("batch_size", batch_size), ("max_length", max_length), ("bucket_width", bucket_width)):
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if batch_by == "tokens" and batch_size < max_length + 1:
+        raise ValueError(
+            f"batch_size={batch_size} tokens cannot hold one sentence of max_length={max_length}"
+        )
+    stats = stats or corpus_stats(corpus, vocab, max_length)
+    if stats.kept == 0:
+        raise CorpusError(
+            f"all {stats.pairs} pairs of {corpus.name or 'the corpus'} are longer than "
+            f"max_length={max_length} subword tokens"
+        )
+
+    def add_specials(src, tgt):
+        src = tf.concat([src, [EOS_ID]], 0)
+        return src, tf.concat([[BOS_ID], tgt], 0), tf.concat([tgt, [EOS_ID]], 0)
+
+    def short_enough(src, tgt_in, tgt_out):
+        return tf.logical_and(tf.size(src) <= max_length + 1, tf.size(tgt_out) <= max_length + 1)
+
+    ds = _text_dataset(corpus, vocab).map(add_specials, num_parallel_calls=tf.data.AUTOTUNE)
+    ds = ds.filter(short_enough).cache()
+    if shuffle:
+        ds = ds.shuffle(min(stats.kept, 100_000), seed=seed, reshuffle_each_iteration=True)
+    bounds = bucket_boundaries(max_length, bucket_width)
+    if batch_by == "sentences":
+        sizes = [batch_size] * (len(bounds) + 1)
+    else:
+        sizes = [max(1, batch_size // (b - 1)) for b in bounds] + [1]
+    ds = ds.bucket_by_sequence_length(
+        lambda s, ti, to: tf.maximum(tf.size(s), tf.size(ti)),
+        bucket_boundaries=bounds,
+        bucket_batch_sizes=sizes,
+        padding_values=(PAD_ID, PAD_ID, PAD_ID),
+        pad_to_bucket_boundary=True,
+    )
+    ds = ds.map(lambda s, ti, to: ((s, ti), to), num_parallel_calls=tf.data.AUTOTUNE)
+    return ds.prefetch(tf.data.AUTOTUNE), stats

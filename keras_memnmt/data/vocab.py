@@ -1,0 +1,186 @@
+"""Subword vocabulary: SentencePiece trained on the training split, run in-graph.
+
+Training uses the ``sentencepiece`` package; tokenization and detokenization use
+``tensorflow_text.SentencepieceTokenizer``, a TensorFlow op, so the same model
+runs inside ``tf.data`` and inside an exported SavedModel graph. (keras-hub's
+``SentencePieceTokenizer`` wraps this same op in a Layer that converts its
+outputs to backend tensors when called eagerly under JAX/PyTorch; the pipeline
+wants plain TF tensors on every backend, so we call the op directly.)
+
+Reserved ids, identical in every vocabulary this library writes:
+``pad = 0``, ``unk = 1``, ``bos = 2``, ``eos = 3``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from collections.abc import Iterable, Sequence
+
+PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+MODEL_TYPES = ("unigram", "bpe")
+
+
+class SentencePieceVocab:
+    """One trained SentencePiece model, usable in eager code, tf.data and graphs.
+
+    Args:
+        proto: the serialized SentencePiece model (bytes).
+    """
+
+    def __init__(self, proto: bytes):
+        import tensorflow as tf
+        import tensorflow_text as tf_text
+
+        if not isinstance(proto, bytes) or not proto:
+            raise ValueError("proto must be the non-empty bytes of a SentencePiece model")
+        self.proto = proto
+        self._tokenizer = tf_text.SentencepieceTokenizer(model=proto, out_type=tf.int32)
+        self.vocab_size = int(self._tokenizer.vocab_size())
+
+    def tokenize(self, text):
+        """Strings (any shape, tf.string) → ids (tf.RaggedTensor, int32); no bos/eos added."""
+        return self._tokenizer.tokenize(text)
+
+    def detokenize(self, ids):
+        """Ids (tf.RaggedTensor or padded tf.Tensor) → strings; pad/bos/eos are dropped.
+
+        In a padded tensor everything from the first eos on is ignored.
+        """
+        import tensorflow as tf
+
+        if not isinstance(ids, tf.RaggedTensor):
+            ids = tf.convert_to_tensor(ids, tf.int32)
+            # Keep the tokens before the first eos (or all of them), then drop pad/bos.
+            before_eos = tf.math.cumsum(tf.cast(ids == EOS_ID, tf.int32), axis=-1) == 0
+            ids = tf.ragged.boolean_mask(ids, before_eos & (ids != PAD_ID) & (ids != BOS_ID))
+        return self._tokenizer.detokenize(ids)
+
+    def encode(self, sentences: Sequence[str]) -> list[list[int]]:
+        """Python strings → Python lists of ids (eager convenience)."""
+        return self.tokenize(list(sentences)).to_list()
+
+    def decode(self, ids) -> list[str]:
+        """Ids (a padded array, or a list of id lists of any lengths) → Python strings.
+
+        Like :meth:`detokenize`, stops at the first eos and drops pad/bos.
+        """
+        import tensorflow as tf
+
+        if isinstance(ids, (list, tuple)):
+            rows = []
+            for row in ids:
+                row = [int(i) for i in row]
+                row = row[: row.index(EOS_ID)] if EOS_ID in row else row
+                rows.append([i for i in row if i not in (PAD_ID, BOS_ID)])
+            ids = tf.ragged.constant(rows, dtype=tf.int32, ragged_rank=1, inner_shape=())
+        return [s.decode("utf-8") for s in self.detokenize(ids).numpy().tolist()]
+
+    def id_to_piece(self, i: int) -> str:
+        return self._tokenizer.id_to_string(i).numpy().decode("utf-8")
+
+
+def train_sentencepiece(
+    sentences: Iterable[str],
+    size: int = 8000,
+    model_type: str = "unigram",
+    character_coverage: float = 1.0,
+) -> bytes:
+    """Trains a SentencePiece model on ``sentences``; returns its serialized bytes.
+
+    ``size`` is a soft limit (``hard_vocab_limit=False``): on a small corpus the
+    vocabulary is as large as the text allows instead of an error.
+    """
+    import sentencepiece as spm
+
+    if model_type not in MODEL_TYPES:
+        raise ValueError(f"model_type must be one of {MODEL_TYPES}, got {model_type!r}")
+    if size < 8:
+        raise ValueError(f"size must be >= 8 (4 reserved ids plus pieces), got {size}")
+    buf = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(sentences),
+        model_writer=buf,
+        vocab_size=size,
+        model_type=model_type,
+        character_coverage=character_coverage,
+        pad_id=PAD_ID,
+        unk_id=UNK_ID,
+        bos_id=BOS_ID,
+        eos_id=EOS_ID,
+        hard_vocab_limit=False,
+        num_threads=os.cpu_count() or 1,
+        minloglevel=2,
+    )
+    return buf.getvalue()
+
+
+class SubwordVocab:
+    """Source and target SentencePiece vocabularies (joint or separate).
+
+    Args:
+        source: the source-side vocabulary.
+        target: the target-side vocabulary (the same object when joint).
+        config: how they were trained (``size``, ``model_type``, ``joint``).
+
+    Example:
+        >>> v = SubwordVocab.train(["a b c"] * 10, ["x y z"] * 10, size=16)  # doctest: +SKIP
+        >>> v.save("run/vocab"); v2 = SubwordVocab.load("run/vocab")  # doctest: +SKIP
+    """
+
+    def __init__(self, source: SentencePieceVocab, target: SentencePieceVocab, config: dict):
+        self.source = source
+        self.target = target
+        self.config = dict(config)
+
+    @classmethod
+    def train(
+        cls,
+        source_sentences: Sequence[str],
+        target_sentences: Sequence[str],
+        size: int = 8000,
+        model_type: str = "unigram",
+        joint: bool = False,
+    ) -> SubwordVocab:
+        config = {"size": size, "model_type": model_type, "joint": joint}
+        if joint:
+            proto = train_sentencepiece([*source_sentences, *target_sentences], size, model_type)
+            v = SentencePieceVocab(proto)
+            return cls(v, v, config)
+        src = SentencePieceVocab(train_sentencepiece(source_sentences, size, model_type))
+        tgt = SentencePieceVocab(train_sentencepiece(target_sentences, size, model_type))
+        return cls(src, tgt, config)
+
+    def save(self, directory: str) -> None:
+        """Writes ``source.model``, ``target.model`` and ``vocab.json`` into ``directory``."""
+        os.makedirs(directory, exist_ok=True)
+        for side, v in (("source", self.source), ("target", self.target)):
+            with open(os.path.join(directory, f"{side}.model"), "wb") as f:
+                f.write(v.proto)
+        info = {
+            **self.config,
+            "source_vocab_size": self.source.vocab_size,
+            "target_vocab_size": self.target.vocab_size,
+            "pad_id": PAD_ID, "unk_id": UNK_ID, "bos_id": BOS_ID, "eos_id": EOS_ID,
+        }
+        with open(os.path.join(directory, "vocab.json"), "w") as f:
+            json.dump(info, f, indent=2)
+
+    @classmethod
+    def load(cls, directory: str) -> SubwordVocab:
+        """Reads a vocabulary written by :meth:`save`; a missing file is a clear error."""
+        paths = {n: os.path.join(directory, n) for n in ("source.model", "target.model", "vocab.json")}
+        missing = [p for p in paths.values() if not os.path.isfile(p)]
+        if missing:
+            raise FileNotFoundError(f"incomplete vocabulary directory {directory}: missing {missing}")
+        with open(paths["vocab.json"]) as f:
+            config = json.load(f)
+        protos = {}
+        for side in ("source", "target"):
+            with open(paths[f"{side}.model"], "rb") as f:
+                protos[side] = f.read()
+        src = SentencePieceVocab(protos["source"])
+        tgt = src if protos["target"] == protos["source"] else SentencePieceVocab(protos["target"])
+        keys = ("size", "model_type", "joint")
+        return cls(src, tgt, {k: config[k] for k in keys if k in config})
