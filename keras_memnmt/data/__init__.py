@@ -1,0 +1,27 @@
+"""Corpora, subword vocabulary and the tf.data pipeline."""
+
+from keras_memnmt.data.corpus import CorpusError, ParallelCorpus, read_lines, read_parallel
+from keras_memnmt.data.multi30k import (
+    ChecksumError,
+    DownloadError,
+    load_multi30k,
+    multi30k_file,
+)
+from keras_memnmt.data.pipeline import PipelineStats, corpus_stats, make_dataset
+from keras_memnmt.data.synthetic import synthetic_corpus
+from keras_memnmt.data.vocab import (
+    BOS_ID,
+    EOS_ID,
+    PAD_ID,
+    UNK_ID,
+    SentencePieceVocab,
+    SubwordVocab,
+)
+
+__all__ = [
+    "BOS_ID", "EOS_ID", "PAD_ID", "UNK_ID",
+    "ChecksumError", "CorpusError", "DownloadError", "ParallelCorpus", "PipelineStats",
+    "SentencePieceVocab", "SubwordVocab",
+    "corpus_stats", "load_multi30k", "make_dataset", "multi30k_file", "read_lines",
+    "read_parallel", "synthetic_corpus",
+]
