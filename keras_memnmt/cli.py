@@ -73,6 +73,88 @@ def cmd_vocab_build(args) -> int:
     return 0
 
 
+def load_recipe(name_or_path: str):
+    """A recipe's CONFIG: a name from recipes/ or a path to a recipe .py file."""
+    import importlib
+    import importlib.util
+
+    from keras_memnmt.training.config import ConfigError, validate
+
+    if name_or_path.endswith(".py") or os.sep in name_or_path:
+        if not os.path.isfile(name_or_path):
+            raise ConfigError(f"recipe file not found: {name_or_path}")
+        spec = importlib.util.spec_from_file_location("memnmt_recipe", name_or_path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    else:
+        try:
+            module = importlib.import_module(f"recipes.{name_or_path}")
+        except ModuleNotFoundError:
+            import recipes
+
+            names = sorted(f[:-3] for f in os.listdir(os.path.dirname(recipes.__file__))
+                           if f.endswith(".py") and not f.startswith("_"))
+            raise ConfigError(f"unknown recipe {name_or_path!r}; recipes: {', '.join(names)}") from None
+    if not hasattr(module, "CONFIG"):
+        raise ConfigError(f"recipe {name_or_path} defines no CONFIG")
+    return validate(module.CONFIG)
+
+
+def cmd_train(args) -> int:
+    from keras_memnmt.training.config import apply_overrides
+    from keras_memnmt.training.trainer import train
+
+    config = apply_overrides(load_recipe(args.recipe), args.set or [])
+    out = args.out or os.path.join("runs", os.path.basename(args.recipe).removesuffix(".py"))
+    log = lambda msg: print(f"[memnmt] {msg}", file=sys.stderr, flush=True)  # noqa: E731
+    results = train(config, out, data_dir=args.data_dir, log=log)
+    results.pop("validations", None)
+    print(json.dumps({"run_dir": out, **results}, indent=2))
+    return 0
+
+
+def cmd_translate(args) -> int:
+    from keras_memnmt.inference import translate
+    from keras_memnmt.training.trainer import load_run
+
+    model, vocab, _ = load_run(args.model)
+    if args.input:
+        from keras_memnmt.data import read_lines
+
+        lines = read_lines(args.input)
+    else:
+        lines = [line.rstrip("\r\n") for line in sys.stdin]
+    out = translate(model, vocab, lines, beam_size=args.beam, progress=not args.quiet)
+    text = "".join(line + "\n" for line in out)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_evaluate(args) -> int:
+    from keras_memnmt.inference import score, translate
+    from keras_memnmt.training.trainer import load_corpora, load_run
+
+    model, vocab, config = load_run(args.model)
+    if config.corpus == "synthetic":
+        import dataclasses
+
+        config = dataclasses.replace(config, corpus="synthetic")
+        *_, test, name = load_corpora(config)
+    else:
+        from keras_memnmt.data import load_multi30k
+
+        test = load_multi30k(config.src, config.tgt, args.split, data_dir=args.data_dir)
+        name = f"multi30k {config.src}->{config.tgt} {args.split}"
+    test = test.take(args.limit)
+    hyps = translate(model, vocab, test.source, beam_size=args.beam)
+    print(json.dumps({"corpus": name, "beam_size": args.beam, **score(hyps, test.target)}, indent=2))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memnmt", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -98,6 +180,30 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--model-type", choices=("unigram", "bpe"), default="unigram")
     build.add_argument("--joint", action="store_true", help="one vocabulary for both sides")
     build.set_defaults(func=cmd_vocab_build)
+
+    tr = sub.add_parser("train", help="train a model from a recipe")
+    tr.add_argument("recipe", help="recipe name from recipes/ (e.g. multi30k_rnnsearch) or a path")
+    tr.add_argument("--data-dir", help="local Multi30k folder (default: $MEMNMT_DATA, cache, download)")
+    tr.add_argument("--out", help="run directory (default: runs/RECIPE)")
+    tr.add_argument("--set", action="append", metavar="KEY=VALUE",
+                    help="override a config field, e.g. --set epochs=2 --set train_limit=1000")
+    tr.set_defaults(func=cmd_train)
+
+    tl = sub.add_parser("translate", help="translate text with a trained run directory")
+    tl.add_argument("--model", required=True, help="run directory written by `memnmt train`")
+    tl.add_argument("--beam", type=int, default=5, help="beam size (1 = greedy)")
+    tl.add_argument("--input", help="input file, one sentence per line (default: stdin)")
+    tl.add_argument("--output", help="output file (default: stdout)")
+    tl.add_argument("--quiet", action="store_true", help="no progress bar")
+    tl.set_defaults(func=cmd_translate)
+
+    ev = sub.add_parser("evaluate", help="translate a split and print sacreBLEU scores as JSON")
+    ev.add_argument("--model", required=True, help="run directory written by `memnmt train`")
+    ev.add_argument("--split", default="test_2016_flickr")
+    ev.add_argument("--data-dir")
+    ev.add_argument("--beam", type=int, default=5)
+    ev.add_argument("--limit", type=int, help="score only the first N sentences")
+    ev.set_defaults(func=cmd_evaluate)
     return parser
 
 
@@ -108,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return args.func(args)
-    except (CorpusError, DownloadError, FileNotFoundError, ValueError) as e:
+    except (CorpusError, DownloadError, FileNotFoundError, ValueError) as e:  # ConfigError too
         print(f"memnmt: error: {e}", file=sys.stderr)
         return 2
 

@@ -59,3 +59,13 @@ def test_joint_and_bpe(val_corpus):
     assert v.source.decode(v.source.encode(["A dog."])) == ["A dog."]
     with pytest.raises(ValueError, match="model_type"):
         SubwordVocab.train(["a"], ["b"], model_type="word")
+
+
+def test_survives_keras_set_random_seed(small_vocab):
+    """tf.random.set_seed clears TF's eager kernel cache; the tokenizer must not live there."""
+    import keras
+
+    before = small_vocab.target.encode(["ein Hund"])
+    keras.utils.set_random_seed(123)
+    assert small_vocab.target.encode(["ein Hund"]) == before
+    assert small_vocab.target.decode(before) == ["ein Hund"]

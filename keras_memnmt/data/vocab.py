@@ -30,23 +30,39 @@ class SentencePieceVocab:
     """
 
     def __init__(self, proto: bytes):
+        import sentencepiece as spm
         import tensorflow as tf
         import tensorflow_text as tf_text
 
         if not isinstance(proto, bytes) or not proto:
             raise ValueError("proto must be the non-empty bytes of a SentencePiece model")
         self.proto = proto
-        self._tokenizer = tf_text.SentencepieceTokenizer(model=proto, out_type=tf.int32)
-        self.vocab_size = int(self._tokenizer.vocab_size())
+        self._processor = spm.SentencePieceProcessor(model_proto=proto)  # metadata only
+        self.vocab_size = int(self._processor.get_piece_size())
+
+        # The tokenizer op is built *inside* each tf.function, not eagerly: an eagerly
+        # created SentencePiece resource lives in TF's eager kernel cache, which
+        # tf.random.set_seed (so keras.utils.set_random_seed) clears, leaving a dead
+        # handle. Inside a function graph the resource belongs to the function.
+        def make():
+            return tf_text.SentencepieceTokenizer(model=proto, out_type=tf.int32)
+
+        self._tokenize = tf.function(
+            lambda text: make().tokenize(text), input_signature=[tf.TensorSpec([None], tf.string)]
+        )
+        self._detokenize = tf.function(
+            lambda ids: make().detokenize(ids),
+            input_signature=[tf.RaggedTensorSpec([None, None], tf.int32, ragged_rank=1)],
+        )
 
     def tokenize(self, text):
-        """Strings (any shape, tf.string) → ids (tf.RaggedTensor, int32); no bos/eos added."""
-        return self._tokenizer.tokenize(text)
+        """Strings ``(N,)`` tf.string → ids ``(N, None)`` tf.RaggedTensor int32; no bos/eos added."""
+        return self._tokenize(text)
 
     def detokenize(self, ids):
-        """Ids (tf.RaggedTensor or padded tf.Tensor) → strings; pad/bos/eos are dropped.
+        """Ids ``(N, None)`` (tf.RaggedTensor or padded tf.Tensor) → strings ``(N,)``.
 
-        In a padded tensor everything from the first eos on is ignored.
+        pad/bos are dropped; in a padded tensor everything from the first eos on is ignored.
         """
         import tensorflow as tf
 
@@ -55,7 +71,7 @@ class SentencePieceVocab:
             # Keep the tokens before the first eos (or all of them), then drop pad/bos.
             before_eos = tf.math.cumsum(tf.cast(ids == EOS_ID, tf.int32), axis=-1) == 0
             ids = tf.ragged.boolean_mask(ids, before_eos & (ids != PAD_ID) & (ids != BOS_ID))
-        return self._tokenizer.detokenize(ids)
+        return self._detokenize(tf.cast(ids, tf.int32))
 
     def encode(self, sentences: Sequence[str]) -> list[list[int]]:
         """Python strings → Python lists of ids (eager convenience)."""
@@ -78,7 +94,7 @@ class SentencePieceVocab:
         return [s.decode("utf-8") for s in self.detokenize(ids).numpy().tolist()]
 
     def id_to_piece(self, i: int) -> str:
-        return self._tokenizer.id_to_string(i).numpy().decode("utf-8")
+        return self._processor.id_to_piece(i)
 
 
 def train_sentencepiece(

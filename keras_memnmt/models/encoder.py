@@ -1,0 +1,62 @@
+"""The bidirectional GRU encoder shared by every architecture (RNNsearch §3.1)."""
+
+from __future__ import annotations
+
+import keras
+from keras import ops
+
+from keras_memnmt.data.vocab import PAD_ID
+
+
+@keras.saving.register_keras_serializable(package="keras_memnmt")
+class BidirectionalEncoder(keras.layers.Layer):
+    """Embedding + bidirectional GRU, masked over source padding.
+
+    Annotations ``h_j = [→h_j; ←h_j]`` (Bahdanau et al. 2014, §3.1).
+
+    Args:
+        vocab_size: source vocabulary size.
+        embedding_dim: source embedding size.
+        units: GRU units per direction (annotations have ``2 * units``).
+        dropout: dropout on the embeddings (training only).
+
+    Call arguments:
+        source_ids: ``(B, Tx)`` int ids, ``0`` = padding.
+
+    Returns:
+        ``annotations (B, Tx, 2·units)``, ``mask (B, Tx)`` float 1/0, and
+        ``summary (B, 2·units)`` = ``[→h_last; ←h_first]`` (the final states).
+    """
+
+    def __init__(self, vocab_size: int, embedding_dim: int = 256, units: int = 256,
+                 dropout: float = 0.0, **kwargs):
+        super().__init__(**kwargs)
+        for name, value in (("vocab_size", vocab_size), ("embedding_dim", embedding_dim), ("units", units)):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        self.vocab_size = vocab_size
+        self.embedding_dim = embedding_dim
+        self.units = units
+        self.dropout = dropout
+        self.embedding = keras.layers.Embedding(vocab_size, embedding_dim, name="source_embedding")
+        self.embedding_dropout = keras.layers.Dropout(dropout)
+        self.birnn = keras.layers.Bidirectional(
+            keras.layers.GRU(units, return_sequences=True, return_state=True), name="birnn"
+        )
+
+    def build(self, input_shape):
+        self.embedding.build(input_shape)
+        self.birnn.build(tuple(input_shape) + (self.embedding_dim,))
+
+    def call(self, source_ids, training=False):
+        mask = ops.not_equal(source_ids, PAD_ID)  # (B, Tx) bool
+        x = self.embedding_dropout(self.embedding(source_ids), training=training)  # (B, Tx, E)
+        annotations, forward_h, backward_h = self.birnn(x, mask=mask, training=training)
+        summary = ops.concatenate([forward_h, backward_h], axis=-1)  # (B, 2u)
+        return annotations, ops.cast(mask, annotations.dtype), summary
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "vocab_size": self.vocab_size, "embedding_dim": self.embedding_dim,
+                "units": self.units, "dropout": self.dropout}

@@ -1,0 +1,69 @@
+"""RNNsearch (Bahdanau et al. 2014) and the Cho et al. (2014) encoder–decoder."""
+
+from __future__ import annotations
+
+import keras
+
+from keras_memnmt.layers.cho import ChoDecoderCell
+from keras_memnmt.layers.rnnsearch import RNNsearchCell
+from keras_memnmt.models.seq2seq import Seq2Seq
+
+
+@keras.saving.register_keras_serializable(package="keras_memnmt")
+class RNNsearch(Seq2Seq):
+    """Bidirectional GRU encoder + :class:`RNNsearchCell` decoder (additive attention).
+
+    Args (beyond :class:`Seq2Seq`):
+        attention_units: size of the additive attention's hidden layer.
+        readout_units: size of the deep-output layer (Eq. 9 of the MemDec paper).
+        feedback_attention: query the attention with ``s̃ = tanh(W s_{t-1} + W' e_{y_{t-1}})``
+            (MemDec §2.1, default) instead of Bahdanau's ``s_{t-1}``.
+
+    Example:
+        >>> model = RNNsearch(8000, 8000, embedding_dim=256, encoder_units=256,
+        ...                   decoder_units=512)  # doctest: +SKIP
+        >>> logits = model((source_ids, target_in_ids))  # doctest: +SKIP
+    """
+
+    def __init__(self, source_vocab_size: int, target_vocab_size: int, attention_units: int = 512,
+                 readout_units: int = 256, feedback_attention: bool = True, **kwargs):
+        self.attention_units = attention_units
+        self.readout_units = readout_units
+        self.feedback_attention = feedback_attention
+        super().__init__(source_vocab_size, target_vocab_size, **kwargs)
+
+    def make_cell(self) -> keras.layers.Layer:
+        return RNNsearchCell(
+            self.decoder_units, self.target_vocab_size, attention_units=self.attention_units,
+            readout_units=self.readout_units, annotation_units=2 * self.encoder_units,
+            feedback_attention=self.feedback_attention, output_dropout=self.output_dropout,
+            name="rnnsearch_cell",
+        )
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "attention_units": self.attention_units,
+                "readout_units": self.readout_units, "feedback_attention": self.feedback_attention}
+
+
+@keras.saving.register_keras_serializable(package="keras_memnmt")
+class ChoEncoderDecoder(Seq2Seq):
+    """The Cho et al. (2014) encoder–decoder: one fixed context vector for every step
+    (Eq. 13–15 of Yum & Mu), computed from the bidirectional encoder's final states.
+
+    Args (beyond :class:`Seq2Seq`):
+        readout_units: size of the deep-output layer.
+    """
+
+    def __init__(self, source_vocab_size: int, target_vocab_size: int, readout_units: int = 256, **kwargs):
+        self.readout_units = readout_units
+        super().__init__(source_vocab_size, target_vocab_size, **kwargs)
+
+    def make_cell(self) -> keras.layers.Layer:
+        return ChoDecoderCell(
+            self.decoder_units, self.target_vocab_size, readout_units=self.readout_units,
+            annotation_units=2 * self.encoder_units, output_dropout=self.output_dropout,
+            name="cho_cell",
+        )
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "readout_units": self.readout_units}

@@ -1,0 +1,177 @@
+"""The Seq2Seq base model shared by every architecture.
+
+One encoder, one decoder cell, one loop: ``call`` runs the cell inside
+``keras.layers.RNN`` (teacher forcing) and :meth:`Seq2Seq.decode_step` runs the
+same cell's single step for greedy and beam search, so a cell's equations live
+in exactly one place (its ``step``).
+"""
+
+from __future__ import annotations
+
+import keras
+from keras import ops
+
+from keras_memnmt.data.vocab import BOS_ID, EOS_ID, PAD_ID
+from keras_memnmt.models.encoder import BidirectionalEncoder
+
+
+class Seq2Seq(keras.Model):
+    """Encoder–decoder base class: subclasses only say which decoder cell to build.
+
+    Args:
+        source_vocab_size: source vocabulary size (ids ``0..V-1``, 0 = pad).
+        target_vocab_size: target vocabulary size.
+        embedding_dim: source and target embedding size.
+        encoder_units: GRU units per encoder direction.
+        decoder_units: decoder state size.
+        dropout: dropout on the embeddings (training only).
+        output_dropout: dropout on the deep-output layer (RNNsearch paper: 0.5).
+
+    Call arguments:
+        inputs: ``(source_ids (B, Tx), target_in_ids (B, T))`` int ids.
+
+    Returns:
+        logits ``(B, T, target_vocab_size)``.
+    """
+
+    def __init__(
+        self,
+        source_vocab_size: int,
+        target_vocab_size: int,
+        embedding_dim: int = 256,
+        encoder_units: int = 256,
+        decoder_units: int = 512,
+        dropout: float = 0.0,
+        output_dropout: float = 0.5,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if not isinstance(target_vocab_size, int) or target_vocab_size < 5:
+            raise ValueError(f"target_vocab_size must be an integer >= 5, got {target_vocab_size!r}")
+        self.source_vocab_size = source_vocab_size
+        self.target_vocab_size = target_vocab_size
+        self.embedding_dim = embedding_dim
+        self.encoder_units = encoder_units
+        self.decoder_units = decoder_units
+        self.dropout = dropout
+        self.output_dropout = output_dropout
+        self.encoder = BidirectionalEncoder(source_vocab_size, embedding_dim, encoder_units, dropout,
+                                            name="encoder")
+        self.target_embedding = keras.layers.Embedding(target_vocab_size, embedding_dim,
+                                                       name="target_embedding")
+        self.target_dropout = keras.layers.Dropout(dropout)
+        self.cell = self.make_cell()
+        self.decoder_rnn = keras.layers.RNN(self.cell, return_sequences=True, name="decoder")
+
+    def make_cell(self) -> keras.layers.Layer:
+        """The decoder cell (see keras_memnmt/layers); subclasses override this."""
+        raise NotImplementedError
+
+    def encode(self, source_ids, training=False) -> list:
+        """Source ids → the decoder's initial states (all 2-D, batch first)."""
+        annotations, mask, summary = self.encoder(source_ids, training=training)
+        return list(self.cell.initial_states(annotations, mask, summary))
+
+    def call(self, inputs, training=False):
+        source_ids, target_in = inputs
+        states = self.encode(source_ids, training=training)
+        embedded = self.target_dropout(self.target_embedding(target_in), training=training)  # (B,T,E)
+        outputs = self.decoder_rnn(embedded, initial_state=states, training=training)  # (B,T,O)
+        return self.cell.readout(outputs, training=training)  # (B, T, V)
+
+    def decode_step(self, tokens, states):
+        """One decoding step: previous tokens ``(B,)`` → ``(logits (B,V), states, attention)``.
+
+        The same ``cell.step`` and ``cell.readout`` that ``call`` runs in training.
+        """
+        embedded = self.target_embedding(tokens)  # (B, E)
+        output, new_states, attention = self.cell.step(embedded, states, training=False)
+        return self.cell.readout(output, training=False), list(new_states), attention
+
+    def generate(
+        self,
+        source_ids,
+        beam_size: int = 1,
+        max_length_a: float = 1.5,
+        max_length_b: int = 10,
+        length_penalty: str = "gnmt",
+        alpha: float = 0.6,
+        n_best: int = 1,
+        return_attention: bool = False,
+    ) -> dict:
+        """Translates a batch of source ids (greedy when ``beam_size == 1``).
+
+        The output length is capped at ``max_length_a · |x| + max_length_b``
+        tokens per sentence (eos included). The whole search is one compiled
+        program on TensorFlow (``tf.function``) and JAX (``jax.jit``, weights
+        passed in through a ``StatelessScope`` as keras-hub's samplers do, so a
+        model that keeps training never decodes with stale weights); PyTorch
+        runs it eagerly.
+
+        Returns:
+            dict with ``tokens (B, n_best, L)`` (pad after eos), ``scores (B, n_best)``
+            and, if asked, ``attention (B, n_best, L, Tx)``.
+        """
+        if beam_size < 1 or n_best < 1 or n_best > beam_size:
+            raise ValueError(f"need 1 <= n_best <= beam_size, got n_best={n_best}, beam_size={beam_size}")
+        options = (beam_size, float(max_length_a), int(max_length_b), length_penalty, float(alpha),
+                   n_best, return_attention)
+        source_ids = ops.convert_to_tensor(source_ids, "int32")
+        backend = keras.backend.backend()
+        if backend == "torch":
+            import torch
+
+            with torch.no_grad():
+                return self._generate(source_ids, *options)
+        cache = self.__dict__.setdefault("_compiled_generate", {})
+        if options not in cache:
+            cache[options] = self._compile_generate(options)
+        return cache[options](source_ids)
+
+    def _compile_generate(self, options):
+        if keras.backend.backend() == "tensorflow":
+            import tensorflow as tf
+
+            # one trace per (batch, width) shape; translate() pads to a few widths
+            return tf.function(lambda src: self._generate(src, *options))
+        import jax
+
+        @jax.jit
+        def run(source_ids, trainable, non_trainable):
+            mapping = list(zip(self.trainable_variables, trainable)) + list(
+                zip(self.non_trainable_variables, non_trainable))
+            with keras.StatelessScope(state_mapping=mapping):
+                return self._generate(source_ids, *options)
+
+        return lambda src: run(src, [v.value for v in self.trainable_variables],
+                               [v.value for v in self.non_trainable_variables])
+
+    def _generate(self, source_ids, beam_size, max_length_a, max_length_b, length_penalty, alpha,
+                  n_best, return_attention) -> dict:
+        from keras_memnmt.decoding import beam_search, greedy_search
+
+        batch, width = source_ids.shape  # static under jit / tf.function
+        source_len = ops.sum(ops.cast(ops.not_equal(source_ids, PAD_ID), "float32"), axis=1)  # (B,)
+        per_sentence = ops.cast(max_length_a * source_len + max_length_b, "int32")  # (B,)
+        steps = int(max_length_a * width + max_length_b)  # static buffer width
+        states = self.encode(source_ids)
+        common = dict(bos_id=BOS_ID, eos_id=EOS_ID, pad_id=PAD_ID, max_steps=steps,
+                      return_attention=return_attention)
+        if beam_size == 1:
+            out = greedy_search(self.decode_step, states, batch, per_sentence, **common)
+            # (B, ...) -> (B, 1, ...): the same layout as beam search's n-best
+            return {k: ops.expand_dims(v, 1) for k, v in out.items() if k in ("tokens", "scores", "attention")}
+        return beam_search(self.decode_step, states, batch, beam_size, per_sentence,
+                           length_penalty=length_penalty, alpha=alpha, n_best=n_best, **common)
+
+    def get_config(self) -> dict:
+        return {
+            **super().get_config(),
+            "source_vocab_size": self.source_vocab_size,
+            "target_vocab_size": self.target_vocab_size,
+            "embedding_dim": self.embedding_dim,
+            "encoder_units": self.encoder_units,
+            "decoder_units": self.decoder_units,
+            "dropout": self.dropout,
+            "output_dropout": self.output_dropout,
+        }

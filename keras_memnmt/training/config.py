@@ -1,0 +1,106 @@
+"""The typed training config every recipe fills in; ``--set KEY=VALUE`` overrides a field."""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+
+
+class ConfigError(ValueError):
+    """A recipe field with a wrong name or a value of the wrong type."""
+
+
+@dataclasses.dataclass
+class TrainConfig:
+    # --- data ---
+    corpus: str = "auto"  # "multi30k", "synthetic", or "auto" (Multi30k if reachable, else synthetic)
+    src: str = "en"  # source language (Multi30k)
+    tgt: str = "de"  # target language (Multi30k)
+    train_limit: int | None = None  # use only the first N training pairs (None = all)
+    val_limit: int | None = None  # validate on the first N val pairs (None = all)
+    test_limit: int | None = None  # score only the first N test pairs after training (None = all)
+    synthetic_size: int = 20000  # training pairs when corpus is synthetic
+    vocab_size: int = 8000  # SentencePiece vocabulary size per side (soft limit)
+    vocab_type: str = "unigram"  # "unigram" or "bpe"
+    joint_vocab: bool = False  # one vocabulary for source and target
+    max_length: int = 80  # drop training pairs longer than this many subword tokens (counted)
+    batch_size: int = 64  # sentences per batch, or tokens per batch when batch_by == "tokens"
+    batch_by: str = "sentences"  # "sentences" or "tokens"
+    bucket_width: int = 8  # length-bucket width; batches are padded to the bucket boundary
+    # --- model ---
+    model: str = "rnnsearch"  # architecture: "rnnsearch" or "cho"
+    embedding_dim: int = 256  # source and target embedding size
+    encoder_units: int = 256  # GRU units per encoder direction
+    decoder_units: int = 512  # decoder state size
+    attention_units: int = 512  # additive attention hidden size (rnnsearch)
+    readout_units: int = 256  # deep-output layer size
+    feedback_attention: bool = True  # query attention with s~ (MemDec §2.1) instead of s_{t-1}
+    dropout: float = 0.0  # embedding dropout
+    output_dropout: float = 0.5  # dropout on the deep output (paper: 0.5)
+    # --- optimization ---
+    optimizer: str = "adam"  # "adam" or "adadelta" (paper: eps 1e-6, rho 0.95)
+    learning_rate: float = 1e-3  # Adam step size (Adadelta: 1.0)
+    clipnorm: float = 1.0  # global gradient-norm clipping (paper: 1.0)
+    label_smoothing: float = 0.0  # cross-entropy label smoothing
+    epochs: int = 10  # passes over the training data
+    max_steps: int | None = None  # stop after this many updates (None = epochs decide)
+    validate_every: int = 0  # validate every N steps (0 = once per epoch)
+    patience: int = 3  # stop after this many validations without a BLEU gain
+    beam_size: int = 5  # beam for the final test evaluation
+    test_split: str = "test_2016_flickr"  # split scored after training (Multi30k)
+    seed: int = 0  # shuffle and initialization seed
+
+
+def _convert(name: str, text: str, annotation) -> typing.Any:
+    """Parses ``text`` as the type of field ``name``."""
+    args = typing.get_args(annotation)
+    if type(None) in args:  # Optional[X]
+        if text.lower() in ("none", "null", ""):
+            return None
+        annotation = next(a for a in args if a is not type(None))
+    try:
+        if annotation is bool:
+            if text.lower() in ("1", "true", "yes", "on"):
+                return True
+            if text.lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError
+        return annotation(text)
+    except ValueError:
+        raise ConfigError(f"--set {name}={text}: expected {annotation.__name__}") from None
+
+
+def apply_overrides(config: TrainConfig, overrides: list[str]) -> TrainConfig:
+    """Applies ``KEY=VALUE`` strings; unknown keys and bad values are :class:`ConfigError`."""
+    hints = typing.get_type_hints(TrainConfig)
+    changes = {}
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"--set expects KEY=VALUE, got {item!r}")
+        key, value = item.split("=", 1)
+        key = key.strip()
+        if key not in hints:
+            raise ConfigError(f"--set {key}: no such config field; fields are: {', '.join(hints)}")
+        changes[key] = _convert(key, value.strip(), hints[key])
+    return validate(dataclasses.replace(config, **changes))
+
+
+def validate(config: TrainConfig) -> TrainConfig:
+    """Checks field types and choices; returns the config unchanged."""
+    hints = typing.get_type_hints(TrainConfig)
+    for f in dataclasses.fields(config):
+        value, hint = getattr(config, f.name), hints[f.name]
+        allowed = tuple(a for a in (typing.get_args(hint) or (hint,)))
+        if hint is float:
+            allowed = (float, int)
+        if isinstance(value, bool) and bool not in allowed:
+            allowed = ()
+        if not isinstance(value, allowed):
+            raise ConfigError(f"config field {f.name}={value!r}: expected {hint}")
+    choices = {"corpus": ("auto", "multi30k", "synthetic"), "model": ("rnnsearch", "cho"),
+               "optimizer": ("adam", "adadelta"), "batch_by": ("sentences", "tokens"),
+               "vocab_type": ("unigram", "bpe")}
+    for name, options in choices.items():
+        if getattr(config, name) not in options:
+            raise ConfigError(f"config field {name}={getattr(config, name)!r}: expected one of {options}")
+    return config

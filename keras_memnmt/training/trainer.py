@@ -1,0 +1,222 @@
+"""Training loop pieces: corpora, model and optimizer from a config, BLEU validation, run dirs.
+
+A run directory holds everything ``memnmt translate`` needs::
+
+    run/config.json   the TrainConfig used
+    run/vocab/        source.model, target.model, vocab.json
+    run/model.keras   the latest weights (saved every validation)
+    run/best.keras    the best weights by validation BLEU
+    run/log.csv       per-epoch loss and validation scores
+    run/tensorboard/  TensorBoard logs
+    run/results.json  test scores after training
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import sys
+import time
+
+import keras
+
+from keras_memnmt.data import (
+    CorpusError,
+    DownloadError,
+    SubwordVocab,
+    load_multi30k,
+    make_dataset,
+    synthetic_corpus,
+)
+from keras_memnmt.inference import score, translate
+from keras_memnmt.training.config import ConfigError, TrainConfig
+from keras_memnmt.training.losses import MaskedCrossEntropy
+
+RUN_FILES = ("config.json", "vocab/vocab.json")
+
+
+def load_corpora(config: TrainConfig, data_dir: str | None = None, log=print):
+    """``(train, val, test, name)``; ``corpus="auto"`` falls back to synthetic data with a notice."""
+    if config.corpus in ("multi30k", "auto"):
+        try:
+            train = load_multi30k(config.src, config.tgt, "train", data_dir)
+            val = load_multi30k(config.src, config.tgt, "val", data_dir)
+            test = load_multi30k(config.src, config.tgt, config.test_split, data_dir)
+            name = f"multi30k {config.src}->{config.tgt}"
+        except (DownloadError, CorpusError) as e:
+            if config.corpus == "multi30k":
+                raise
+            log(f"Multi30k is not available ({str(e).splitlines()[0]}); "
+                "training on the synthetic corpus instead")
+            config = dataclasses.replace(config, corpus="synthetic")
+    if config.corpus == "synthetic":
+        train = synthetic_corpus(config.synthetic_size, seed=config.seed)
+        val = synthetic_corpus(500, seed=config.seed + 1)
+        test = synthetic_corpus(500, seed=config.seed + 2)
+        name = "synthetic"
+    return (train.take(config.train_limit), val.take(config.val_limit),
+            test.take(config.test_limit), name)
+
+
+def build_model(config: TrainConfig, vocab: SubwordVocab) -> keras.Model:
+    from keras_memnmt.models import MODELS
+
+    common = dict(
+        embedding_dim=config.embedding_dim, encoder_units=config.encoder_units,
+        decoder_units=config.decoder_units, dropout=config.dropout,
+        output_dropout=config.output_dropout, readout_units=config.readout_units,
+    )
+    if config.model == "rnnsearch":
+        common.update(attention_units=config.attention_units, feedback_attention=config.feedback_attention)
+    return MODELS[config.model](vocab.source.vocab_size, vocab.target.vocab_size, **common)
+
+
+def build_optimizer(config: TrainConfig) -> keras.optimizers.Optimizer:
+    if config.optimizer == "adadelta":  # the paper's setting
+        return keras.optimizers.Adadelta(learning_rate=config.learning_rate, rho=0.95, epsilon=1e-6,
+                                         global_clipnorm=config.clipnorm)
+    return keras.optimizers.Adam(learning_rate=config.learning_rate, global_clipnorm=config.clipnorm)
+
+
+def compile_model(model: keras.Model, config: TrainConfig) -> None:
+    model.compile(optimizer=build_optimizer(config),
+                  loss=MaskedCrossEntropy(label_smoothing=config.label_smoothing))
+
+
+class BleuValidation(keras.callbacks.Callback):
+    """Translates the validation set (greedy), logs BLEU, keeps the best model, stops early.
+
+    Args:
+        vocab: the run's vocabulary.
+        sources / references: validation text.
+        out_dir: where ``best.keras`` and ``model.keras`` go.
+        every_steps: validate every N training steps (0 = at each epoch end).
+        patience: validations without a BLEU gain before training stops.
+    """
+
+    def __init__(self, vocab, sources, references, out_dir, every_steps=0, patience=3, log=print):
+        super().__init__()
+        self.vocab, self.sources, self.references = vocab, sources, references
+        self.out_dir, self.every_steps, self.patience, self.log = out_dir, every_steps, patience, log
+        self.best_bleu, self.bad_rounds, self.step = -1.0, 0, 0
+        self.history: list[dict] = []
+
+    def _validate(self, logs):
+        hyps = translate(self.model, self.vocab, self.sources, beam_size=1, progress=False)
+        s = score(hyps, self.references)
+        entry = {"step": self.step, "val_bleu": s["bleu"], "val_chrf": s["chrf"],
+                 "loss": float((logs or {}).get("loss", float("nan")))}
+        self.history.append(entry)
+        if logs is not None:
+            logs["val_bleu"] = s["bleu"]
+        self.model.save(os.path.join(self.out_dir, "model.keras"))
+        if s["bleu"] > self.best_bleu:
+            self.best_bleu, self.bad_rounds = s["bleu"], 0
+            self.model.save(os.path.join(self.out_dir, "best.keras"))
+        else:
+            self.bad_rounds += 1
+            if self.patience and self.bad_rounds >= self.patience:
+                self.log(f"early stop: no BLEU gain in {self.bad_rounds} validations")
+                self.model.stop_training = True
+        self.log(f"step {self.step}: loss {entry['loss']:.3f}  val BLEU {s['bleu']:.2f}  "
+                 f"(best {self.best_bleu:.2f})  e.g. {hyps[0]!r}")
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.step += 1
+        if self.every_steps and self.step % self.every_steps == 0:
+            self._validate(logs)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if not self.every_steps:
+            self._validate(logs)
+
+
+def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=print) -> dict:
+    """Trains a model from ``config`` into the run directory ``out_dir``; returns the results."""
+    keras.utils.set_random_seed(config.seed)
+    os.makedirs(out_dir, exist_ok=True)
+    t_start = time.perf_counter()
+    train_c, val_c, test_c, corpus_name = load_corpora(config, data_dir, log)
+    config = dataclasses.replace(config, corpus="multi30k" if corpus_name.startswith("multi30k") else "synthetic")
+    with open(os.path.join(out_dir, "config.json"), "w") as f:
+        json.dump(dataclasses.asdict(config), f, indent=2)
+    log(f"corpus: {corpus_name}; {len(train_c)} training pairs ({train_c.dropped_empty} empty dropped)")
+
+    vocab_dir = os.path.join(out_dir, "vocab")
+    if os.path.isfile(os.path.join(vocab_dir, "vocab.json")):
+        vocab = SubwordVocab.load(vocab_dir)
+        log(f"vocabulary: reusing {vocab_dir}")
+    else:
+        vocab = SubwordVocab.train(train_c.source, train_c.target, size=config.vocab_size,
+                                   model_type=config.vocab_type, joint=config.joint_vocab)
+        vocab.save(vocab_dir)
+    log(f"vocabulary: {vocab.source.vocab_size} source / {vocab.target.vocab_size} target pieces")
+
+    ds, stats = make_dataset(train_c, vocab, batch_size=config.batch_size, batch_by=config.batch_by,
+                             max_length=config.max_length, bucket_width=config.bucket_width,
+                             seed=config.seed)
+    log(f"pipeline: {stats.kept} pairs kept, {stats.dropped_too_long} longer than "
+        f"{config.max_length} tokens dropped")
+
+    model = build_model(config, vocab)
+    compile_model(model, config)
+    validation = BleuValidation(vocab, val_c.source, val_c.target, out_dir,
+                                every_steps=config.validate_every, patience=config.patience, log=log)
+    callbacks = [validation, keras.callbacks.CSVLogger(os.path.join(out_dir, "log.csv")),
+                 keras.callbacks.TensorBoard(os.path.join(out_dir, "tensorboard"), update_freq=50)]
+    fit_kwargs = {"epochs": config.epochs}
+    if config.max_steps:
+        per_epoch = config.validate_every or config.max_steps
+        ds = ds.repeat()
+        fit_kwargs = {"epochs": math.ceil(config.max_steps / per_epoch),
+                      "steps_per_epoch": min(per_epoch, config.max_steps)}
+    t_fit = time.perf_counter()
+    model.fit(ds, callbacks=callbacks, verbose=1 if sys.stderr.isatty() else 2, **fit_kwargs)
+    train_seconds = time.perf_counter() - t_fit
+
+    best = load_model(out_dir)
+    hyps = translate(best, vocab, test_c.source, beam_size=config.beam_size)
+    results = {
+        "corpus": corpus_name,
+        "test_split": config.test_split if corpus_name != "synthetic" else "synthetic-test",
+        "beam_size": config.beam_size,
+        **score(hyps, test_c.target),
+        "best_val_bleu": validation.best_bleu,
+        "train_seconds": round(train_seconds, 1),
+        "total_seconds": round(time.perf_counter() - t_start, 1),
+        "backend": keras.backend.backend(),
+        "validations": validation.history,
+    }
+    with open(os.path.join(out_dir, "results.json"), "w") as f:
+        json.dump(results, f, indent=2)
+    return results
+
+
+def load_model(run_dir: str) -> keras.Model:
+    """The best (else the latest) model of a run directory; a clear error if there is none."""
+    import keras_memnmt.models  # noqa: F401  (registers the classes for deserialization)
+
+    for name in ("best.keras", "model.keras"):
+        path = os.path.join(run_dir, name)
+        if os.path.isfile(path):
+            return keras.saving.load_model(path, compile=False)
+    raise FileNotFoundError(f"no best.keras or model.keras in {run_dir}: is it a finished "
+                            "`memnmt train` run directory?")
+
+
+def load_run(run_dir: str):
+    """``(model, vocab, config)`` of a run directory, with clear errors for missing pieces."""
+    if not os.path.isdir(run_dir):
+        raise FileNotFoundError(f"model directory not found: {run_dir}")
+    missing = [p for p in RUN_FILES if not os.path.isfile(os.path.join(run_dir, p))]
+    if missing:
+        raise FileNotFoundError(f"incomplete model directory {run_dir}: missing {', '.join(missing)}")
+    with open(os.path.join(run_dir, "config.json")) as f:
+        raw = json.load(f)
+    try:
+        config = TrainConfig(**raw)
+    except TypeError as e:
+        raise ConfigError(f"{run_dir}/config.json: {e}") from None
+    return load_model(run_dir), SubwordVocab.load(os.path.join(run_dir, "vocab")), config

@@ -1,0 +1,1 @@
+"""Experiments: one file per recipe, each a small typed ``CONFIG`` (see TrainConfig)."""

@@ -1,0 +1,29 @@
+"""RNNsearch on Multi30k en→de at the comparison size of the RNNsearch issue.
+
+    memnmt train multi30k_rnnsearch --data-dir ../shared/data/multi30k --out runs/rnnsearch
+"""
+
+from keras_memnmt.training.config import TrainConfig
+
+CONFIG = TrainConfig(
+    corpus="multi30k",  # Multi30k task 1 (needs --data-dir, $MEMNMT_DATA, the cache or a download)
+    src="en",
+    tgt="de",
+    vocab_size=8000,  # subword pieces per side; target vocabulary no smaller than the baselines' 7.9k
+    max_length=80,  # drops (and counts) the rare longer pairs
+    batch_size=64,  # sentences per batch, as in the toolkit comparison
+    model="rnnsearch",
+    embedding_dim=256,  # comparison size: embeddings 256
+    encoder_units=256,  # bidirectional GRU 256 + 256
+    decoder_units=512,  # GRU 512 decoder
+    attention_units=512,  # additive attention hidden size
+    readout_units=256,  # deep output
+    feedback_attention=True,  # MemDec §2.1 pre-state query
+    output_dropout=0.5,  # paper: dropout 0.5 on the output layer
+    optimizer="adam",
+    learning_rate=1e-3,
+    clipnorm=1.0,  # paper: gradient norm 1.0
+    epochs=20,
+    patience=3,  # validations (epochs) without a BLEU gain before stopping
+    beam_size=5,
+)

@@ -1,0 +1,82 @@
+"""`memnmt train / translate / evaluate` end to end, and every recipe for one step."""
+
+import json
+import os
+
+import pytest
+
+from keras_memnmt.cli import load_recipe, main
+
+TINY = ["--set", "embedding_dim=16", "--set", "encoder_units=8", "--set", "decoder_units=16",
+        "--set", "attention_units=8", "--set", "readout_units=8", "--set", "vocab_size=200",
+        "--set", "max_steps=2", "--set", "validate_every=2", "--set", "val_limit=4",
+        "--set", "test_limit=4", "--set", "beam_size=2"]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("run") / "quick")
+    assert main(["train", "quickstart", "--out", out, "--set", "corpus=synthetic",
+                 "--set", "synthetic_size=200", *TINY]) == 0
+    return out
+
+
+def test_train_writes_a_complete_run_dir(run_dir):
+    for name in ("config.json", "vocab/vocab.json", "best.keras", "model.keras", "results.json", "log.csv"):
+        assert os.path.isfile(os.path.join(run_dir, name)), name
+    results = json.load(open(os.path.join(run_dir, "results.json")))
+    assert results["corpus"] == "synthetic" and "nrefs:1" in results["bleu_signature"]
+    assert os.listdir(os.path.join(run_dir, "tensorboard"))
+
+
+def test_translate_keeps_one_line_per_input(run_dir, tmp_path, capsys):
+    src = tmp_path / "in.txt"
+    src.write_text("the cat sees a dog\n\n   \nthe dogs that sleep like a bird " + "cat " * 300 + "\n\u4e2d\n")
+    out = tmp_path / "out.txt"
+    assert main(["translate", "--model", run_dir, "--beam", "2", "--input", str(src),
+                 "--output", str(out), "--quiet"]) == 0
+    lines = out.read_text().split("\n")
+    assert len(lines) == 6 and lines[-1] == ""  # 5 lines, each newline-terminated
+    assert lines[1] == "" and lines[2] == ""
+    assert "truncated" in capsys.readouterr().err
+
+
+def test_evaluate_prints_scores(run_dir, capsys):
+    assert main(["evaluate", "--model", run_dir, "--split", "test", "--beam", "1", "--limit", "5"]) == 0
+    scores = json.loads(capsys.readouterr().out)
+    assert {"bleu", "bleu_lowercase", "chrf", "ter", "bleu_signature"} <= set(scores)
+
+
+def test_missing_or_incomplete_model_dir(tmp_path, capsys):
+    assert main(["translate", "--model", str(tmp_path / "nope"), "--input", "x"]) == 2
+    assert "model directory not found" in capsys.readouterr().err
+    (tmp_path / "half").mkdir()
+    (tmp_path / "half" / "config.json").write_text("{}")
+    assert main(["translate", "--model", str(tmp_path / "half")]) == 2
+    assert "missing vocab/vocab.json" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("override, message", [
+    ("epoch=3", "no such config field"),
+    ("epochs=three", "expected int"),
+    ("model=transformer", "expected one of"),
+    ("epochs", "KEY=VALUE"),
+])
+def test_bad_recipe_fields_are_clear_errors(override, message, capsys):
+    assert main(["train", "quickstart", "--set", override]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_unknown_recipe(capsys):
+    assert main(["train", "no_such_recipe"]) == 2
+    assert "multi30k_rnnsearch" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("recipe", ["multi30k_rnnsearch", "multi30k_cho"])
+def test_recipe_runs_one_step(recipe, data_dir, tmp_path):
+    assert load_recipe(recipe).corpus == "multi30k"
+    out = str(tmp_path / recipe)
+    assert main(["train", recipe, "--data-dir", data_dir, "--out", out, "--set", "train_limit=64",
+                 *TINY, "--set", "max_steps=1", "--set", "validate_every=1"]) == 0
+    assert json.load(open(os.path.join(out, "results.json")))["corpus"] == "multi30k en->de"
