@@ -1,9 +1,8 @@
 """Seq2Seq models: shapes, the shared single step, serialization, learning."""
 
+import keras
 import numpy as np
 import pytest
-
-import keras
 
 from keras_memnmt.data import BOS_ID
 from keras_memnmt.models import ChoEncoderDecoder, RNNsearch
