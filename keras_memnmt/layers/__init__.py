@@ -1,0 +1,14 @@
+"""Attention layers and decoder cells (one public class per module)."""
+
+from keras_memnmt.layers.attention import AdditiveAttention, LuongAttention
+from keras_memnmt.layers.cho import ChoDecoderCell
+from keras_memnmt.layers.readout import DeepOutput
+from keras_memnmt.layers.rnnsearch import RNNsearchCell
+
+__all__ = [
+    "AdditiveAttention",
+    "ChoDecoderCell",
+    "DeepOutput",
+    "LuongAttention",
+    "RNNsearchCell",
+]

@@ -1,0 +1,115 @@
+"""The deep output ("readout") shared by the GRU decoder cells."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+
+from keras_memnmt.layers._checks import check_positive_int, check_rate
+
+
+def clone_initializer(initializer: Any) -> keras.initializers.Initializer:
+    """A fresh instance of `initializer`, so that sublayers never share one object."""
+    initializer = keras.initializers.get(initializer)
+    return initializer.__class__.from_config(initializer.get_config())
+
+
+@keras.saving.register_keras_serializable(package="keras_memnmt")
+class DeepOutput(keras.layers.Layer):
+    """Deep output layer: one tanh hidden layer, dropout, then vocabulary logits.
+
+    MemDec Eq. 9 (paper 000) / Bahdanau et al. 2014 (paper 003):
+
+        score(y) = DNN([s_t; c_t; e_{y_{t-1}}])^T w_y                  (Eq. 9)
+        t        = dropout(tanh(W_o [s_t; c_t; e_{y_{t-1}}] + b_o))
+        logits   = t W_y + b_y
+
+    Decisions: the DNN is a single tanh layer of `readout_units` (Bahdanau used
+    a maxout layer; MemDec only says "DNN"); dropout (MemDec §4: "applied only
+    on the output layer", rate 0.5) acts on `t` during training only. The
+    caller builds the concatenation `[s_t; c_t; e]` — it is the decoder cell's
+    per-step output — so the same code serves a whole teacher-forced sequence
+    `(B, T, F)` and a single decoding step `(B, F)`.
+
+    Args:
+        readout_units: int, size of the tanh hidden layer `t`.
+        target_vocab_size: int, number of logits.
+        output_dropout: float in [0, 1), dropout rate on `t`.
+        kernel_initializer: initializer of `W_o` and `W_y`.
+        bias_initializer: initializer of `b_o` and `b_y`.
+        seed: optional int, seed of the dropout.
+        **kwargs: base `keras.layers.Layer` arguments.
+
+    Call arguments:
+        inputs: `(..., F)`, the decoder cell outputs.
+        training: bool, whether dropout is active.
+
+    Returns:
+        `(..., target_vocab_size)` unnormalized logits.
+
+    Sublayers: `hidden` (Dense, tanh), `dropout_layer`, `logits`.
+    """
+
+    def __init__(
+        self,
+        readout_units: int,
+        target_vocab_size: int,
+        output_dropout: float = 0.5,
+        kernel_initializer: Any = "glorot_uniform",
+        bias_initializer: Any = "zeros",
+        seed: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.readout_units = check_positive_int("readout_units", readout_units)
+        self.target_vocab_size = check_positive_int("target_vocab_size", target_vocab_size)
+        self.output_dropout = check_rate("output_dropout", output_dropout)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.seed = seed
+        self.hidden = keras.layers.Dense(
+            self.readout_units,
+            activation="tanh",
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            bias_initializer=clone_initializer(self.bias_initializer),
+            dtype=self.dtype_policy,
+            name="hidden",
+        )
+        self.dropout_layer = keras.layers.Dropout(
+            self.output_dropout, seed=seed, dtype=self.dtype_policy, name="dropout"
+        )
+        self.logits = keras.layers.Dense(
+            self.target_vocab_size,
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            bias_initializer=clone_initializer(self.bias_initializer),
+            dtype=self.dtype_policy,
+            name="logits",
+        )
+
+    def build(self, input_shape: tuple) -> None:
+        self.hidden.build(tuple(input_shape))
+        self.logits.build(tuple(input_shape[:-1]) + (self.readout_units,))
+        self.built = True
+
+    def call(self, inputs: Any, training: bool = False) -> Any:
+        hidden = self.hidden(inputs)  # (..., readout_units)
+        hidden = self.dropout_layer(hidden, training=training)
+        return self.logits(hidden)  # (..., target_vocab_size)
+
+    def compute_output_shape(self, input_shape: tuple) -> tuple:
+        return tuple(input_shape[:-1]) + (self.target_vocab_size,)
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(
+            {
+                "readout_units": self.readout_units,
+                "target_vocab_size": self.target_vocab_size,
+                "output_dropout": self.output_dropout,
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+                "seed": self.seed,
+            }
+        )
+        return config

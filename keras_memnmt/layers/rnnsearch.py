@@ -1,0 +1,341 @@
+"""The RNNsearch decoder cell (Bahdanau et al. 2014) with optional feedback attention."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+from keras import ops
+
+# Not re-exported by `keras.layers`; it is how `keras.layers.RNN` knows to
+# create the dropout mask once per sequence, outside the (JAX) scan.
+from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
+
+from keras_memnmt.layers._checks import (
+    check_bool,
+    check_choice,
+    check_positive_int,
+    check_rate,
+)
+from keras_memnmt.layers.attention import AdditiveAttention
+from keras_memnmt.layers.readout import DeepOutput, clone_initializer
+
+INIT_STATES = ("mean", "summary")
+
+
+@keras.saving.register_keras_serializable(package="keras_memnmt")
+class RNNsearchCell(keras.layers.Layer, DropoutRNNCell):
+    """RNNsearch decoder step: additive attention + GRU + deep output.
+
+    Bahdanau et al. 2014 (paper 003) as restated by MemDec (paper 000), Eq. 1-3
+    and 9, with the "feedback attention" of MemDec §2.1. One step, given the
+    embedding `e = e_{y_{t-1}}` of the previous target word:
+
+        1. query   q = tanh(W [s_{t-1}; e] + b)     if feedback_attention  (§2.1)
+                   q = s_{t-1}                       otherwise (Bahdanau)
+        2. context c_t, alpha_t = AdditiveAttention(q, h_1..h_Tx)      (Eq. 3)
+        3. state   s_t = GRU(s_{t-1}, [e; c_t])                         (Eq. 2)
+        4. output  o_t = [s_t; c_t; e]        (the input of the readout, Eq. 9)
+
+    and `readout(o)` = the deep output of Eq. 9 (see `DeepOutput`), applied to
+    a whole `(B, T, F)` sequence in training or one `(B, F)` step in decoding.
+    `step` is the only place these equations live: `call` (used by
+    `keras.layers.RNN` for teacher forcing) and the greedy / beam decoders
+    both go through it.
+
+    Decisions:
+    - Initial state (`init_state="mean"`, default): `s_0 = tanh(W_init
+      mean_j h_j + b)`, the mean over unmasked source positions, as in the
+      dl4mt implementation MemDec builds on. Bahdanau et al. used
+      `tanh(W_s <-h_1)`, the first backward encoder state: pass it as
+      `summary` with `init_state="summary"`.
+    - Feedback attention uses the tanh form of H (MemDec §2.1: "we chose the
+      latter for simplicity"), with a bias.
+    - GRU: `keras.layers.GRUCell` with its default `reset_after=True` (the
+      reset gate multiplies `U_h s_{t-1} + b`, CuDNN style) rather than Cho et
+      al.'s original reset-before-matmul.
+    - `dropout` is variational dropout on the input embedding `e` (one mask per
+      sequence, as `keras.layers.GRU` does); the embedding is dropped before
+      every use (query, GRU input, output). Default 0: MemDec found it did not
+      help (§4); its 0.5 dropout is `output_dropout`, in the readout.
+    - Biases everywhere except inside the attention score (see
+      `AdditiveAttention`).
+
+    Encoder memory reaches the step as pass-through states (Keras 3 has no
+    `constants=`), flattened to keep every state 2-D:
+
+        states = [s (B, units), annotations (B, Tx*D), keys (B, Tx*A),
+                  source_mask (B, Tx)]
+
+    with `D = annotation_units`, `A = attention_units`. Build them with
+    `initial_states(...)` and pass them as `initial_state=`; `Tx` may differ
+    from batch to batch (`state_size = [units, None, None, None]`).
+
+    Args:
+        units: int, size of the decoder state `s_t`.
+        target_vocab_size: int, number of output logits.
+        attention_units: int, hidden size of the additive attention.
+        readout_units: int, size of the deep-output tanh layer.
+        annotation_units: int, size `D` of an annotation `h_j` (2x the
+            encoder units for a bidirectional encoder).
+        feedback_attention: bool, use `tanh(W [s_{t-1}; e])` as the attention
+            query (MemDec §2.1) instead of `s_{t-1}` (Bahdanau).
+        output_dropout: float in [0, 1), dropout in the readout.
+        dropout: float in [0, 1), variational dropout on the input embedding.
+        init_state: "mean" or "summary", how `s_0` is computed (see above).
+        kernel_initializer: initializer of the input kernels.
+        recurrent_initializer: initializer of the GRU recurrent kernel.
+        bias_initializer: initializer of the biases.
+        seed: optional int, seed of both dropouts.
+        **kwargs: base `keras.layers.Layer` arguments.
+
+    Call arguments:
+        inputs: `(B, E)`, the embedding of the previous target word.
+        states: the 4 states above.
+        training: bool, whether dropout is active.
+
+    Returns (`call`): `(output (B, units + D + E), new_states)`;
+    (`step`): the same plus the attention weights `(B, Tx)`.
+
+    Note: if a target mask reaches the enclosing `keras.layers.RNN` (e.g. from
+    `Embedding(mask_zero=True)`), create it with `zero_output_for_mask=True`:
+    otherwise the JAX loop takes `states[0]` as the previous output, whose size
+    differs from `output_size`.
+
+    Example:
+
+    ```python
+    cell = RNNsearchCell(32, vocab, attention_units=32, readout_units=16,
+                         annotation_units=2 * encoder_units)
+    decoder = keras.layers.RNN(cell, return_sequences=True)
+    # inside a subclassed keras.Model.call:
+    states = cell.initial_states(annotations, source_mask)
+    outputs = decoder(target_embedded, initial_state=states)   # (B, T, F)
+    logits = cell.readout(outputs, training=training)           # (B, T, V)
+    ```
+    """
+
+    def __init__(
+        self,
+        units: int,
+        target_vocab_size: int,
+        attention_units: int,
+        readout_units: int,
+        annotation_units: int,
+        feedback_attention: bool = True,
+        output_dropout: float = 0.5,
+        dropout: float = 0.0,
+        init_state: str = "mean",
+        kernel_initializer: Any = "glorot_uniform",
+        recurrent_initializer: Any = "orthogonal",
+        bias_initializer: Any = "zeros",
+        seed: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.units = check_positive_int("units", units)
+        self.target_vocab_size = check_positive_int("target_vocab_size", target_vocab_size)
+        self.attention_units = check_positive_int("attention_units", attention_units)
+        self.readout_units = check_positive_int("readout_units", readout_units)
+        self.annotation_units = check_positive_int("annotation_units", annotation_units)
+        self.feedback_attention = check_bool("feedback_attention", feedback_attention)
+        self.output_dropout = check_rate("output_dropout", output_dropout)
+        self.dropout = check_rate("dropout", dropout)
+        self.init_state = check_choice("init_state", init_state, INIT_STATES)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.recurrent_initializer = keras.initializers.get(recurrent_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.seed = seed
+        # DropoutRNNCell reads these two; there is no recurrent dropout.
+        self.recurrent_dropout = 0.0
+        self.seed_generator = keras.random.SeedGenerator(seed)
+        self._embedding_dim: int | None = None
+
+        def dense(size: int, name: str, activation: str | None = "tanh") -> keras.layers.Dense:
+            return keras.layers.Dense(
+                size,
+                activation=activation,
+                kernel_initializer=clone_initializer(self.kernel_initializer),
+                bias_initializer=clone_initializer(self.bias_initializer),
+                dtype=self.dtype_policy,
+                name=name,
+            )
+
+        self.init_dense = dense(self.units, "init_state")
+        self.query_dense = dense(self.units, "feedback_query") if feedback_attention else None
+        self.attention = AdditiveAttention(
+            self.attention_units,
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            dtype=self.dtype_policy,
+            name="attention",
+        )
+        self.gru_cell = keras.layers.GRUCell(
+            self.units,
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            recurrent_initializer=clone_initializer(self.recurrent_initializer),
+            bias_initializer=clone_initializer(self.bias_initializer),
+            dtype=self.dtype_policy,
+            name="gru",
+        )
+        self.deep_output = DeepOutput(
+            self.readout_units,
+            self.target_vocab_size,
+            output_dropout=self.output_dropout,
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            bias_initializer=clone_initializer(self.bias_initializer),
+            seed=seed,
+            dtype=self.dtype_policy,
+            name="deep_output",
+        )
+
+    # ----------------------------------------------------------------- sizes
+    @property
+    def state_size(self) -> list:
+        """`[units, None, None, None]`: `Tx` is only known per batch."""
+        return [self.units, None, None, None]
+
+    @property
+    def output_size(self) -> int:
+        """`units + annotation_units + E`; `E` is known once the cell is built."""
+        if self._embedding_dim is None:
+            raise ValueError(
+                f"{self.__class__.__name__} '{self.name}': output_size needs the "
+                "embedding size; build the cell first (keras.layers.RNN does)."
+            )
+        return self.units + self.annotation_units + self._embedding_dim
+
+    # ----------------------------------------------------------------- build
+    def _build_memory_side(self) -> None:
+        """Builds what `initial_states` needs; it does not depend on `E`."""
+        if not self.attention.built:
+            self.attention.build((None, self.units), (None, None, self.annotation_units))
+        if not self.init_dense.built:
+            self.init_dense.build((None, self.annotation_units))
+
+    def build(self, input_shape: tuple) -> None:
+        """Builds every weight from `input_shape = (B, E)`."""
+        embedding_dim = input_shape[-1]
+        self._embedding_dim = int(embedding_dim)
+        self._build_memory_side()
+        if self.query_dense is not None:
+            self.query_dense.build((None, self.units + embedding_dim))
+        self.gru_cell.build((None, embedding_dim + self.annotation_units))
+        self.deep_output.build((None, self.units + self.annotation_units + embedding_dim))
+        self.built = True
+
+    # --------------------------------------------------------------- states
+    def initial_states(
+        self, annotations: Any, source_mask: Any, summary: Any | None = None
+    ) -> list:
+        """Builds the 4 decoder states from the encoder output.
+
+        Args:
+            annotations: `(B, Tx, D)` encoder annotations `h_j`.
+            source_mask: `(B, Tx)` float 1/0 (or bool), 1 for real tokens.
+            summary: `(B, D)` a sentence summary (e.g. the first backward
+                state); only used with `init_state="summary"`.
+
+        Returns:
+            `[s_0 (B, units), annotations (B, Tx*D), keys (B, Tx*A),
+            source_mask (B, Tx)]`, with `keys = U_a h_j` computed here, once
+            per sentence.
+        """
+        self._build_memory_side()
+        dtype = self.compute_dtype
+        annotations = ops.cast(annotations, dtype)
+        mask = ops.cast(source_mask, dtype)  # (B, Tx)
+        if self.init_state == "mean":
+            total = ops.sum(annotations * ops.expand_dims(mask, -1), axis=1)  # (B, D)
+            count = ops.maximum(ops.sum(mask, axis=1, keepdims=True), 1.0)  # (B, 1)
+            pooled = total / count
+        else:
+            if summary is None:
+                raise ValueError("init_state='summary' needs `summary`. Received: summary=None")
+            pooled = ops.cast(summary, dtype)
+        s0 = self.init_dense(pooled)  # (B, units)
+        keys = ops.cast(self.attention.precompute_keys(annotations), dtype)  # (B, Tx, A)
+        batch = ops.shape(annotations)[0]
+        return [
+            s0,
+            ops.reshape(annotations, (batch, -1)),  # (B, Tx*D)
+            ops.reshape(keys, (batch, -1)),  # (B, Tx*A)
+            mask,
+        ]
+
+    def get_initial_state(self, batch_size: int | None = None) -> list:
+        raise ValueError(
+            f"{self.__class__.__name__} needs the encoder output: pass "
+            "`initial_state=cell.initial_states(annotations, source_mask, summary)` "
+            "to keras.layers.RNN."
+        )
+
+    # ----------------------------------------------------------------- step
+    def step(self, inputs: Any, states: list, training: bool = False) -> tuple:
+        """One decoder step (the equations of the class docstring).
+
+        Args:
+            inputs: `(B, E)` embedding of `y_{t-1}`.
+            states: `[s_{t-1}, annotations, keys, source_mask]` (2-D each).
+            training: bool, whether dropout is active.
+
+        Returns:
+            `(output, new_states, attention_weights)`: `(B, units + D + E)`,
+            the 4 states (the last 3 unchanged) and `(B, Tx)`.
+
+        Decoders call this with `training=False`. With `training=True` and
+        `dropout > 0` outside `keras.layers.RNN`, the embedding dropout mask is
+        cached on the cell: call `cell.reset_dropout_mask()` after each sequence.
+        """
+        s_prev, annotations_flat, keys_flat, mask = states
+        if training and self.dropout > 0.0:
+            inputs = inputs * self.get_dropout_mask(inputs)
+        source_len = ops.shape(mask)[1]
+        annotations = ops.reshape(
+            annotations_flat, (-1, source_len, self.annotation_units)
+        )  # (B, Tx, D)
+        keys = ops.reshape(keys_flat, (-1, source_len, self.attention_units))  # (B, Tx, A)
+
+        # 1. query: feedback attention (MemDec §2.1) or s_{t-1} (Bahdanau).
+        if self.query_dense is not None:
+            query = self.query_dense(ops.concatenate([s_prev, inputs], axis=-1))
+        else:
+            query = s_prev
+        # 2. context c_t = sum_j alpha_tj h_j (Eq. 3).
+        context, weights = self.attention(query, keys, annotations, mask=mask)
+        # 3. s_t = GRU(s_{t-1}, [e; c_t]) (Eq. 2).
+        state, _ = self.gru_cell(
+            ops.concatenate([inputs, context], axis=-1), [s_prev], training=training
+        )
+        # 4. o_t = [s_t; c_t; e], the input of the deep output (Eq. 9).
+        output = ops.concatenate([state, context, inputs], axis=-1)
+        return output, [state, annotations_flat, keys_flat, mask], weights
+
+    def call(self, inputs: Any, states: list, training: bool = False) -> tuple:
+        output, new_states, _ = self.step(inputs, states, training=training)
+        return output, new_states
+
+    def readout(self, outputs: Any, training: bool = False) -> Any:
+        """Deep output (Eq. 9): `(..., output_size) -> (..., target_vocab_size)` logits."""
+        return self.deep_output(outputs, training=training)
+
+    # ---------------------------------------------------------------- config
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(
+            {
+                "units": self.units,
+                "target_vocab_size": self.target_vocab_size,
+                "attention_units": self.attention_units,
+                "readout_units": self.readout_units,
+                "annotation_units": self.annotation_units,
+                "feedback_attention": self.feedback_attention,
+                "output_dropout": self.output_dropout,
+                "dropout": self.dropout,
+                "init_state": self.init_state,
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "recurrent_initializer": keras.initializers.serialize(self.recurrent_initializer),
+                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+                "seed": self.seed,
+            }
+        )
+        return config

@@ -1,0 +1,1 @@
+"""Test helpers for keras_memnmt: NumPy reference steps (`reference`)."""
