@@ -107,7 +107,7 @@ def cmd_train(args) -> int:
     config = apply_overrides(load_recipe(args.recipe), args.set or [])
     out = args.out or os.path.join("runs", os.path.basename(args.recipe).removesuffix(".py"))
     log = lambda msg: print(f"[memnmt] {msg}", file=sys.stderr, flush=True)  # noqa: E731
-    results = train(config, out, data_dir=args.data_dir, log=log)
+    results = train(config, out, data_dir=args.data_dir, log=log, resume=args.resume)
     results.pop("validations", None)
     print(json.dumps({"run_dir": out, **results}, indent=2))
     return 0
@@ -187,6 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--out", help="run directory (default: runs/RECIPE)")
     tr.add_argument("--set", action="append", metavar="KEY=VALUE",
                     help="override a config field, e.g. --set epochs=2 --set train_limit=1000")
+    tr.add_argument("--resume", action="store_true",
+                    help="continue from OUT/model.keras (weights and optimizer state)")
     tr.set_defaults(func=cmd_train)
 
     tl = sub.add_parser("translate", help="translate text with a trained run directory")

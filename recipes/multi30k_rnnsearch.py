@@ -19,6 +19,7 @@ CONFIG = TrainConfig(
     attention_units=512,  # additive attention hidden size
     readout_units=256,  # deep output
     feedback_attention=True,  # MemDec §2.1 pre-state query
+    dropout=0.2,  # embedding dropout (our choice: Multi30k is small)
     output_dropout=0.5,  # paper: dropout 0.5 on the output layer
     optimizer="adam",
     learning_rate=1e-3,

@@ -80,3 +80,14 @@ def test_recipe_runs_one_step(recipe, data_dir, tmp_path):
     assert main(["train", recipe, "--data-dir", data_dir, "--out", out, "--set", "train_limit=64",
                  *TINY, "--set", "max_steps=1", "--set", "validate_every=1"]) == 0
     assert json.load(open(os.path.join(out, "results.json")))["corpus"] == "multi30k en->de"
+
+
+def test_resume_continues_a_run(tmp_path):
+    out = str(tmp_path / "r")
+    args = ["train", "quickstart", "--out", out, "--set", "corpus=synthetic", "--set", "synthetic_size=100",
+            *TINY, "--set", "validate_every=1"]
+    assert main([*args, "--set", "max_steps=1"]) == 0
+    assert main([*args, "--set", "max_steps=3", "--resume"]) == 0
+    history = json.load(open(os.path.join(out, "validations.json")))
+    assert [h["step"] for h in history] == [1, 2, 3]
+    assert history[-1]["train_seconds"] >= history[0]["train_seconds"]

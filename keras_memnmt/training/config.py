@@ -46,6 +46,7 @@ class TrainConfig:
     max_steps: int | None = None  # stop after this many updates (None = epochs decide)
     validate_every: int = 0  # validate every N steps (0 = once per epoch)
     patience: int = 3  # stop after this many validations without a BLEU gain
+    keep_checkpoints: bool = False  # also keep checkpoints/step{N}.keras at every validation
     beam_size: int = 5  # beam for the final test evaluation
     test_split: str = "test_2016_flickr"  # split scored after training (Multi30k)
     seed: int = 0  # shuffle and initialization seed

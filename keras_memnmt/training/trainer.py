@@ -96,22 +96,41 @@ class BleuValidation(keras.callbacks.Callback):
         patience: validations without a BLEU gain before training stops.
     """
 
-    def __init__(self, vocab, sources, references, out_dir, every_steps=0, patience=3, log=print):
+    def __init__(self, vocab, sources, references, out_dir, every_steps=0, patience=3, log=print,
+                 keep_checkpoints=False, history=None):
         super().__init__()
         self.vocab, self.sources, self.references = vocab, sources, references
         self.out_dir, self.every_steps, self.patience, self.log = out_dir, every_steps, patience, log
-        self.best_bleu, self.bad_rounds, self.step = -1.0, 0, 0
-        self.history: list[dict] = []
+        self.keep_checkpoints = keep_checkpoints
+        # On resume, the earlier validations carry the best score, patience and clock on.
+        self.history: list[dict] = list(history or [])
+        self.best_bleu = max((h["val_bleu"] for h in self.history), default=-1.0)
+        self.step = self.history[-1]["step"] if self.history else 0
+        self.seconds_before = self.history[-1]["train_seconds"] if self.history else 0.0
+        self.bad_rounds = 0
+        for h in self.history:
+            self.bad_rounds = 0 if h["val_bleu"] >= self.best_bleu else self.bad_rounds + 1
+
+    def on_train_begin(self, logs=None):
+        self.t_begin = time.perf_counter()
+        self.validation_seconds = 0.0
 
     def _validate(self, logs):
+        t0 = time.perf_counter()
+        train_seconds = self.seconds_before + t0 - self.t_begin - self.validation_seconds
         hyps = translate(self.model, self.vocab, self.sources, beam_size=1, progress=False)
         s = score(hyps, self.references)
-        entry = {"step": self.step, "val_bleu": s["bleu"], "val_chrf": s["chrf"],
-                 "loss": float((logs or {}).get("loss", float("nan")))}
+        entry = {"step": self.step, "train_seconds": round(train_seconds, 1), "val_bleu": s["bleu"],
+                 "val_chrf": s["chrf"], "loss": float((logs or {}).get("loss", float("nan")))}
         self.history.append(entry)
         if logs is not None:
             logs["val_bleu"] = s["bleu"]
         self.model.save(os.path.join(self.out_dir, "model.keras"))
+        with open(os.path.join(self.out_dir, "validations.json"), "w") as f:
+            json.dump(self.history, f, indent=2)
+        if self.keep_checkpoints:
+            os.makedirs(os.path.join(self.out_dir, "checkpoints"), exist_ok=True)
+            self.model.save(os.path.join(self.out_dir, "checkpoints", f"step{self.step}.keras"))
         if s["bleu"] > self.best_bleu:
             self.best_bleu, self.bad_rounds = s["bleu"], 0
             self.model.save(os.path.join(self.out_dir, "best.keras"))
@@ -120,8 +139,9 @@ class BleuValidation(keras.callbacks.Callback):
             if self.patience and self.bad_rounds >= self.patience:
                 self.log(f"early stop: no BLEU gain in {self.bad_rounds} validations")
                 self.model.stop_training = True
-        self.log(f"step {self.step}: loss {entry['loss']:.3f}  val BLEU {s['bleu']:.2f}  "
-                 f"(best {self.best_bleu:.2f})  e.g. {hyps[0]!r}")
+        self.log(f"step {self.step} ({train_seconds / 60:.1f} min): loss {entry['loss']:.3f}  "
+                 f"val BLEU {s['bleu']:.2f} (best {self.best_bleu:.2f})  e.g. {hyps[0]!r}")
+        self.validation_seconds += time.perf_counter() - t0
 
     def on_train_batch_end(self, batch, logs=None):
         self.step += 1
@@ -133,8 +153,14 @@ class BleuValidation(keras.callbacks.Callback):
             self._validate(logs)
 
 
-def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=print) -> dict:
-    """Trains a model from ``config`` into the run directory ``out_dir``; returns the results."""
+def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=print,
+          resume: bool = False) -> dict:
+    """Trains a model from ``config`` into the run directory ``out_dir``; returns the results.
+
+    With ``resume=True`` and a ``model.keras`` in ``out_dir`` (written at every
+    validation), training continues from it — weights and optimizer state — with
+    the earlier validations' best score and clock carried on.
+    """
     keras.utils.set_random_seed(config.seed)
     os.makedirs(out_dir, exist_ok=True)
     t_start = time.perf_counter()
@@ -160,11 +186,24 @@ def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=pr
     log(f"pipeline: {stats.kept} pairs kept, {stats.dropped_too_long} longer than "
         f"{config.max_length} tokens dropped")
 
-    model = build_model(config, vocab)
-    compile_model(model, config)
+    history, initial_epoch = [], 0
+    latest = os.path.join(out_dir, "model.keras")
+    if resume and os.path.isfile(latest):
+        import keras_memnmt.models  # noqa: F401  (registers the classes)
+
+        model = keras.saving.load_model(latest)  # with its optimizer state
+        with open(os.path.join(out_dir, "validations.json")) as f:
+            history = json.load(f)
+        with open(os.path.join(out_dir, "log.csv")) as f:
+            initial_epoch = max(0, sum(1 for _ in f) - 1)  # CSVLogger: a header + one row per epoch
+        log(f"resuming from {latest} after {initial_epoch} epochs, {len(history)} validations")
+    else:
+        model = build_model(config, vocab)
+        compile_model(model, config)
     validation = BleuValidation(vocab, val_c.source, val_c.target, out_dir,
-                                every_steps=config.validate_every, patience=config.patience, log=log)
-    callbacks = [validation, keras.callbacks.CSVLogger(os.path.join(out_dir, "log.csv")),
+                                every_steps=config.validate_every, patience=config.patience, log=log,
+                                keep_checkpoints=config.keep_checkpoints, history=history)
+    callbacks = [validation, keras.callbacks.CSVLogger(os.path.join(out_dir, "log.csv"), append=resume),
                  keras.callbacks.TensorBoard(os.path.join(out_dir, "tensorboard"), update_freq=50)]
     fit_kwargs = {"epochs": config.epochs}
     if config.max_steps:
@@ -172,9 +211,9 @@ def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=pr
         ds = ds.repeat()
         fit_kwargs = {"epochs": math.ceil(config.max_steps / per_epoch),
                       "steps_per_epoch": min(per_epoch, config.max_steps)}
-    t_fit = time.perf_counter()
-    model.fit(ds, callbacks=callbacks, verbose=1 if sys.stderr.isatty() else 2, **fit_kwargs)
-    train_seconds = time.perf_counter() - t_fit
+    model.fit(ds, callbacks=callbacks, verbose=1 if sys.stderr.isatty() else 2,
+              initial_epoch=initial_epoch, **fit_kwargs)
+    train_seconds = validation.history[-1]["train_seconds"] if validation.history else 0.0
 
     best = load_model(out_dir)
     hyps = translate(best, vocab, test_c.source, beam_size=config.beam_size)
@@ -184,7 +223,7 @@ def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=pr
         "beam_size": config.beam_size,
         **score(hyps, test_c.target),
         "best_val_bleu": validation.best_bleu,
-        "train_seconds": round(train_seconds, 1),
+        "train_seconds": round(train_seconds, 1),  # excluding validation
         "total_seconds": round(time.perf_counter() - t_start, 1),
         "backend": keras.backend.backend(),
         "validations": validation.history,
