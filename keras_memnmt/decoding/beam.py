@@ -1,0 +1,275 @@
+"""Beam search with separate alive and finished sets (see `common` for `next_fn`).
+
+Finished hypotheses are frozen and set aside in a finished buffer instead of
+competing in the live beam, as in tensor2tensor's `beam_search.py` and Flax
+`examples/wmt/decode.py`; which candidates may finish, and when a sentence
+stops, follow fairseq's `SequenceGenerator`, so that `beam_size=1` is greedy
+search exactly. See `beam_search` for the steps.
+"""
+
+from __future__ import annotations
+
+from keras import ops
+
+from keras_memnmt.decoding.common import (
+    NEG_INF,
+    NextFn,
+    Tensor,
+    check_attention,
+    check_ids,
+    check_length_penalty,
+    first_call,
+    log_probs,
+    resolve_max_length,
+    write_step,
+)
+from keras_memnmt.decoding.common import length_penalty as _length_penalty
+
+
+def _gather(x: Tensor, index: Tensor, batch_size: int) -> Tensor:
+    """`x (B, N, ...)`, `index (B, M)` in `[0, N)` -> `(B, M, ...)`."""
+    n, m = x.shape[1], index.shape[1]
+    rows = ops.arange(batch_size, dtype="int32")[:, None] * n + ops.cast(index, "int32")
+    flat = ops.reshape(x, (batch_size * n, *x.shape[2:]))  # (B*N, ...)
+    taken = ops.take(flat, ops.reshape(rows, (batch_size * m,)), axis=0)  # (B*M, ...)
+    return ops.reshape(taken, (batch_size, m, *x.shape[2:]))  # (B, M, ...)
+
+
+def beam_search(
+    next_fn: NextFn,
+    initial_states: list[Tensor] | tuple,
+    batch_size: int,
+    beam_size: int,
+    max_length: int | Tensor,
+    bos_id: int = 2,
+    eos_id: int = 3,
+    pad_id: int = 0,
+    length_penalty: str = "gnmt",
+    alpha: float = 0.6,
+    n_best: int = 1,
+    return_attention: bool = False,
+    early_stopping: bool = True,
+    max_steps: int | None = None,
+) -> dict[str, Tensor]:
+    """Beam search with an alive beam and a finished buffer, as one compiled loop.
+
+    Notation: `B` batch, `K` beam size, `V` vocabulary, `C = min(2K, K V)`
+    candidates per sentence and step, `L` buffer width (`max_steps`), `Tx`
+    source length. Scores: `raw = log P(Y)` (sum of token log-probs, eos
+    included) and `score = raw / lp(|Y|)` (see `common.length_penalty`).
+
+    1. Call `next_fn(bos (B,), initial_states)` once on `B` rows, then
+       repeat its logits, states and attention `K` times along axis 0
+       (`(B, ·) -> (B*K, ·)`, row `b*K + k`). The alive log-probs start at
+       `[0, -inf, ..., -inf]` `(B, K)`, so only beam 0 is expanded first.
+    2. Each step `i` (inside `keras.ops.while_loop` from the second on,
+       where `next_fn` is called on the alive beams' last tokens `(B*K,)`):
+       a. `log p = log_softmax(logits)` `(B*K, V)`, pad and bos set to
+          `-inf`; `cand = alive_raw[:, :, None] + log p` reshaped to
+          `(B, K*V)`.
+       b. `top_k(cand, C)` gives each candidate's raw score, source beam
+          `index // V` and token `index % V` `(B, C)`; its sequence is the
+          source beam's `(B, C, L)` with the token written at column `i`.
+       c. A candidate is *final* if its token is eos or `i + 1` reaches its
+          sentence's limit (force-finished, no eos).
+       d. Alive: the best `K` non-final candidates `(B, K)`; the states
+          `(B*K, ·)` follow their source beams via `ops.take` on axis 0.
+       e. Finished: a final candidate among the `K` best of this step (the
+          beam proper; fairseq's rule) is frozen with
+          `score = raw / lp(i + 1)`; the finished buffer `(B, K)` keeps the
+          `K` best scores of old and new, sorted. The buffer of a done
+          sentence (f.) no longer changes.
+       f. A sentence is done when (i) its limit is reached or no alive
+          hypothesis is left; or (ii) its `n_best`-th finished score beats
+          the best any alive hypothesis could still reach,
+          `max(alive_raw) / lp(limit)` (log-probs only decrease, and for
+          `raw <= 0` the largest divisor gives the largest score, so
+          stopping here never changes the `n_best` returned); or (iii),
+          with `early_stopping`, `K` hypotheses have finished.
+    3. The loop ends after `L` steps or once every sentence is done; the
+       first `n_best` entries of the finished buffer are returned (empty
+       entries, possible only with a tiny vocabulary, have score `-inf`,
+       length 0 and pad tokens).
+
+    Every reduction is per sentence and a done sentence is frozen, so a
+    sentence's result does not depend on the rest of the batch.
+
+    Stopping decision: with `early_stopping=True` (default, fairseq) rule
+    (iii) applies, and `beam_size=1` equals greedy search exactly: the
+    only candidate that may finish is the best one, and the first finish
+    fills the buffer. With `early_stopping=False` the search runs until the
+    bound (ii) holds (tensor2tensor / Flax), which can only improve the
+    returned scores, but `beam_size=1` may then differ from greedy (with a
+    length penalty an alive hypothesis may outscore greedy's finished one
+    once it is longer).
+
+    Example (a model whose `next_fn` ignores its states):
+
+    >>> import numpy as np
+    >>> table = np.log(np.full((5, 5), 0.2, "float32"))  # uniform over 5 tokens
+    >>> def next_fn(tokens, states):
+    ...     return ops.take(table, tokens, axis=0), states, None
+    >>> out = beam_search(next_fn, [np.zeros((2, 1), "float32")], batch_size=2,
+    ...                   beam_size=3, max_length=4, n_best=2)
+    >>> tuple(out["tokens"].shape), tuple(out["scores"].shape)
+    ((2, 2, 4), (2, 2))
+
+    Args:
+        next_fn: the step callback, see `keras_memnmt.decoding.common`.
+        initial_states: list of `(B, ·)` tensors, the decoder's state at bos.
+        batch_size: `B` (a Python int).
+        beam_size: `K >= 1`.
+        max_length: Python int, or a `(B,)` int tensor of per-sentence
+            limits (e.g. `a * source_length + b`); a hypothesis that
+            reaches its sentence's limit is force-finished.
+        bos_id: the token fed at the first step.
+        eos_id: the token that ends a hypothesis (kept in the output).
+        pad_id: written after eos; never generated (nor is bos).
+        length_penalty: `"gnmt"`, `"average"` or `"none"`.
+        alpha: the GNMT exponent.
+        n_best: hypotheses returned per sentence, `1 <= n_best <= K`.
+        return_attention: also return each hypothesis' attention.
+        early_stopping: stop a sentence once `K` hypotheses have finished.
+        max_steps: static width `L` of the outputs; required only when
+            `max_length` is a traced tensor (see `resolve_max_length`).
+
+    Returns:
+        dict with
+        `tokens` `(B, n_best, L)` int32 — eos included, pad after it;
+        `scores` `(B, n_best)` float32 — length-normalized, best first;
+        `raw_scores` `(B, n_best)` float32 — `log P(Y)`;
+        `lengths` `(B, n_best)` int32 — tokens up to and including eos;
+        `attention` `(B, n_best, L, Tx)` float32, if `return_attention`.
+    """
+    check_ids(bos_id, eos_id, pad_id)
+    check_length_penalty(length_penalty)
+    if not isinstance(beam_size, int) or beam_size < 1:
+        raise ValueError(f"beam_size must be an int >= 1; received: {beam_size!r}")
+    if not isinstance(n_best, int) or not 1 <= n_best <= beam_size:
+        raise ValueError(
+            f"n_best must be an int in [1, beam_size={beam_size}]; received: {n_best!r}"
+        )
+    penalty_kind = length_penalty  # the argument shadows the function of that name
+
+    def lp(lengths):
+        return _length_penalty(lengths, penalty_kind, alpha)
+
+    steps, limit = resolve_max_length(max_length, batch_size, max_steps)  # L, (B,)
+    b, k = batch_size, beam_size
+    banned = (pad_id, bos_id)
+
+    # 1. First call on B rows, then K copies of each.
+    logits, states, attention = first_call(next_fn, b, bos_id, initial_states)
+    check_attention(attention, return_attention)
+    vocab = logits.shape[-1]
+    c = min(2 * k, k * vocab)
+    logits = ops.repeat(logits, k, axis=0)  # (B*K, V)
+    states = [ops.repeat(s, k, axis=0) for s in states]  # (B*K, ·)
+    first_alive = ops.where(ops.arange(k) == 0, 0.0, NEG_INF)  # (K,)
+    carry = {
+        "step": ops.convert_to_tensor(0, dtype="int32"),
+        "last": ops.full((b * k,), bos_id, dtype="int32"),  # (B*K,)
+        "states": states,
+        "alive_tokens": ops.full((b, k, steps), pad_id, dtype="int32"),  # (B, K, L)
+        "alive_raw": ops.cast(ops.tile(first_alive[None, :], (b, 1)), "float32"),  # (B, K)
+        "fin_tokens": ops.full((b, k, steps), pad_id, dtype="int32"),  # (B, K, L)
+        "fin_scores": ops.full((b, k), NEG_INF, dtype="float32"),  # (B, K)
+        "fin_raw": ops.full((b, k), NEG_INF, dtype="float32"),  # (B, K)
+        "fin_lengths": ops.zeros((b, k), dtype="int32"),  # (B, K)
+        "done": ops.zeros((b,), dtype="bool"),  # (B,)
+    }
+    if return_attention:
+        attention = ops.repeat(ops.cast(attention, "float32"), k, axis=0)  # (B*K, Tx)
+        tx = attention.shape[-1]
+        carry["alive_attention"] = ops.zeros((b, k, steps, tx), dtype="float32")
+        carry["fin_attention"] = ops.zeros((b, k, steps, tx), dtype="float32")
+    max_lp = lp(limit)  # (B,)
+
+    def expand(carry, logits, new_states, attention):
+        # 2. One step for every sentence.
+        step, done = carry["step"], carry["done"]
+        length = step + 1
+        # a. Candidate raw scores.
+        logp = ops.reshape(log_probs(logits, banned), (b, k, vocab))  # (B, K, V)
+        cand = ops.reshape(carry["alive_raw"][:, :, None] + logp, (b, k * vocab))  # (B, K*V)
+        # b. The C best candidates, their source beams, tokens and sequences.
+        cand_raw, cand_index = ops.top_k(cand, c)  # (B, C)
+        cand_index = ops.cast(cand_index, "int32")
+        cand_beam = cand_index // vocab  # (B, C)
+        cand_token = cand_index % vocab  # (B, C)
+        cand_tokens = _gather(carry["alive_tokens"], cand_beam, b)  # (B, C, L)
+        cand_tokens = write_step(cand_tokens, cand_token, step, time_axis=-1)
+        if return_attention:
+            step_attention = ops.reshape(ops.cast(attention, "float32"), (b, k, -1))  # (B, K, Tx)
+            cand_attention = _gather(carry["alive_attention"], cand_beam, b)  # (B, C, L, Tx)
+            cand_attention = write_step(
+                cand_attention, _gather(step_attention, cand_beam, b), step, time_axis=2
+            )
+        # c. Final candidates: eos, or the sentence's limit reached.
+        final = (cand_token == eos_id) | (length >= limit)[:, None]  # (B, C)
+        valid = cand_raw > NEG_INF
+        # d. Alive: the K best non-final candidates; states follow their beams.
+        alive_raw, keep = ops.top_k(ops.where(final, NEG_INF, cand_raw), k)  # (B, K)
+        keep = ops.cast(keep, "int32")
+        source = ops.take_along_axis(cand_beam, keep, axis=1)  # (B, K)
+        rows = ops.reshape(ops.arange(b, dtype="int32")[:, None] * k + source, (b * k,))
+        new = {
+            "step": length,
+            "last": ops.reshape(ops.take_along_axis(cand_token, keep, axis=1), (b * k,)),
+            "states": [ops.take(s, rows, axis=0) for s in new_states],  # (B*K, ·)
+            "alive_tokens": _gather(cand_tokens, keep, b),  # (B, K, L)
+            "alive_raw": alive_raw,
+        }
+        if return_attention:
+            new["alive_attention"] = _gather(cand_attention, keep, b)  # (B, K, L, Tx)
+        # e. Finished: final candidates within the K best, merged into the buffer.
+        rank = ops.arange(c, dtype="int32")[None, :]  # (1, C)
+        finishing = final & valid & (rank < k) & ops.logical_not(done)[:, None]  # (B, C)
+        new_scores = ops.where(finishing, cand_raw / lp(length), NEG_INF)  # (B, C)
+        fin_scores, pick = ops.top_k(
+            ops.concatenate([carry["fin_scores"], new_scores], axis=1), k
+        )  # (B, K), indices into the K + C merged entries
+        pick = ops.cast(pick, "int32")
+
+        def merge(old, new_entries):
+            return _gather(ops.concatenate([old, new_entries], axis=1), pick, b)
+
+        new["fin_scores"] = fin_scores
+        new["fin_raw"] = merge(carry["fin_raw"], ops.where(finishing, cand_raw, NEG_INF))
+        new["fin_lengths"] = merge(carry["fin_lengths"], ops.zeros_like(cand_token) + length)
+        new["fin_tokens"] = merge(carry["fin_tokens"], cand_tokens)
+        if return_attention:
+            new["fin_attention"] = merge(carry["fin_attention"], cand_attention)
+        # f. Which sentences are done.
+        best_alive = alive_raw[:, 0]  # (B,)
+        nth = fin_scores[:, n_best - 1]  # (B,)
+        stop = (length >= limit) | (best_alive == NEG_INF)
+        stop = stop | ((nth > NEG_INF) & (nth > best_alive / max_lp))
+        if early_stopping:
+            stop = stop | (ops.sum(ops.cast(fin_scores > NEG_INF, "int32"), axis=1) >= k)
+        new["done"] = done | stop
+        return new
+
+    carry = expand(carry, logits, states, attention)
+
+    # 3. The remaining steps as one compiled loop.
+    def cond(carry):
+        return (carry["step"] < steps) & ops.logical_not(ops.all(carry["done"]))
+
+    def body(carry):
+        logits, new_states, attention = next_fn(carry["last"], carry["states"])
+        return (expand(carry, logits, new_states, attention),)
+
+    (carry,) = ops.while_loop(cond, body, (carry,))
+    found = carry["fin_scores"][:, :n_best] > NEG_INF  # (B, n_best)
+    outputs = {
+        "tokens": ops.where(found[:, :, None], carry["fin_tokens"][:, :n_best], pad_id),
+        "scores": carry["fin_scores"][:, :n_best],
+        "raw_scores": carry["fin_raw"][:, :n_best],
+        "lengths": ops.where(found, carry["fin_lengths"][:, :n_best], 0),
+    }
+    if return_attention:
+        outputs["attention"] = ops.where(
+            found[:, :, None, None], carry["fin_attention"][:, :n_best], 0.0
+        )
+    return outputs

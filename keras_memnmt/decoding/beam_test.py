@@ -1,0 +1,360 @@
+"""Beam search against brute force, a list-based reference and greedy search.
+
+The fake decoder (see `_test_utils`) has by default a 5-token vocabulary
+(pad 0, unk 1, bos 2, eos 3, 4), so 3 tokens can be generated and every
+hypothesis up to length 5 can be enumerated.
+"""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pytest
+
+from keras_memnmt.decoding import LENGTH_PENALTIES, beam_search, greedy_search, length_penalty
+from keras_memnmt.decoding._test_utils import (
+    BOS,
+    EOS,
+    PAD,
+    FakeDecoder,
+    brute_force,
+    lp_np,
+    reference_beam,
+    reference_greedy,
+    score_np,
+    table_decoder,
+    unpad,
+)
+
+SENTENCES = [0, 1, 2]
+SEED = 4  # the optima differ across penalties and from greedy (checked below)
+# Six sentences with their own limits: one call covers lengths 2 to 5.
+MANY = list(range(6))
+LIMITS = np.array([5, 4, 5, 3, 5, 2], "int32")
+
+
+def to_numpy(out: dict) -> dict:
+    return {key: keras.ops.convert_to_numpy(value) for key, value in out.items()}
+
+
+def run_beam(model: FakeDecoder, sentences=SENTENCES, tx=None, **kwargs) -> dict:
+    """Decode `sentences` of `model`; every call compiles a loop under JAX (~1 s), so
+    the tests batch many sentences into few calls."""
+    states = model.initial_states(list(sentences), tx)
+    return to_numpy(beam_search(model.next_fn, states, len(sentences), **kwargs))
+
+
+def hypotheses(out: dict, row: int) -> list[tuple[float, float, list[int]]]:
+    return [
+        (out["scores"][row, j], out["raw_scores"][row, j], unpad(out["tokens"][row, j], n))
+        for j, n in enumerate(out["lengths"][row])
+    ]
+
+
+def assert_same_hypotheses(got, expected):
+    assert [h[2] for h in got] == [h[2] for h in expected]
+    np.testing.assert_allclose([h[0] for h in got], [h[0] for h in expected], rtol=1e-5)
+    np.testing.assert_allclose([h[1] for h in got], [h[1] for h in expected], rtol=1e-5)
+
+
+def test_length_penalty_values():
+    lengths = keras.ops.convert_to_tensor([1, 7, 10])
+
+    def lp(kind):
+        return keras.ops.convert_to_numpy(length_penalty(lengths, kind, 0.6))
+
+    np.testing.assert_allclose(lp("gnmt"), [1.0, 2.0**0.6, 2.5**0.6], rtol=1e-6)
+    np.testing.assert_allclose(lp("average"), [1, 7, 10])
+    np.testing.assert_allclose(lp("none"), [1, 1, 1])
+    with pytest.raises(ValueError, match="length_penalty"):
+        length_penalty(lengths, "wu")
+
+
+def test_fixture_exercises_length_penalties():
+    """Guard for the tests below: penalties and greedy disagree, no near ties."""
+    model = FakeDecoder(seed=SEED, num_sentences=6)
+    disagree, beats_greedy = 0, 0
+    for s, limit in zip(MANY, LIMITS, strict=True):
+        bests = set()
+        for kind in LENGTH_PENALTIES:
+            ranked = brute_force(model, s, limit, kind)
+            # No near ties in the top 6, so float32 vs float64 cannot flip an order.
+            assert np.all(-np.diff([h[0] for h in ranked[:7]]) > 1e-3)
+            bests.add(tuple(ranked[0][2]))
+        disagree += len(bests) > 1
+        beats_greedy += bests != {tuple(reference_greedy(model, s, limit)[0])}
+    assert disagree >= 2 and beats_greedy >= 2
+
+
+@pytest.mark.parametrize(
+    "kind, early_stopping", [("gnmt", True), ("gnmt", False), ("average", True), ("none", True)]
+)
+def test_exhaustive_beam_equals_brute_force(kind, early_stopping):
+    """A beam wide enough to keep every candidate finds the exact n best.
+
+    With 2 non-eos tokens there are at most `2 ** (L - 1)` alive prefixes and
+    `3 * 2 ** (L - 1) = 48` candidates per step for `L = 5`; `beam_size=48`
+    keeps them all, so the result must be the brute-force ranking, for every
+    sentence up to its own limit (`max_length` a `(B,)` tensor).
+    """
+    model = FakeDecoder(seed=SEED, num_sentences=6)
+    out = run_beam(
+        model,
+        MANY,
+        beam_size=48,
+        max_length=keras.ops.convert_to_tensor(LIMITS),
+        length_penalty=kind,
+        n_best=5,
+        early_stopping=early_stopping,
+    )
+    assert out["tokens"].shape == (6, 5, 5)
+    for row, (s, limit) in enumerate(zip(MANY, LIMITS, strict=True)):
+        assert_same_hypotheses(hypotheses(out, row), brute_force(model, s, limit, kind)[:5])
+        assert np.all(out["lengths"][row] <= limit)
+
+
+@pytest.mark.parametrize("early_stopping", [True, False])
+@pytest.mark.parametrize("kind", LENGTH_PENALTIES)
+def test_beam_matches_reference(kind, early_stopping):
+    """A narrow beam (3) is not exhaustive; it must follow the documented algorithm.
+
+    Brute force is still the judge of each returned hypothesis' score.
+    """
+    model = FakeDecoder(seed=7, vocab_size=7, num_sentences=6)
+    out = run_beam(
+        model,
+        MANY,
+        beam_size=3,
+        max_length=6,
+        length_penalty=kind,
+        n_best=2,
+        early_stopping=early_stopping,
+    )
+    for row, s in enumerate(MANY):
+        expected = reference_beam(model, s, 3, 6, kind, n_best=2, early_stopping=early_stopping)
+        assert_same_hypotheses(hypotheses(out, row), expected)
+        for score, raw, tokens in hypotheses(out, row):
+            np.testing.assert_allclose([score, raw], score_np(model, s, tokens, kind), rtol=1e-5)
+
+
+def test_beam_matches_reference_n_best_one():
+    """With `n_best=1` the bound (f. ii) watches the best finished hypothesis only."""
+    model = FakeDecoder(seed=8, vocab_size=7, num_sentences=6)
+    out = run_beam(model, MANY, beam_size=3, max_length=6, early_stopping=False)
+    for row, s in enumerate(MANY):
+        expected = reference_beam(model, s, 3, 6, "gnmt", early_stopping=False)
+        assert_same_hypotheses(hypotheses(out, row), expected)
+
+
+def test_beam_one_equals_greedy():
+    """Tokens and lengths agree exactly, raw scores to the last bit.
+
+    Under JAX the two searches are two XLA programs, and XLA's CPU codegen may
+    contract the fake model's own multiply-adds into FMAs differently in each
+    (1 ulp; with `--xla_backend_optimization_level=0`, or a lookup-table
+    `next_fn`, the scores are bitwise equal), so there 2 ulp are allowed.
+    """
+    max_ulp = 2 if keras.backend.backend() == "jax" else 0
+    model = FakeDecoder(seed=1, num_sentences=6, eos_bias=0.0)
+    states = model.initial_states(MANY)
+    limits = keras.ops.convert_to_tensor(np.array([5, 2, 5, 3, 1, 4], "int32"))
+    greedy = {
+        "int": to_numpy(greedy_search(model.next_fn, states, 6, 5)),
+        "tensor": to_numpy(greedy_search(model.next_fn, states, 6, limits)),
+    }
+    assert len(set(greedy["tensor"]["lengths"].tolist())) > 2
+    for max_length, kind in [("int", "gnmt"), ("tensor", "average"), ("tensor", "none")]:
+        limit = 5 if max_length == "int" else limits
+        beam = to_numpy(beam_search(model.next_fn, states, 6, 1, limit, length_penalty=kind))
+        expected = greedy[max_length]
+        np.testing.assert_array_equal(beam["tokens"][:, 0], expected["tokens"])
+        np.testing.assert_array_equal(beam["lengths"][:, 0], expected["lengths"])
+        np.testing.assert_array_max_ulp(beam["raw_scores"][:, 0], expected["scores"], max_ulp)
+
+
+def early_eos_tables() -> np.ndarray:
+    """Sentence 0: from bos, eos (p = e^-1) beats word 4 (p = e^-1.2), but after 4
+    the chain repeats 4 with p = 0.99, so with GNMT `[4, 4, 4, 4, 4]` (force-finished
+    at length 5, score -1.24 / 1.36 = -0.91) beats `[eos]` (-1.0). Sentence 1 never
+    ends before its limit. Rows: previous token; columns: next token."""
+    tables = np.full((2, 5, 5), 0.2)
+    eos, word = np.exp(-1.0), np.exp(-1.2)
+    tables[0, BOS] = [(1 - eos - word - 1e-3) / 2, 1e-3, (1 - eos - word - 1e-3) / 2, eos, word]
+    tables[0, 4] = [2e-3, 3e-3, 2e-3, 3e-3, 0.99]
+    tables[1, :] = [0.1, 0.3, 0.1, 1e-6, 0.5 - 1e-6]
+    return tables
+
+
+def test_early_stopping_false_searches_on():
+    """Greedy's finished `[eos]` is beaten by a longer hypothesis under GNMT.
+
+    `early_stopping=True` (default) stops at the first finished hypothesis
+    (= greedy); `False` keeps searching because the alive `[4]` could still
+    reach `-1.2 / lp(5) = -0.88 > -1.0` (a bound taken at the current length,
+    `-1.2 / lp(1)`, would wrongly stop).
+    """
+    next_fn, initial_states = table_decoder(early_eos_tables())
+    states = initial_states([0, 1])  # sentence 1 keeps the loop running
+
+    def top(early_stopping, kind="gnmt"):
+        out = to_numpy(
+            beam_search(
+                next_fn, states, 2, 1, 5, length_penalty=kind, early_stopping=early_stopping
+            )
+        )
+        return unpad(out["tokens"][0, 0], out["lengths"][0, 0]), out["scores"][0, 0]
+
+    assert top(True) == ([EOS], pytest.approx(-1.0, abs=1e-5))
+    tokens, score = top(False)
+    assert tokens == [4, 4, 4, 4, 4]
+    np.testing.assert_allclose(score, (-1.2 + 4 * np.log(0.99)) / lp_np(5, "gnmt"), rtol=1e-5)
+    assert top(False, "none")[0] == [EOS]  # without a penalty the bound stops at once
+
+
+def test_done_sentence_is_frozen():
+    """Sentence 0 is done after one step (early stopping) while sentence 1 runs to
+    its limit; its alive beam must not reach the finished buffer afterwards."""
+    next_fn, initial_states = table_decoder(early_eos_tables())
+    alone = to_numpy(beam_search(next_fn, initial_states([0]), 1, 1, 5))
+    batch = to_numpy(beam_search(next_fn, initial_states([0, 1]), 2, 1, 5))
+    assert batch["lengths"].tolist() == [[1], [5]]
+    np.testing.assert_array_equal(batch["tokens"][0], alone["tokens"][0])
+    np.testing.assert_array_equal(batch["raw_scores"][0], alone["raw_scores"][0])
+
+
+MANY_SEED = 7
+MANY_KWARGS = dict(beam_size=4, n_best=4, max_steps=5, return_attention=True)
+
+
+def decode_many(sentences: list[int], tx: int | None = None) -> dict:
+    """Beam 4, 4 best, with attention, each sentence up to its limit in `LIMITS`."""
+    model = FakeDecoder(seed=MANY_SEED, num_sentences=6)
+    limits = keras.ops.convert_to_tensor(LIMITS[sentences])
+    return run_beam(model, sentences, tx, max_length=limits, **MANY_KWARGS)
+
+
+@pytest.fixture(scope="module")
+def many() -> dict:
+    """`decode_many(MANY)`, shared by the tests below (each call costs ~1 s on JAX)."""
+    return decode_many(MANY)
+
+
+def test_batch_size_invariance(many):
+    """A sentence decoded alone, in a batch of 6, or in reverse order: same result.
+
+    Sentence 5 (limit 2) is done long before the rest of its batch; sentence 0
+    runs to the end.
+    """
+    for sentences in (MANY[::-1], [5], [0]):
+        out = decode_many(sentences)
+        for row, s in enumerate(sentences):
+            for key in ("tokens", "lengths"):
+                np.testing.assert_array_equal(out[key][row], many[key][s])
+            for key in ("scores", "raw_scores", "attention"):
+                np.testing.assert_allclose(out[key][row], many[key][s], rtol=1e-6, atol=1e-7)
+
+
+def test_padded_memory_invariance(many):
+    """More padding on the pass-through memory (garbage values, mask 0) changes nothing."""
+    padded = decode_many(MANY, tx=9)
+    for key in ("tokens", "lengths"):
+        np.testing.assert_array_equal(padded[key], many[key])
+    for key in ("scores", "raw_scores"):
+        np.testing.assert_allclose(padded[key], many[key], rtol=1e-6)
+    np.testing.assert_allclose(padded["attention"][..., :4], many["attention"], atol=1e-7)
+    assert np.all(padded["attention"][..., 4:] == 0.0)
+
+
+def test_n_best_sorted_and_distinct(many):
+    assert many["scores"].shape == (6, 4)
+    for row in MANY:
+        assert np.all(np.diff(many["scores"][row]) <= 0)
+        assert len({tuple(h[2]) for h in hypotheses(many, row)}) == 4
+        lp = np.array([lp_np(n, "gnmt") for n in many["lengths"][row]])
+        np.testing.assert_allclose(many["scores"][row], many["raw_scores"][row] / lp, rtol=1e-5)
+
+
+def check_eos_then_padding(out: dict, limits: np.ndarray) -> None:
+    for row, limit in enumerate(limits):
+        for tokens, length in zip(out["tokens"][row], out["lengths"][row], strict=True):
+            body = tokens[:length].tolist()
+            assert 1 <= length <= limit
+            assert PAD not in body and BOS not in body  # never generated
+            assert EOS not in body[:-1]
+            assert body[-1] == EOS or length == limit  # eos, or force-finished
+            assert np.all(tokens[length:] == PAD)
+
+
+def test_eos_then_padding(many):
+    assert many["tokens"].shape == (6, 4, 5) and many["tokens"].dtype == np.int32
+    check_eos_then_padding(many, LIMITS)
+    ends = many["tokens"][np.arange(6)[:, None], np.arange(4), many["lengths"] - 1]
+    assert np.any(ends == EOS) and np.any(ends != EOS)  # both kinds of ending occur
+
+
+def test_force_finished_without_eos():
+    model = FakeDecoder(seed=MANY_SEED, num_sentences=6, eos_bias=-30.0)  # eos never wins
+    limits = keras.ops.convert_to_tensor(LIMITS)
+    out = run_beam(model, MANY, max_length=limits, **MANY_KWARGS)
+    check_eos_then_padding(out, LIMITS)
+    np.testing.assert_array_equal(out["lengths"], np.repeat(LIMITS[:, None], 4, axis=1))
+    assert not np.any(out["tokens"] == EOS)
+
+
+def test_attention_follows_the_hypothesis(many):
+    """Returned attention equals the attention of replaying the hypothesis' tokens.
+
+    The fake attention depends on the whole history, so attention rows that
+    did not follow their beam through a reordering would show.
+    """
+    model = FakeDecoder(seed=MANY_SEED, num_sentences=6)
+    assert many["attention"].shape == (6, 4, 5, 4)
+    for s in MANY:
+        for j in range(4):
+            length = many["lengths"][s, j]
+            states = [keras.ops.convert_to_tensor(x) for x in model.initial_states([s])]
+            replay = []
+            for token in [BOS, *many["tokens"][s, j, : length - 1]]:
+                _, states, attention = model.next_fn(keras.ops.convert_to_tensor([token]), states)
+                replay.append(keras.ops.convert_to_numpy(attention)[0])
+            np.testing.assert_allclose(many["attention"][s, j, :length], replay, rtol=1e-5)
+            assert np.all(many["attention"][s, j, length:] == 0.0)
+            assert np.all(many["attention"][s, j, :, model.memory_lengths[s] :] == 0.0)
+
+
+def test_invalid_arguments():
+    model = FakeDecoder(seed=0)
+    states = model.initial_states(SENTENCES)
+    for kwargs, name in [
+        (dict(beam_size=0), "beam_size"),
+        (dict(n_best=4), "n_best"),
+        (dict(length_penalty="wu"), "length_penalty"),
+        (dict(max_length=0), "max_length"),
+        (dict(eos_id=2), "eos_id"),
+    ]:
+        call = dict(beam_size=3, max_length=5) | kwargs
+        with pytest.raises(ValueError, match=name):
+            beam_search(model.next_fn, states, 3, **call)
+
+
+def test_compiled(many):
+    """The whole search inside `tf.function` / `jax.jit` equals the eager call."""
+    backend = keras.backend.backend()
+    model = FakeDecoder(seed=MANY_SEED, num_sentences=6)
+
+    def search(limits, *states):
+        return beam_search(model.next_fn, list(states), 6, max_length=limits, **MANY_KWARGS)
+
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        compiled = tf.function(search)
+    elif backend == "jax":
+        import jax
+
+        compiled = jax.jit(search)
+    else:
+        pytest.skip(f"no graph compiler for the {backend} backend")
+    traced = to_numpy(compiled(LIMITS, *model.initial_states(MANY)))
+    for key, value in many.items():
+        np.testing.assert_allclose(traced[key], value, rtol=1e-6, atol=1e-7)

@@ -1,0 +1,161 @@
+"""Pieces shared by greedy and beam search.
+
+The step callback contract (the model provides it)::
+
+    next_fn(tokens, states) -> (logits, new_states, attention)
+
+    tokens      (N,) int32            the previous target token of each row
+    states      list of (N, ·)        flat 2-D states, batch first (recurrent
+                                      states, and pass-through encoder memory
+                                      such as flattened annotations (N, Tx*D)
+                                      and the source mask (N, Tx))
+    logits      (N, V) float          unnormalized scores of the next token
+    new_states  list of (N, ·)        same shapes and dtypes as `states`
+    attention   (N, Tx) float | None  attention weights of this step
+
+`N` is the batch `B` in greedy search and `B * K` in beam search (row
+`b * K + k` is beam `k` of sentence `b`). The first call of each search gets
+`N = B` (every beam starts from the same bos state), later calls `N = B * K`.
+
+Vocabulary decision: the pad and bos ids are never generated. Their
+log-probabilities are set to `-inf` *after* the log-softmax over the full
+vocabulary, so every reported score stays the model's own log-probability.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from keras import ops
+
+Tensor = Any
+NextFn = Callable[[Tensor, list[Tensor]], tuple[Tensor, list[Tensor], Tensor | None]]
+
+LENGTH_PENALTIES = ("gnmt", "average", "none")
+NEG_INF = float("-inf")
+
+
+def length_penalty(lengths: Tensor, kind: str = "gnmt", alpha: float = 0.6) -> Tensor:
+    """The divisor that length-normalizes a hypothesis' log-probability.
+
+    * `"gnmt"`: `lp(Y) = ((5 + |Y|) / 6) ** alpha` (Wu et al. 2016, Eq. 14);
+    * `"average"`: `lp(Y) = |Y|`;
+    * `"none"`: `lp(Y) = 1`.
+
+    `|Y|` counts the eos token (a force-finished hypothesis has no eos).
+
+    Args:
+        lengths: any shape, int or float; `|Y|` of each hypothesis.
+        kind: one of `"gnmt"`, `"average"`, `"none"`.
+        alpha: the GNMT exponent (ignored by the other kinds).
+
+    Returns:
+        float32 tensor of the shape of `lengths`; `score = log P(Y) / lp(Y)`.
+    """
+    check_length_penalty(kind)
+    lengths = ops.cast(lengths, "float32")
+    if kind == "gnmt":
+        return ops.power((5.0 + lengths) / 6.0, alpha)
+    if kind == "average":
+        return lengths
+    return ops.ones_like(lengths)
+
+
+def check_length_penalty(kind: str) -> None:
+    if kind not in LENGTH_PENALTIES:
+        raise ValueError(f"length_penalty must be one of {LENGTH_PENALTIES}; received: {kind!r}")
+
+
+def check_ids(bos_id: int, eos_id: int, pad_id: int) -> None:
+    if eos_id in (bos_id, pad_id):
+        raise ValueError(
+            f"eos_id must differ from bos_id and pad_id; received: eos_id={eos_id}, "
+            f"bos_id={bos_id}, pad_id={pad_id}"
+        )
+
+
+def resolve_max_length(
+    max_length: int | Tensor, batch_size: int, max_steps: int | None
+) -> tuple[int, Tensor]:
+    """Turn `max_length` into a static loop bound and a per-sentence limit.
+
+    Args:
+        max_length: a Python int, or a `(B,)` tensor of per-sentence limits.
+        batch_size: `B`.
+        max_steps: the static width `L` of the output buffers. Defaults to
+            `max_length` (int) or to the largest entry of the tensor; the
+            latter reads the tensor's value, so pass `max_steps` explicitly
+            when tracing (`jax.jit`, `tf.function`).
+
+    Returns:
+        `(L, limit)`: the Python int `L` and a `(B,)` int32 tensor of
+        per-sentence limits clipped to `[1, L]`.
+    """
+    if isinstance(max_length, (int, np.integer)):
+        if max_length < 1:
+            raise ValueError(f"max_length must be >= 1; received: {max_length}")
+        steps = int(max_length) if max_steps is None else int(max_steps)
+        limit = ops.full((batch_size,), min(int(max_length), steps), dtype="int32")
+    else:
+        limit = ops.reshape(ops.cast(max_length, "int32"), (batch_size,))  # (B,)
+        if max_steps is None:
+            try:
+                steps = int(np.max(ops.convert_to_numpy(limit)))
+            except Exception as error:  # a traced tensor has no value
+                raise ValueError(
+                    "max_length is a traced tensor; pass max_steps (the static buffer "
+                    "width) as well"
+                ) from error
+        else:
+            steps = int(max_steps)
+        limit = ops.clip(limit, 1, max(steps, 1))
+    if steps < 1:
+        raise ValueError(f"max_steps must be >= 1; received: {steps}")
+    return steps, limit
+
+
+def log_probs(logits: Tensor, banned_ids: tuple[int, ...]) -> Tensor:
+    """`(N, V)` logits -> `(N, V)` float32 log-probabilities, `-inf` at `banned_ids`."""
+    logp = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
+    vocab = ops.arange(logp.shape[-1], dtype="int32")  # (V,)
+    banned = ops.zeros_like(vocab) > 0
+    for token in banned_ids:
+        banned = banned | (vocab == token)
+    return ops.where(banned, NEG_INF, logp)
+
+
+def write_step(buffer: Tensor, values: Tensor, step: Tensor, time_axis: int) -> Tensor:
+    """Write `values` at index `step` of `buffer`'s time axis (a masked select).
+
+    `buffer` has the shape of `values` with a time axis of length `L` inserted
+    at `time_axis`, e.g. `(B, L) <- (B,)` or `(B, K, L, Tx) <- (B, K, Tx)`.
+    A `where` against `arange(L) == step` works with a traced `step` on
+    every backend and keeps the buffer's static shape.
+    """
+    rank = len(buffer.shape)
+    time_axis = time_axis % rank
+    length = buffer.shape[time_axis]
+    hit_shape = [1] * rank
+    hit_shape[time_axis] = length
+    hit = ops.reshape(ops.arange(length, dtype="int32") == step, hit_shape)  # (1.., L, ..1)
+    return ops.where(hit, ops.expand_dims(values, time_axis), buffer)
+
+
+def first_call(
+    next_fn: NextFn, batch_size: int, bos_id: int, initial_states: list[Tensor] | tuple
+) -> tuple[Tensor, list[Tensor], Tensor | None]:
+    """Run the first step on bos for every sentence: `(B,)` tokens, `B` rows."""
+    tokens = ops.full((batch_size,), bos_id, dtype="int32")  # (B,)
+    states = [ops.convert_to_tensor(s) for s in initial_states]
+    logits, new_states, attention = next_fn(tokens, states)
+    return logits, list(new_states), attention
+
+
+def check_attention(attention: Tensor | None, return_attention: bool) -> None:
+    if return_attention and attention is None:
+        raise ValueError(
+            "return_attention=True but next_fn returned attention=None; the step "
+            "callback must return a (batch, Tx) attention tensor"
+        )
