@@ -2,6 +2,7 @@
 
 from keras_memnmt.layers.attention import AdditiveAttention, LuongAttention
 from keras_memnmt.layers.cho import ChoDecoderCell
+from keras_memnmt.layers.memdec import MemDecCell
 from keras_memnmt.layers.readout import DeepOutput
 from keras_memnmt.layers.rnnsearch import RNNsearchCell
 
@@ -10,5 +11,6 @@ __all__ = [
     "ChoDecoderCell",
     "DeepOutput",
     "LuongAttention",
+    "MemDecCell",
     "RNNsearchCell",
 ]

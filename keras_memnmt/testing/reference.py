@@ -272,3 +272,191 @@ def cho_step(
         np.concatenate([embedded, context], -1), s_prev, gru_kernel, gru_recurrent_kernel, gru_bias
     )
     return np.concatenate([state, context, embedded], -1), state
+
+
+def memdec_initial_states(
+    annotations: np.ndarray,
+    mask: np.ndarray,
+    init_kernel: np.ndarray,
+    init_bias: np.ndarray,
+    memory_init_kernel: np.ndarray,
+    memory_init_bias: np.ndarray,
+    memory_size: int,
+    noise: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """MemDec initial states (paper 000, Eq. 14-15), over the unmasked positions only.
+
+        s_0    = tanh(W_init mean_j h_j + b)                  (as RNNsearch)
+        m      = tanh(W_ini sum_j h_j + b_ini) / T_x,  T_x = number of real tokens
+        M_0(i) = m + nu_i                                      (nu = `noise` or 0)
+        w_0    = 1/n
+
+    Args:
+        annotations: `(B, Tx, D)`; mask: `(B, Tx)`; init_kernel `(D, U)`;
+        memory_init_kernel `(D, m)`; noise: optional `(B, n, m)`.
+
+    Returns:
+        `(s_0 (B, U), M_0 (B, n, m), w_0 (B, n))`.
+    """
+    annotations, mask = _f64(annotations, mask)
+    s0 = rnnsearch_initial_state(annotations, mask, init_kernel, init_bias)
+    batch = annotations.shape[0]
+    memory = []
+    for b in range(batch):
+        real = annotations[b][mask[b] != 0]  # (T_x, D)
+        total = np.zeros(annotations.shape[2])
+        for h in real:
+            total += h
+        cell = np.tanh(dense(total, memory_init_kernel, memory_init_bias)) / len(real)
+        memory.append(np.stack([cell] * memory_size))
+    memory = np.stack(memory)
+    if noise is not None:
+        memory = memory + np.asarray(noise, np.float64)
+    return s0, memory, np.full((batch, memory_size), 1.0 / memory_size)
+
+
+def memory_addressing(
+    state: np.ndarray,
+    memory: np.ndarray,
+    previous: np.ndarray,
+    memory_kernel: np.ndarray,
+    state_kernel: np.ndarray,
+    score_vector: np.ndarray,
+    gate_kernel: np.ndarray,
+    gate_bias: np.ndarray,
+    nonlinearity: str = "tanh",
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """MemDec content addressing with an interpolation gate (paper 000, Eq. 10-12).
+
+        a(i) = v^T tanh(W_a M(i) + U_a s)   (nonlinearity "tanh"; "none": no tanh)
+        w~   = softmax_i a(i)
+        g    = sigmoid(w_g^T s + b_g)
+        w    = g w_prev + (1 - g) w~
+
+    Args:
+        state: `(B, U)`; memory: `(B, n, m)`; previous: `(B, n)`;
+        memory_kernel `(m, A)` = W_a^T; state_kernel `(U, A)` = U_a^T;
+        score_vector `(A,)`; gate_kernel `(U, 1)`; gate_bias `(1,)`.
+
+    Returns:
+        `(w (B, n), w~ (B, n), g (B, 1))`.
+    """
+    state, memory, previous, w_a, u_a, v = _f64(
+        state, memory, previous, memory_kernel, state_kernel, score_vector
+    )
+    batch, n, _ = memory.shape
+    scores = np.zeros((batch, n))
+    for i in range(n):
+        hidden = memory[:, i] @ w_a + state @ u_a
+        if nonlinearity == "tanh":
+            hidden = np.tanh(hidden)
+        elif nonlinearity != "none":
+            raise ValueError(f"unknown nonlinearity {nonlinearity!r}")
+        scores[:, i] = hidden @ v
+    content = masked_softmax(scores, None)
+    gate = sigmoid(dense(state, gate_kernel, gate_bias))  # (B, 1)
+    return gate * previous + (1.0 - gate) * content, content, gate
+
+
+def memdec_step(
+    embedded: np.ndarray,
+    s_prev: np.ndarray,
+    memory: np.ndarray,
+    previous_weights: np.ndarray,
+    annotations: np.ndarray,
+    mask: np.ndarray,
+    *,
+    address_nonlinearity: str,
+    shared_addressing: bool,
+    write: bool,
+    read_addressing: dict,
+    query_kernel: np.ndarray,
+    query_bias: np.ndarray,
+    attention_query_kernel: np.ndarray,
+    attention_key_kernel: np.ndarray,
+    attention_score_vector: np.ndarray,
+    gru_kernel: np.ndarray,
+    gru_recurrent_kernel: np.ndarray,
+    gru_bias: np.ndarray,
+    write_addressing: dict | None = None,
+    erase_kernel: np.ndarray | None = None,
+    erase_bias: np.ndarray | None = None,
+    add_kernel: np.ndarray | None = None,
+    add_bias: np.ndarray | None = None,
+) -> dict:
+    """One MemDec decoder step (paper 000, Eq. 4-13), written from the equations.
+
+        w^r_t   = Address_r(s_{t-1}, M_{t-1}, w_{t-1})            (Eq. 10-12)
+        r_{t-1} = sum_i w^r_t(i) M_{t-1}(i)                        (Eq. 4)
+        s~_t    = tanh(W^r r_{t-1} + W^y e + b)                    (Eq. 5; query_kernel
+                  rows [0:m] = W^r, [m:] = W^y)
+        c_t     = additive attention with query s~_t               (Eq. 6, 3)
+        s_t     = GRU(s_{t-1}, [e; c_t; r_{t-1}])                  (Eq. 7)
+        w^w_t   = Address_w(s_t, M_{t-1}, w^r_t)   (Address_w = Address_r if shared)
+        M_t(i)  = M_{t-1}(i) (1 - w^w_t(i) mu^ers) + w^w_t(i) mu^add   (Eq. 13, add eq.)
+                  mu^ers = sigmoid(W^ers s_t + b), mu^add = sigmoid(W^add s_t + b)
+                  (M_t = M_{t-1} when `write` is False)
+        w_t     = w^w_t if shared_addressing else w^r_t            (the carried weights)
+        o_t     = [s_t; c_t; e]
+
+    `read_addressing` / `write_addressing` hold the keyword arguments of
+    `memory_addressing` (memory_kernel, state_kernel, score_vector,
+    gate_kernel, gate_bias).
+
+    Args:
+        embedded: `(B, E)`; s_prev: `(B, U)`; memory: `(B, n, m)`;
+        previous_weights: `(B, n)`; annotations: `(B, Tx, D)`; mask: `(B, Tx)`.
+
+    Returns:
+        dict with "output" `(B, U + D + E)`, "state" `(B, U)`, "memory"
+        `(B, n, m)`, "weights" (carried, `(B, n)`), "attention" `(B, Tx)`,
+        "read_weights", "write_weights" (None if not computed), "erase", "add".
+    """
+    embedded, s_prev, memory, previous_weights = _f64(embedded, s_prev, memory, previous_weights)
+    batch, n, m = memory.shape
+    read_weights, _, _ = memory_addressing(
+        s_prev, memory, previous_weights, nonlinearity=address_nonlinearity, **read_addressing
+    )
+    read = np.zeros((batch, m))
+    for i in range(n):
+        read += read_weights[:, i : i + 1] * memory[:, i]
+    query = np.tanh(dense(np.concatenate([read, embedded], -1), query_kernel, query_bias))
+    context, attention = additive_attention(
+        query,
+        annotations,
+        mask,
+        attention_query_kernel,
+        attention_key_kernel,
+        attention_score_vector,
+    )
+    state = gru_step(
+        np.concatenate([embedded, context, read], -1),
+        s_prev,
+        gru_kernel,
+        gru_recurrent_kernel,
+        gru_bias,
+    )
+    write_params = read_addressing if shared_addressing else write_addressing
+    write_weights = erase = add = None
+    if shared_addressing or write:
+        write_weights, _, _ = memory_addressing(
+            state, memory, read_weights, nonlinearity=address_nonlinearity, **write_params
+        )
+    new_memory = memory.copy()
+    if write:
+        erase = sigmoid(dense(state, erase_kernel, erase_bias))
+        add = sigmoid(dense(state, add_kernel, add_bias))
+        for i in range(n):
+            w = write_weights[:, i : i + 1]
+            new_memory[:, i] = memory[:, i] * (1.0 - w * erase) + w * add
+    return {
+        "output": np.concatenate([state, context, embedded], -1),
+        "state": state,
+        "memory": new_memory,
+        "weights": write_weights if shared_addressing else read_weights,
+        "attention": attention,
+        "read_weights": read_weights,
+        "write_weights": write_weights,
+        "erase": erase,
+        "add": add,
+    }

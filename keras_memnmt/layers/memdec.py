@@ -1,0 +1,590 @@
+"""The MemDec decoder cell (Wang et al. 2016): RNNsearch plus a read/write buffer memory."""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import keras
+from keras import ops
+
+from keras_memnmt.layers._checks import (
+    check_bool,
+    check_choice,
+    check_positive_int,
+    check_rate,
+)
+from keras_memnmt.layers.attention import AdditiveAttention
+from keras_memnmt.layers.readout import DeepOutput, clone_initializer
+
+INIT_STATES = ("mean", "summary")
+ADDRESS_NONLINEARITIES = ("tanh", "none")
+
+
+def _check_optional_positive_int(name: str, value: object) -> int | None:
+    return None if value is None else check_positive_int(name, value)
+
+
+def _check_non_negative_float(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value >= 0.0:
+        raise ValueError(
+            f"Argument `{name}` must be a non-negative float. Received: {name}={value!r}"
+        )
+    return float(value)
+
+
+class _MemoryAddressing(keras.layers.Layer):
+    """Content-based addressing of the `n` buffer-memory cells, MemDec Eq. 10-12.
+
+        a(i)  = v^T tanh(W_a M(i) + U_a s)     ("tanh"; printed Eq. 12: no tanh)
+        w~    = softmax_i a(i)                                          (Eq. 11)
+        g     = sigmoid(w_g^T s + b_g)
+        w     = g * w_prev + (1 - g) * w~                               (Eq. 10)
+
+    Weights: `memory_kernel` `(m, A)` = `W_a^T`, `state_kernel` `(units, A)` =
+    `U_a^T`, `score_vector` `(A,)` = `v`, `gate_kernel` `(units, 1)` = `w_g`,
+    `gate_bias` `(1,)` = `b_g`. No bias inside the score (as in
+    `AdditiveAttention`).
+
+    Call arguments: `state (B, units)`, `memory (B, n, m)`, `previous (B, n)`.
+    Returns `(weights (B, n), content_weights (B, n), gate (B, 1))`.
+    """
+
+    def __init__(
+        self,
+        units: int,
+        nonlinearity: str = "tanh",
+        kernel_initializer: Any = "glorot_uniform",
+        bias_initializer: Any = "zeros",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.units = units
+        self.nonlinearity = nonlinearity
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+
+    def build(self, state_shape: tuple, memory_shape: tuple) -> None:
+        def kernel(name: str, shape: tuple) -> keras.Variable:
+            return self.add_weight(
+                name=name, shape=shape, initializer=clone_initializer(self.kernel_initializer)
+            )
+
+        self.memory_kernel = kernel("memory_kernel", (memory_shape[-1], self.units))
+        self.state_kernel = kernel("state_kernel", (state_shape[-1], self.units))
+        self.score_vector = kernel("score_vector", (self.units,))
+        self.gate_kernel = kernel("gate_kernel", (state_shape[-1], 1))
+        self.gate_bias = self.add_weight(
+            name="gate_bias", shape=(1,), initializer=clone_initializer(self.bias_initializer)
+        )
+        self.built = True
+
+    def call(self, state: Any, memory: Any, previous: Any) -> tuple:
+        projected_state = ops.matmul(state, self.state_kernel)  # (B, A)
+        hidden = ops.matmul(memory, self.memory_kernel) + ops.expand_dims(
+            projected_state, 1
+        )  # (B, n, A)
+        if self.nonlinearity == "tanh":
+            hidden = ops.tanh(hidden)
+        scores = ops.sum(hidden * self.score_vector, axis=-1)  # (B, n)
+        content = ops.softmax(scores, axis=-1)  # (B, n)
+        gate = ops.sigmoid(ops.matmul(state, self.gate_kernel) + self.gate_bias)  # (B, 1)
+        return gate * previous + (1.0 - gate) * content, content, gate
+
+
+@keras.saving.register_keras_serializable(package="keras_memnmt")
+class MemDecCell(keras.layers.Layer):
+    """MemDec decoder step: RNNsearch with a read/write buffer memory `M^B`.
+
+    Wang et al. 2016 (paper 000), Eq. 4-15. The decoder carries a vector state
+    `s_t` (`units`) and a memory-state `M_t` of `n = memory_size` cells of
+    `m = memory_dim` features. One step, given the embedding `e = e_{y_{t-1}}`
+    of the previous target word (`step` is the only place these live):
+
+        1. read     w^r_t = Address_r(s_{t-1}, M_{t-1}, w_{t-1})     (Eq. 10-12)
+                    r_{t-1} = sum_i w^r_t(i) M_{t-1}(i)              (Eq. 4, §3.1)
+        2. pre-state  s~_t = tanh(W^r r_{t-1} + W^y e + b)            (Eq. 5)
+        3. context  c_t, alpha_t = AdditiveAttention(s~_t, h_1..h_Tx) (Eq. 6, 3)
+        4. state    s_t = GRU(s_{t-1}, [e; c_t; r_{t-1}])            (Eq. 7)
+        5. write    w^w_t = Address_w(s_t, M_{t-1}, w^r_t)            (Eq. 8, §3.2)
+                    erase mu^ers = sigmoid(W^ers s_t + b), add mu^add = sigmoid(W^add s_t + b)
+                    M_t(i) = M_{t-1}(i) * (1 - w^w_t(i) mu^ers) + w^w_t(i) mu^add  (Eq. 13)
+        6. output   o_t = [s_t; c_t; e]   (the input of the readout, Eq. 9)
+
+    where `Address(s, M, w_prev)` is content addressing with an interpolation
+    gate (see `_MemoryAddressing`):
+
+        a(i) = v^T tanh(W_a M(i) + U_a s),  w~ = softmax_i a(i)       (Eq. 11-12)
+        g = sigmoid(w_g^T s + b_g),         w = g w_prev + (1 - g) w~  (Eq. 10)
+
+    and `readout(o)` is the deep output of Eq. 9 (`DeepOutput`, as in
+    `RNNsearchCell`). The carried addressing weights `w_t` (`states[2]`) are
+    `w^w_t` with `shared_addressing=True`, `w^r_t` otherwise (see below).
+
+    Initial states (`initial_states`), Eq. 14-15:
+
+        s_0    = tanh(W_init mean_{j: mask_j=1} h_j + b)   (as `RNNsearchCell`)
+        m      = tanh(W_ini sum_{j: mask_j=1} h_j + b_ini) / T_x,  T_x = true length
+        M_0(i) = m + nu_i,   nu_i ~ N(0, init_noise_std^2 I)  (training only by default)
+        w_0    = (1/n, ..., 1/n)
+
+    Decisions (paper ambiguities, by equation):
+    - Eq. 12 is printed without a nonlinearity: `v^T (W_a M(i) + U_a s)`. Then
+      `v^T U_a s` is the same for every cell and cancels in the softmax, so the
+      content weights ignore the state. Default `address_nonlinearity="tanh"`
+      (the NTM / Bahdanau form, consistent with Eq. 3); `"none"` keeps the
+      printed form. No bias inside the score.
+    - Eq. 12 sizes: the paper has `W_a, U_a` in `R^{m x m}`, `v` in `R^m`; here
+      the hidden size is `address_units` (default `attention_units`; pass
+      `address_units=memory_dim` for the paper's shapes), and `U_a` maps the
+      `units`-sized state.
+    - Eq. 10 prints the gate as `g = sigma(w_g s_t)`, but the read happens
+      before `s_t` exists (Eq. 4 reads with `s_{t-1}`): the read head uses
+      `s_{t-1}` for both the content score and the gate, the write head uses
+      `s_t` (Eq. 8). The gate has a bias; `w_g` is `(units, 1)` (the paper's
+      `w_g in R^m` assumes `m = units`). Eq. 10 is followed as printed: `g`
+      weights the *previous* weights, `1 - g` the new content weights (the
+      other order is the same model with `w_g, b_g` negated).
+    - Shared addressing (§3.2, "use the same weights for both reading and
+      writing for the same vector-state"): with `shared_addressing=True` (the
+      paper's best setting) one set of parameters `{W_a, U_a, v, w_g, b_g}`
+      addresses both heads. The write weights are `w^w_t = Address(s_t,
+      M_{t-1}, w^r_t)`, and `w^w_t` is what the state carries as `w_{t-1}` for
+      the read at `t+1`: `w^r_{t+1} = Address(s_t, M_t, w^w_t)`, i.e. the read
+      at `t+1` starts from the write weights computed from the same `s_t`.
+      With `shared_addressing=False` the write head has its own parameters;
+      it interpolates with the current read weights `w^r_t` (Eq. 10 needs a
+      "previous" weighting and no separate write state is carried), and the
+      state carries `w^r_t` (Eq. 10 for the read head exactly).
+    - Eq. 13 and the add equation: erase and add vectors are sigmoids (as
+      printed) of `s_t`, each with a bias, `m`-dimensional.
+    - Eq. 15: `sigma` is tanh (the paper says so); the division by `T_x` comes
+      after the tanh, as printed. The sum runs over the unmasked source
+      positions and `T_x` is the true (unpadded) length, so padding never
+      changes `M_0`. `W_ini` maps `annotation_units -> m` and has a bias.
+    - Eq. 14: `nu_i ~ N(0, 0.1)` is read as standard deviation 0.1
+      (`init_noise_std`); reading 0.1 as the variance would be `std ~= 0.316`.
+      The noise is independent per cell and per sentence, drawn only when
+      `initial_states(..., training=True)` unless `noise_at_inference=True`.
+      `init_noise_std=0` disables it. Note the symmetry this implies: without
+      the noise all cells of `M_0` are equal, so every content score, read
+      and write weight is uniform and the cells stay equal at every step (the
+      memory acts as one cell). Training sees distinct cells; inference with
+      `noise_at_inference=False` (default: deterministic decoding) does not.
+      Set `noise_at_inference=True` to decode with the training-time
+      distribution of `M_0` (stochastic). A model must pass its `training`
+      flag to `initial_states` for the training noise to be drawn.
+    - `w_0` is uniform `1/n` (the paper does not say).
+    - `m != units` is allowed (the paper uses `m = units = 1024`).
+    - The GRU is `keras.layers.GRUCell` (`reset_after=True`, as in
+      `RNNsearchCell`); Eq. 7's inputs are concatenated as `[e; c_t; r_{t-1}]`.
+    - Dropout: only in the readout (`output_dropout`, MemDec §4); no embedding
+      dropout in the cell.
+
+    Weights and the RNNsearch pre-training copy (MemDec §4.2). Sublayers share
+    `RNNsearchCell`'s names wherever the parameter is the same:
+    - `init_state` (Dense D -> units, tanh): identical to RNNsearch's.
+    - `attention` (`AdditiveAttention`, query size `units`): identical.
+    - `feedback_query` (Dense m+E -> units, tanh) is Eq. 5: kernel rows
+      `[0:m]` = `W^r` (acting on `r_{t-1}`), rows `[m:m+E]` = `W^y`. RNNsearch's
+      `feedback_query` has rows `[0:units]` for `s_{t-1}` and `[units:units+E]`
+      for `e`: with `m == units` it copies 1:1 (`r` takes the place of `s`).
+    - `gru` (GRUCell, input `E + D + m`): kernel rows `[0:E]` act on `e`,
+      `[E:E+D]` on `c_t`, `[E+D:E+D+m]` on `r_{t-1}`. Rows `[0:E+D]` have
+      exactly the layout of RNNsearch's GRU kernel (input `[e; c_t]`); the
+      recurrent kernel and bias have the same shapes.
+    - `deep_output` (`DeepOutput`): identical.
+    - Memory-only (not pre-trained): `memory_init` (Dense D -> m, tanh),
+      `read_addressing` (`memory_kernel`, `state_kernel`, `score_vector`,
+      `gate_kernel`, `gate_bias`), `write_addressing` (same, only when
+      `shared_addressing=False` and `write=True`), `erase` and `add`
+      (Dense units -> m, sigmoid; only when `write=True`).
+
+    States (all 2-D; the memory is flattened, cell-major):
+
+        states = [s (B, units), memory (B, n*m), w (B, n), annotations (B, Tx*D),
+                  keys (B, Tx*A), source_mask (B, Tx)]
+
+    `state_size = [units, n*m, n, None, None, None]`; the last three are
+    passed through unchanged (Keras 3 has no `constants=`). Build them with
+    `initial_states(...)` and pass them as `initial_state=`.
+
+    Args:
+        units: int, size of the vector state `s_t`.
+        target_vocab_size: int, number of output logits.
+        attention_units: int, hidden size of the source attention.
+        readout_units: int, size of the deep-output tanh layer.
+        annotation_units: int, size `D` of an annotation `h_j`.
+        memory_size: int, number of memory cells `n` (paper: 8).
+        memory_dim: int or None, size `m` of a memory cell; None means `units`.
+            The attribute holds the resolved value.
+        address_units: int or None, hidden size `A` of the memory addressing;
+            None means `attention_units`. The attribute holds the resolved value.
+        address_nonlinearity: "tanh" or "none", see Eq. 12 above.
+        shared_addressing: bool, one set of addressing parameters for reading
+            and writing (see above).
+        init_noise_std: float >= 0, standard deviation of `nu_i` (Eq. 14).
+        noise_at_inference: bool, also add `nu_i` when `training=False`.
+        write: bool; False disables the memory write (the memory stays `M_0`).
+        output_dropout: float in [0, 1), dropout in the readout.
+        init_state: "mean" or "summary", how `s_0` is computed (as in
+            `RNNsearchCell`).
+        kernel_initializer: initializer of the input kernels.
+        recurrent_initializer: initializer of the GRU recurrent kernel.
+        bias_initializer: initializer of the biases.
+        seed: optional int, seed of the readout dropout and the memory noise.
+        **kwargs: base `keras.layers.Layer` arguments.
+
+    Call arguments:
+        inputs: `(B, E)`, the embedding of the previous target word.
+        states: the 6 states above.
+        training: bool, whether the readout dropout is active (unused in the
+            step itself).
+
+    Returns (`call`): `(output (B, units + D + E), new_states)`; (`step`): the
+    same plus the source attention weights `(B, Tx)`; (`step_details`): a dict
+    that also has the read / write weights, gate values and erase / add vectors.
+
+    Note: with a target mask in the enclosing `keras.layers.RNN`, use
+    `zero_output_for_mask=True` (see `RNNsearchCell`).
+
+    Example:
+
+    ```python
+    cell = MemDecCell(32, vocab, attention_units=32, readout_units=16,
+                      annotation_units=2 * encoder_units, memory_size=8)
+    decoder = keras.layers.RNN(cell, return_sequences=True)
+    # inside a subclassed keras.Model.call:
+    states = cell.initial_states(annotations, source_mask, training=training)
+    outputs = decoder(target_embedded, initial_state=states)   # (B, T, F)
+    logits = cell.readout(outputs, training=training)           # (B, T, V)
+    ```
+    """
+
+    def __init__(
+        self,
+        units: int,
+        target_vocab_size: int,
+        attention_units: int,
+        readout_units: int,
+        annotation_units: int,
+        memory_size: int = 8,
+        memory_dim: int | None = None,
+        address_units: int | None = None,
+        address_nonlinearity: str = "tanh",
+        shared_addressing: bool = True,
+        init_noise_std: float = 0.1,
+        noise_at_inference: bool = False,
+        write: bool = True,
+        output_dropout: float = 0.5,
+        init_state: str = "mean",
+        kernel_initializer: Any = "glorot_uniform",
+        recurrent_initializer: Any = "orthogonal",
+        bias_initializer: Any = "zeros",
+        seed: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.units = check_positive_int("units", units)
+        self.target_vocab_size = check_positive_int("target_vocab_size", target_vocab_size)
+        self.attention_units = check_positive_int("attention_units", attention_units)
+        self.readout_units = check_positive_int("readout_units", readout_units)
+        self.annotation_units = check_positive_int("annotation_units", annotation_units)
+        self.memory_size = check_positive_int("memory_size", memory_size)
+        memory_dim = _check_optional_positive_int("memory_dim", memory_dim)
+        self.memory_dim = self.units if memory_dim is None else memory_dim
+        address_units = _check_optional_positive_int("address_units", address_units)
+        self.address_units = self.attention_units if address_units is None else address_units
+        self.address_nonlinearity = check_choice(
+            "address_nonlinearity", address_nonlinearity, ADDRESS_NONLINEARITIES
+        )
+        self.shared_addressing = check_bool("shared_addressing", shared_addressing)
+        self.init_noise_std = _check_non_negative_float("init_noise_std", init_noise_std)
+        self.noise_at_inference = check_bool("noise_at_inference", noise_at_inference)
+        self.write = check_bool("write", write)
+        self.output_dropout = check_rate("output_dropout", output_dropout)
+        self.init_state = check_choice("init_state", init_state, INIT_STATES)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.recurrent_initializer = keras.initializers.get(recurrent_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.seed = seed
+        self.seed_generator = keras.random.SeedGenerator(seed)
+        self._embedding_dim: int | None = None
+
+        def dense(size: int, name: str, activation: str | None = "tanh") -> keras.layers.Dense:
+            return keras.layers.Dense(
+                size,
+                activation=activation,
+                kernel_initializer=clone_initializer(self.kernel_initializer),
+                bias_initializer=clone_initializer(self.bias_initializer),
+                dtype=self.dtype_policy,
+                name=name,
+            )
+
+        def addressing(name: str) -> _MemoryAddressing:
+            return _MemoryAddressing(
+                self.address_units,
+                nonlinearity=self.address_nonlinearity,
+                kernel_initializer=clone_initializer(self.kernel_initializer),
+                bias_initializer=clone_initializer(self.bias_initializer),
+                dtype=self.dtype_policy,
+                name=name,
+            )
+
+        # Shared with RNNsearchCell (same names, see the class docstring).
+        self.init_dense = dense(self.units, "init_state")
+        self.query_dense = dense(self.units, "feedback_query")  # Eq. 5
+        self.attention = AdditiveAttention(
+            self.attention_units,
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            dtype=self.dtype_policy,
+            name="attention",
+        )
+        self.gru_cell = keras.layers.GRUCell(
+            self.units,
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            recurrent_initializer=clone_initializer(self.recurrent_initializer),
+            bias_initializer=clone_initializer(self.bias_initializer),
+            dtype=self.dtype_policy,
+            name="gru",
+        )
+        self.deep_output = DeepOutput(
+            self.readout_units,
+            self.target_vocab_size,
+            output_dropout=self.output_dropout,
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            bias_initializer=clone_initializer(self.bias_initializer),
+            seed=seed,
+            dtype=self.dtype_policy,
+            name="deep_output",
+        )
+        # Memory-only parameters.
+        self.memory_init_dense = dense(self.memory_dim, "memory_init")  # Eq. 15
+        self.read_addressing = addressing("read_addressing")
+        separate_write = self.write and not self.shared_addressing
+        self.write_addressing = addressing("write_addressing") if separate_write else None
+        self.erase_dense = dense(self.memory_dim, "erase", "sigmoid") if self.write else None
+        self.add_dense = dense(self.memory_dim, "add", "sigmoid") if self.write else None
+
+    # ----------------------------------------------------------------- sizes
+    @property
+    def state_size(self) -> list:
+        """`[units, n*m, n, None, None, None]`: `Tx` is only known per batch."""
+        return [self.units, self.memory_size * self.memory_dim, self.memory_size, None, None, None]
+
+    @property
+    def output_size(self) -> int:
+        """`units + annotation_units + E`; `E` is known once the cell is built."""
+        if self._embedding_dim is None:
+            raise ValueError(
+                f"{self.__class__.__name__} '{self.name}': output_size needs the "
+                "embedding size; build the cell first (keras.layers.RNN does)."
+            )
+        return self.units + self.annotation_units + self._embedding_dim
+
+    # ----------------------------------------------------------------- build
+    def _build_memory_side(self) -> None:
+        """Builds what `initial_states` needs; it does not depend on `E`."""
+        if not self.attention.built:
+            self.attention.build((None, self.units), (None, None, self.annotation_units))
+        if not self.init_dense.built:
+            self.init_dense.build((None, self.annotation_units))
+        if not self.memory_init_dense.built:
+            self.memory_init_dense.build((None, self.annotation_units))
+
+    def build(self, input_shape: tuple) -> None:
+        """Builds every weight from `input_shape = (B, E)`."""
+        embedding_dim = int(input_shape[-1])
+        self._embedding_dim = embedding_dim
+        self._build_memory_side()
+        state_shape = (None, self.units)
+        memory_shape = (None, self.memory_size, self.memory_dim)
+        self.read_addressing.build(state_shape, memory_shape)
+        self.query_dense.build((None, self.memory_dim + embedding_dim))
+        self.gru_cell.build((None, embedding_dim + self.annotation_units + self.memory_dim))
+        if self.write_addressing is not None:
+            self.write_addressing.build(state_shape, memory_shape)
+        if self.write:
+            self.erase_dense.build(state_shape)
+            self.add_dense.build(state_shape)
+        self.deep_output.build((None, self.units + self.annotation_units + embedding_dim))
+        self.built = True
+
+    # --------------------------------------------------------------- states
+    def initial_states(
+        self,
+        annotations: Any,
+        source_mask: Any,
+        summary: Any | None = None,
+        training: bool = False,
+    ) -> list:
+        """Builds the 6 decoder states from the encoder output (Eq. 14-15).
+
+        Args:
+            annotations: `(B, Tx, D)` encoder annotations `h_j`.
+            source_mask: `(B, Tx)` float 1/0 (or bool), 1 for real tokens.
+            summary: `(B, D)` a sentence summary; only used with
+                `init_state="summary"`.
+            training: bool; the memory noise `nu_i` is added only when True
+                (or always with `noise_at_inference=True`).
+
+        Returns:
+            `[s_0 (B, units), M_0 (B, n*m), w_0 (B, n), annotations (B, Tx*D),
+            keys (B, Tx*A), source_mask (B, Tx)]`, with `keys = U_a h_j`
+            computed here, once per sentence, and `w_0 = 1/n`.
+        """
+        self._build_memory_side()
+        dtype = self.compute_dtype
+        annotations = ops.cast(annotations, dtype)
+        mask = ops.cast(source_mask, dtype)  # (B, Tx)
+        total = ops.sum(annotations * ops.expand_dims(mask, -1), axis=1)  # (B, D)
+        count = ops.maximum(ops.sum(mask, axis=1, keepdims=True), 1.0)  # (B, 1), true T_x
+        if self.init_state == "mean":
+            pooled = total / count
+        else:
+            if summary is None:
+                raise ValueError("init_state='summary' needs `summary`. Received: summary=None")
+            pooled = ops.cast(summary, dtype)
+        s0 = self.init_dense(pooled)  # (B, units)
+
+        # Eq. 15: m = tanh(W_ini sum_j h_j + b) / T_x; Eq. 14: M_0(i) = m + nu_i.
+        cell_init = self.memory_init_dense(total) / count  # (B, m)
+        memory = ops.expand_dims(cell_init, 1) * ops.ones(
+            (1, self.memory_size, 1), dtype
+        )  # (B, n, m)
+        if self.init_noise_std > 0.0 and (training or self.noise_at_inference):
+            noise = keras.random.normal(
+                ops.shape(memory), stddev=self.init_noise_std, seed=self.seed_generator
+            )
+            memory = memory + ops.cast(noise, dtype)
+        uniform = ops.full((1, self.memory_size), 1.0 / self.memory_size, dtype=dtype)
+        weights = ops.ones_like(count) * uniform  # (B, n), w_0 = 1/n
+        keys = ops.cast(self.attention.precompute_keys(annotations), dtype)  # (B, Tx, A)
+        batch = ops.shape(annotations)[0]
+        return [
+            s0,
+            ops.reshape(memory, (batch, self.memory_size * self.memory_dim)),  # (B, n*m)
+            weights,  # (B, n)
+            ops.reshape(annotations, (batch, -1)),  # (B, Tx*D)
+            ops.reshape(keys, (batch, -1)),  # (B, Tx*A)
+            mask,
+        ]
+
+    def get_initial_state(self, batch_size: int | None = None) -> list:
+        raise ValueError(
+            f"{self.__class__.__name__} needs the encoder output: pass "
+            "`initial_state=cell.initial_states(annotations, source_mask, summary)` "
+            "to keras.layers.RNN."
+        )
+
+    # ----------------------------------------------------------------- step
+    def step_details(self, inputs: Any, states: list, training: bool = False) -> dict:
+        """One decoder step with its intermediate values (the class docstring's equations).
+
+        Args:
+            inputs: `(B, E)` embedding of `y_{t-1}`.
+            states: the 6 states `[s_{t-1}, M_{t-1}, w_{t-1}, annotations, keys,
+                source_mask]`.
+            training: bool (no dropout inside the step; kept for the contract).
+
+        Returns:
+            dict with "output" `(B, units + D + E)`, "states" (the 6 new states,
+            the last 3 unchanged), "attention" `(B, Tx)`, "read_weights" `w^r_t`
+            `(B, n)`, "read_content_weights" `(B, n)`, "read_gate" `(B, 1)`,
+            "read" `r_{t-1}` `(B, m)`, "query" `s~_t` `(B, units)`, and, when
+            the write weights are computed (`write=True` or shared
+            addressing), "write_weights" `w^w_t` `(B, n)`,
+            "write_content_weights", "write_gate"; with `write=True` also
+            "erase" and "add" `(B, m)`. Values absent are None.
+        """
+        del training  # dropout lives in the readout only
+        s_prev, memory_flat, previous, annotations_flat, keys_flat, mask = states
+        n, m = self.memory_size, self.memory_dim
+        memory = ops.reshape(memory_flat, (-1, n, m))  # (B, n, m)
+        source_len = ops.shape(mask)[1]
+        annotations = ops.reshape(
+            annotations_flat, (-1, source_len, self.annotation_units)
+        )  # (B, Tx, D)
+        keys = ops.reshape(keys_flat, (-1, source_len, self.attention_units))  # (B, Tx, A)
+
+        # 1. read M_{t-1} with s_{t-1} (Eq. 4, 10-12).
+        read_weights, read_content, read_gate = self.read_addressing(s_prev, memory, previous)
+        read = ops.sum(ops.expand_dims(read_weights, -1) * memory, axis=1)  # (B, m)
+        # 2. pre-state s~_t = tanh(W^r r_{t-1} + W^y e + b) (Eq. 5).
+        query = self.query_dense(ops.concatenate([read, inputs], axis=-1))  # (B, units)
+        # 3. c_t = read^S(s~_t, M^S) (Eq. 6, 3).
+        context, attention = self.attention(query, keys, annotations, mask=mask)
+        # 4. s_t = GRU(s_{t-1}, [e; c_t; r_{t-1}]) (Eq. 7).
+        state, _ = self.gru_cell(ops.concatenate([inputs, context, read], axis=-1), [s_prev])
+        # 5. write M_t = write(s_t, M_{t-1}) (Eq. 8, 13 and the add equation).
+        write_addressing = self.read_addressing if self.shared_addressing else self.write_addressing
+        write_weights = write_content = write_gate = erase = add = None
+        if write_addressing is not None:
+            write_weights, write_content, write_gate = write_addressing(state, memory, read_weights)
+        if self.write:
+            erase = self.erase_dense(state)  # (B, m)
+            add = self.add_dense(state)  # (B, m)
+            w = ops.expand_dims(write_weights, -1)  # (B, n, 1)
+            memory = memory * (1.0 - w * ops.expand_dims(erase, 1)) + w * ops.expand_dims(
+                add, 1
+            )  # (B, n, m)
+            memory_flat = ops.reshape(memory, (-1, n * m))  # (B, n*m)
+        carried = write_weights if self.shared_addressing else read_weights
+        # 6. o_t = [s_t; c_t; e], the input of the deep output (Eq. 9).
+        output = ops.concatenate([state, context, inputs], axis=-1)
+        return {
+            "output": output,
+            "states": [state, memory_flat, carried, annotations_flat, keys_flat, mask],
+            "attention": attention,
+            "read_weights": read_weights,
+            "read_content_weights": read_content,
+            "read_gate": read_gate,
+            "read": read,
+            "query": query,
+            "write_weights": write_weights,
+            "write_content_weights": write_content,
+            "write_gate": write_gate,
+            "erase": erase,
+            "add": add,
+        }
+
+    def step(self, inputs: Any, states: list, training: bool = False) -> tuple:
+        """One decoder step: `(output (B, units + D + E), new_states, attention (B, Tx))`."""
+        details = self.step_details(inputs, states, training=training)
+        return details["output"], details["states"], details["attention"]
+
+    def call(self, inputs: Any, states: list, training: bool = False) -> tuple:
+        output, new_states, _ = self.step(inputs, states, training=training)
+        return output, new_states
+
+    def readout(self, outputs: Any, training: bool = False) -> Any:
+        """Deep output (Eq. 9): `(..., output_size) -> (..., target_vocab_size)` logits."""
+        return self.deep_output(outputs, training=training)
+
+    # ---------------------------------------------------------------- config
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(
+            {
+                "units": self.units,
+                "target_vocab_size": self.target_vocab_size,
+                "attention_units": self.attention_units,
+                "readout_units": self.readout_units,
+                "annotation_units": self.annotation_units,
+                "memory_size": self.memory_size,
+                "memory_dim": self.memory_dim,
+                "address_units": self.address_units,
+                "address_nonlinearity": self.address_nonlinearity,
+                "shared_addressing": self.shared_addressing,
+                "init_noise_std": self.init_noise_std,
+                "noise_at_inference": self.noise_at_inference,
+                "write": self.write,
+                "output_dropout": self.output_dropout,
+                "init_state": self.init_state,
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "recurrent_initializer": keras.initializers.serialize(self.recurrent_initializer),
+                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+                "seed": self.seed,
+            }
+        )
+        return config

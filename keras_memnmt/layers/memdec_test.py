@@ -1,0 +1,466 @@
+"""Tests for MemDecCell (run once per backend)."""
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from keras_memnmt.layers.memdec import MemDecCell
+from keras_memnmt.testing import reference
+from keras_memnmt.testing.decoder_model import TinyDecoderModel
+from keras_memnmt.testing.utils import numpy, randomize_weights
+
+B, TX, D, E, T = 3, 5, 6, 4, 3
+UNITS, VOCAB, ATT, READ = 8, 11, 7, 9
+N, M, ADDR = 4, 5, 6  # memory cells, cell size (!= UNITS), addressing units (!= ATT)
+
+
+def _data(seed=0):
+    rng = np.random.default_rng(seed)
+    annotations = rng.normal(size=(B, TX, D)).astype("float32")
+    mask = np.ones((B, TX), "float32")
+    mask[0, 3:] = 0.0  # padded source positions
+    mask[2, 4] = 0.0
+    embedded = rng.normal(size=(B, T, E)).astype("float32")
+    return annotations, mask, embedded
+
+
+def _cell(seed=0, **kwargs):
+    arguments = dict(memory_size=N, memory_dim=M, address_units=ADDR)
+    arguments.update(kwargs)
+    cell = MemDecCell(UNITS, VOCAB, ATT, READ, annotation_units=D, **arguments)
+    cell.build((None, E))
+    randomize_weights(cell, seed=seed)
+    return cell
+
+
+def _addressing_weights(layer):
+    names = ("memory_kernel", "state_kernel", "score_vector", "gate_kernel", "gate_bias")
+    return {name: numpy(getattr(layer, name)) for name in names}
+
+
+def _step_weights(cell):
+    weights = {
+        "address_nonlinearity": cell.address_nonlinearity,
+        "shared_addressing": cell.shared_addressing,
+        "write": cell.write,
+        "read_addressing": _addressing_weights(cell.read_addressing),
+        "query_kernel": numpy(cell.query_dense.kernel),
+        "query_bias": numpy(cell.query_dense.bias),
+        "attention_query_kernel": numpy(cell.attention.query_kernel),
+        "attention_key_kernel": numpy(cell.attention.key_kernel),
+        "attention_score_vector": numpy(cell.attention.score_vector),
+        "gru_kernel": numpy(cell.gru_cell.kernel),
+        "gru_recurrent_kernel": numpy(cell.gru_cell.recurrent_kernel),
+        "gru_bias": numpy(cell.gru_cell.bias),
+    }
+    if cell.write_addressing is not None:
+        weights["write_addressing"] = _addressing_weights(cell.write_addressing)
+    if cell.write:
+        weights["erase_kernel"] = numpy(cell.erase_dense.kernel)
+        weights["erase_bias"] = numpy(cell.erase_dense.bias)
+        weights["add_kernel"] = numpy(cell.add_dense.kernel)
+        weights["add_bias"] = numpy(cell.add_dense.bias)
+    return weights
+
+
+def _reference_initial_states(cell, annotations, mask):
+    return reference.memdec_initial_states(
+        annotations,
+        mask,
+        numpy(cell.init_dense.kernel),
+        numpy(cell.init_dense.bias),
+        numpy(cell.memory_init_dense.kernel),
+        numpy(cell.memory_init_dense.bias),
+        cell.memory_size,
+    )
+
+
+def _noisy_states(cell, annotations, mask):
+    """Initial states with the memory noise: distinct cells, so the addressing matters.
+
+    Without the noise every cell of M_0 is identical and stays so (see
+    `test_without_noise_the_cells_stay_identical`): a sequence test would then
+    never see non-uniform addressing weights.
+    """
+    return cell.initial_states(annotations, mask, training=True)
+
+
+def _reference_sequence(cell, annotations, mask, embedded, states):
+    """T reference steps from the layer's initial `states`: (outputs (B, T, F), step dicts)."""
+    state, memory, weights = (numpy(s) for s in states[:3])
+    memory = memory.reshape(B, cell.memory_size, cell.memory_dim)
+    outputs, steps = [], []
+    for t in range(embedded.shape[1]):
+        result = reference.memdec_step(
+            embedded[:, t], state, memory, weights, annotations, mask, **_step_weights(cell)
+        )
+        state, memory, weights = result["state"], result["memory"], result["weights"]
+        outputs.append(result["output"])
+        steps.append(result)
+    return np.stack(outputs, 1), steps
+
+
+def _random_memory_states(cell, annotations, mask, seed=1):
+    """Initial states with a random memory and random previous weights (harder to fake)."""
+    rng = np.random.default_rng(seed)
+    states = cell.initial_states(annotations, mask)
+    memory = rng.normal(size=(B, N, M)).astype("float32")
+    previous = rng.uniform(0.1, 1.0, size=(B, N)).astype("float32")
+    previous /= previous.sum(-1, keepdims=True)
+    states[1] = ops.convert_to_tensor(memory.reshape(B, N * M))
+    states[2] = ops.convert_to_tensor(previous)
+    return states, memory, previous
+
+
+def test_initial_states_layout_and_reference():
+    annotations, mask, _ = _data()
+    cell = _cell(init_noise_std=0.1)
+    states = [numpy(s) for s in cell.initial_states(annotations, mask)]  # inference: no noise
+    assert [s.shape for s in states] == [
+        (B, UNITS),
+        (B, N * M),
+        (B, N),
+        (B, TX * D),
+        (B, TX * ATT),
+        (B, TX),
+    ]
+    s0, memory, weights = _reference_initial_states(cell, annotations, mask)
+    np.testing.assert_allclose(states[0], s0, atol=1e-5)
+    np.testing.assert_allclose(states[1].reshape(B, N, M), memory, atol=1e-5)
+    np.testing.assert_allclose(states[2], weights, atol=1e-7)
+    np.testing.assert_array_equal(states[3].reshape(B, TX, D), annotations)
+    keys = annotations @ numpy(cell.attention.key_kernel)  # U_a h_j
+    np.testing.assert_allclose(states[4].reshape(B, TX, ATT), keys, atol=1e-5)
+    np.testing.assert_array_equal(states[5], mask)
+    # Padded positions change neither s_0 nor M_0 (T_x is the true length).
+    changed = annotations.copy()
+    changed[mask == 0] = 50.0
+    states2 = [numpy(s) for s in cell.initial_states(changed, mask)]
+    np.testing.assert_allclose(states2[0], states[0], atol=1e-6)
+    np.testing.assert_allclose(states2[1], states[1], atol=1e-6)
+
+
+@pytest.mark.parametrize("address_nonlinearity", ["tanh", "none"])
+@pytest.mark.parametrize("shared_addressing", [True, False])
+def test_step_matches_numpy_reference(address_nonlinearity, shared_addressing):
+    annotations, mask, embedded = _data()
+    cell = _cell(address_nonlinearity=address_nonlinearity, shared_addressing=shared_addressing)
+    assert (cell.write_addressing is None) == shared_addressing
+    states, memory, previous = _random_memory_states(cell, annotations, mask)
+    details = cell.step_details(embedded[:, 0], states)
+    output, new_states, attention = cell.step(embedded[:, 0], states)
+
+    ref = reference.memdec_step(
+        embedded[:, 0],
+        numpy(states[0]),
+        memory,
+        previous,
+        annotations,
+        mask,
+        **_step_weights(cell),
+    )
+    np.testing.assert_allclose(numpy(details["read_weights"]), ref["read_weights"], atol=1e-5)
+    np.testing.assert_allclose(numpy(details["write_weights"]), ref["write_weights"], atol=1e-5)
+    np.testing.assert_allclose(numpy(attention), ref["attention"], atol=1e-5)
+    np.testing.assert_allclose(numpy(new_states[0]), ref["state"], atol=1e-5)
+    np.testing.assert_allclose(numpy(new_states[1]).reshape(B, N, M), ref["memory"], atol=1e-5)
+    np.testing.assert_allclose(numpy(new_states[2]), ref["weights"], atol=1e-5)
+    np.testing.assert_allclose(numpy(output), ref["output"], atol=1e-5)
+    assert numpy(output).shape == (B, cell.output_size) == (B, UNITS + D + E)
+    for before, after in zip(states[3:], new_states[3:]):  # pass-through states
+        np.testing.assert_array_equal(numpy(after), numpy(before))
+    # The memory really changed, and step == step_details.
+    assert not np.allclose(numpy(new_states[1]).reshape(B, N, M), memory, atol=1e-3)
+    np.testing.assert_array_equal(numpy(details["output"]), numpy(output))
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{}, {"address_nonlinearity": "none", "shared_addressing": False, "memory_dim": None}],
+)
+def test_rnn_sequence_and_readout_match_reference(kwargs):
+    annotations, mask, embedded = _data()
+    cell = _cell(**kwargs)
+    states = _noisy_states(cell, annotations, mask)
+    outputs = keras.layers.RNN(cell, return_sequences=True)(embedded, initial_state=states)
+    ref_outputs, steps = _reference_sequence(cell, annotations, mask, embedded, states)
+    # The noisy cells make the addressing non-trivial from the first step on.
+    assert all(np.abs(step["read_weights"] - 1.0 / N).max() > 1e-2 for step in steps)
+    np.testing.assert_allclose(numpy(outputs), ref_outputs, atol=1e-5)
+    deep = cell.deep_output
+    ref_logits = reference.readout(
+        ref_outputs,
+        *[
+            numpy(w)
+            for w in (deep.hidden.kernel, deep.hidden.bias, deep.logits.kernel, deep.logits.bias)
+        ],
+    )
+    np.testing.assert_allclose(numpy(cell.readout(outputs)), ref_logits, atol=1e-5)
+
+
+@pytest.mark.parametrize("shared_addressing", [True, False])
+def test_addressing_weights_sum_to_one_and_gates_in_unit_interval(shared_addressing):
+    annotations, mask, embedded = _data()
+    cell = _cell(shared_addressing=shared_addressing, seed=2)
+    states, _, _ = _random_memory_states(cell, annotations, mask)
+    for t in range(T):
+        details = cell.step_details(embedded[:, t], states)
+        for key in (
+            "read_weights",
+            "read_content_weights",
+            "write_weights",
+            "write_content_weights",
+            "attention",
+        ):
+            weights = numpy(details[key])
+            assert np.all(weights >= 0.0), key
+            np.testing.assert_allclose(weights.sum(-1), 1.0, atol=1e-5, err_msg=key)
+        np.testing.assert_allclose(numpy(details["states"][2]).sum(-1), 1.0, atol=1e-5)
+        assert np.all(numpy(details["attention"])[mask == 0] == 0.0)
+        for key in ("erase", "add", "read_gate", "write_gate"):
+            values = numpy(details[key])
+            assert np.all((values >= 0.0) & (values <= 1.0)), key
+        states = details["states"]
+
+
+def test_printed_eq12_content_weights_ignore_the_state():
+    """Without the tanh, `v^T U_a s` is the same for every cell and cancels (Eq. 12)."""
+    annotations, mask, embedded = _data()
+    for nonlinearity, should_change in [("none", False), ("tanh", True)]:
+        cell = _cell(address_nonlinearity=nonlinearity)
+        states, _, _ = _random_memory_states(cell, annotations, mask)
+        other = list(states)
+        other[0] = states[0] + 1.0
+        first = numpy(cell.step_details(embedded[:, 0], states)["read_content_weights"])
+        second = numpy(cell.step_details(embedded[:, 0], other)["read_content_weights"])
+        assert (not np.allclose(first, second, atol=1e-6)) == should_change
+
+
+@pytest.mark.parametrize("shared_addressing", [True, False])
+def test_without_write_the_memory_stays_constant(shared_addressing):
+    annotations, mask, embedded = _data()
+    cell = _cell(write=False, shared_addressing=shared_addressing)
+    assert cell.erase_dense is None and cell.add_dense is None and cell.write_addressing is None
+    states = _noisy_states(cell, annotations, mask)
+    memory = numpy(states[1])
+    step_states = states
+    for t in range(T):
+        step_states = cell.step(embedded[:, t], step_states)[1]
+        np.testing.assert_array_equal(numpy(step_states[1]), memory)
+    outputs = keras.layers.RNN(cell, return_sequences=True)(embedded, initial_state=states)
+    ref_outputs, _ = _reference_sequence(cell, annotations, mask, embedded, states)
+    np.testing.assert_allclose(numpy(outputs), ref_outputs, atol=1e-5)
+
+
+def test_without_noise_the_cells_stay_identical():
+    """M_0's cells are all equal without nu_i (Eq. 14): addressing is uniform and stays so.
+
+    This symmetry is why the noise matters; it is what `noise_at_inference=False`
+    decodes with.
+    """
+    annotations, mask, embedded = _data()
+    cell = _cell(shared_addressing=False)
+    states = cell.initial_states(annotations, mask)
+    for t in range(T):
+        details = cell.step_details(embedded[:, t], states)
+        states = details["states"]
+        memory = numpy(states[1]).reshape(B, N, M)
+        np.testing.assert_allclose(memory, np.repeat(memory[:, :1], N, axis=1), atol=1e-6)
+        for key in ("read_weights", "write_weights"):
+            np.testing.assert_allclose(numpy(details[key]), 1.0 / N, atol=1e-6)
+
+
+def test_memory_noise_only_in_training_unless_asked():
+    annotations, mask, _ = _data()
+    big_batch = np.concatenate([annotations] * 4)  # more samples for the std estimate
+    big_mask = np.concatenate([mask] * 4)
+    cell = _cell(init_noise_std=0.1, seed=0)
+    clean = numpy(cell.initial_states(big_batch, big_mask)[1])
+    np.testing.assert_array_equal(
+        numpy(cell.initial_states(big_batch, big_mask, training=False)[1]), clean
+    )
+    noisy = numpy(cell.initial_states(big_batch, big_mask, training=True)[1])
+    noise = (noisy - clean).reshape(-1, N, M)
+    assert 0.06 < noise.std() < 0.15
+    assert not np.allclose(noise[:, 0], noise[:, 1])  # an independent draw per cell
+    # s_0 and w_0 are never noisy.
+    for i in (0, 2):
+        np.testing.assert_array_equal(
+            numpy(cell.initial_states(big_batch, big_mask, training=True)[i]),
+            numpy(cell.initial_states(big_batch, big_mask)[i]),
+        )
+    at_inference = _cell(init_noise_std=0.1, noise_at_inference=True)
+    assert not np.allclose(numpy(at_inference.initial_states(big_batch, big_mask)[1]), clean)
+    no_noise = _cell(init_noise_std=0.0)
+    np.testing.assert_array_equal(
+        numpy(no_noise.initial_states(big_batch, big_mask, training=True)[1]), clean
+    )
+
+
+def test_target_mask_with_zero_output_for_mask():
+    annotations, mask, embedded = _data()
+    cell = _cell()
+    target_mask = np.ones((B, T), bool)
+    target_mask[1, 2:] = False
+    rnn = keras.layers.RNN(cell, return_sequences=True, zero_output_for_mask=True)
+    states = _noisy_states(cell, annotations, mask)
+    outputs = numpy(rnn(embedded, initial_state=states, mask=target_mask))
+    ref_outputs, _ = _reference_sequence(cell, annotations, mask, embedded, states)
+    np.testing.assert_allclose(outputs[target_mask], ref_outputs[target_mask], atol=1e-5)
+    np.testing.assert_array_equal(outputs[~target_mask], 0.0)
+
+
+def test_config_round_trip_gives_identical_outputs():
+    annotations, mask, embedded = _data()
+    cell = _cell(
+        shared_addressing=False,
+        address_nonlinearity="none",
+        init_noise_std=0.2,
+        output_dropout=0.3,
+        seed=3,
+    )
+    clone = MemDecCell.from_config(cell.get_config())
+    assert clone.get_config() == cell.get_config()
+    for name in ("memory_size", "memory_dim", "address_units", "write", "noise_at_inference"):
+        assert getattr(clone, name) == getattr(cell, name)
+    clone.build((None, E))
+    clone.set_weights(cell.get_weights())
+    initial = _noisy_states(cell, annotations, mask)
+    results = []
+    for c in (cell, clone):
+        states, logits = initial, []
+        for t in range(T):  # step by step, as the decoders call it
+            output, states, _ = c.step(embedded[:, t], states)
+            logits.append(numpy(c.readout(output)))
+        results.append(np.stack(logits, 1))
+    np.testing.assert_array_equal(results[0], results[1])
+
+
+@keras.saving.register_keras_serializable(package="keras_memnmt_testing")
+class MemDecTinyModel(TinyDecoderModel):
+    """`TinyDecoderModel` that also passes `training` to `initial_states` (memory noise)."""
+
+    def call(self, inputs: dict, training: bool = False):
+        source = inputs["source"]
+        cell = self.decoder.cell
+        source_mask = ops.cast(ops.not_equal(source, 0), "float32")  # (B, Tx)
+        annotations = self.source_embedding(source)  # (B, Tx, D)
+        states = cell.initial_states(annotations, source_mask, training=training)
+        embedded = self.target_embedding(inputs["target"])  # (B, T, E)
+        outputs = self.decoder(embedded, initial_state=states, training=training)
+        return cell.readout(outputs, training=training)  # (B, T, V)
+
+
+def _model_inputs(seed=0):
+    rng = np.random.default_rng(seed)
+    source = rng.integers(1, 9, size=(4, 5))
+    source[0, 3:] = 0  # padding
+    target = rng.integers(1, VOCAB, size=(4, 3))
+    return {"source": source, "target": target}
+
+
+def test_fit_one_step_then_keras_save_load_round_trip(tmp_path):
+    cell = MemDecCell(
+        UNITS, VOCAB, ATT, READ, annotation_units=D, memory_size=N, memory_dim=M, seed=1
+    )
+    model = MemDecTinyModel(cell, source_vocab_size=9, embedding_dim=E)
+    model(_model_inputs())
+    model.compile(
+        optimizer=keras.optimizers.Adam(0.01),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    )
+    inputs = _model_inputs()
+    before = [numpy(w) for w in cell.trainable_weights]
+    history = model.fit(inputs, inputs["target"], batch_size=4, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
+    after = [numpy(w) for w in cell.trainable_weights]
+    unchanged = [
+        w.path for w, b, a in zip(cell.trainable_weights, before, after) if np.array_equal(b, a)
+    ]
+    assert not unchanged
+
+    path = str(tmp_path / "memdec.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    assert isinstance(loaded.decoder.cell, MemDecCell)
+    assert loaded.decoder.cell.get_config() == cell.get_config()
+    other = _model_inputs(1)
+    np.testing.assert_array_equal(numpy(loaded(other)), numpy(model(other)))
+
+
+def test_sizes_weight_names_and_errors():
+    cell = MemDecCell(UNITS, VOCAB, ATT, READ, annotation_units=D)
+    assert (cell.memory_size, cell.memory_dim, cell.address_units) == (8, UNITS, ATT)
+    assert cell.state_size == [UNITS, 8 * UNITS, 8, None, None, None]
+    with pytest.raises(ValueError, match="output_size"):
+        _ = cell.output_size
+    with pytest.raises(ValueError, match="initial_states"):
+        cell.get_initial_state(batch_size=2)
+    cell.build((None, E))
+    assert cell.output_size == UNITS + D + E
+    # RNNsearch-compatible names and shapes for the pre-training copy (class docstring).
+    assert tuple(cell.gru_cell.kernel.shape) == (E + D + UNITS, 3 * UNITS)
+    assert tuple(cell.query_dense.kernel.shape) == (UNITS + E, UNITS)
+    names = {w.path.split("/", 1)[1] for w in cell.weights if "seed_generator" not in w.path}
+    for name in (
+        "init_state/kernel",
+        "feedback_query/kernel",
+        "attention/query_kernel",
+        "gru/kernel",
+        "deep_output/logits/kernel",
+        "memory_init/kernel",
+        "read_addressing/gate_kernel",
+        "erase/kernel",
+        "add/bias",
+    ):
+        assert name in names, (name, sorted(names))
+
+
+@pytest.mark.parametrize(
+    "kwargs, argument",
+    [
+        ({"units": 0}, "units"),
+        ({"target_vocab_size": -3}, "target_vocab_size"),
+        ({"attention_units": 1.5}, "attention_units"),
+        ({"readout_units": None}, "readout_units"),
+        ({"annotation_units": "6"}, "annotation_units"),
+        ({"memory_size": 0}, "memory_size"),
+        ({"memory_dim": -1}, "memory_dim"),
+        ({"address_units": 2.0}, "address_units"),
+        ({"address_nonlinearity": "relu"}, "address_nonlinearity"),
+        ({"shared_addressing": 1}, "shared_addressing"),
+        ({"init_noise_std": -0.1}, "init_noise_std"),
+        ({"init_noise_std": True}, "init_noise_std"),
+        ({"noise_at_inference": "yes"}, "noise_at_inference"),
+        ({"write": None}, "write"),
+        ({"output_dropout": 1.0}, "output_dropout"),
+        ({"init_state": "first"}, "init_state"),
+    ],
+)
+def test_bad_arguments_raise_value_error_naming_the_argument(kwargs, argument):
+    arguments = dict(
+        units=UNITS,
+        target_vocab_size=VOCAB,
+        attention_units=ATT,
+        readout_units=READ,
+        annotation_units=D,
+    )
+    arguments.update(kwargs)
+    with pytest.raises(ValueError, match=f"`{argument}`"):
+        MemDecCell(**arguments)
+
+
+def test_mixed_precision_policy_reaches_every_sublayer():
+    annotations, mask, embedded = _data()
+    cell = MemDecCell(
+        UNITS, VOCAB, ATT, READ, annotation_units=D, memory_size=N, dtype="mixed_bfloat16"
+    )
+    cell.build((None, E))
+    states = cell.initial_states(annotations, mask, training=True)
+    output, new_states, _ = cell.step(embedded[:, 0], states)
+    logits = cell.readout(output)
+    assert keras.backend.standardize_dtype(logits.dtype) == "bfloat16"
+    assert all(keras.backend.standardize_dtype(s.dtype) == "bfloat16" for s in new_states[:3])
+    assert all(w.dtype == "float32" for w in cell.trainable_weights)
+    assert np.all(np.isfinite(numpy(keras.ops.cast(logits, "float32"))))
