@@ -227,7 +227,11 @@ def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=pr
         "total_seconds": round(time.perf_counter() - t_start, 1),
         "backend": keras.backend.backend(),
         "validations": validation.history,
+        "samples": [{"source": src, "reference": ref, "translation": hyp}
+                    for src, ref, hyp in list(zip(test_c.source, test_c.target, hyps))[:3]],
     }
+    for sample in results["samples"]:
+        log(f"sample: {sample['source']!r} -> {sample['translation']!r} (reference {sample['reference']!r})")
     with open(os.path.join(out_dir, "results.json"), "w") as f:
         json.dump(results, f, indent=2)
     return results
