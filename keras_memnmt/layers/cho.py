@@ -164,7 +164,11 @@ class ChoDecoderCell(keras.layers.Layer, DropoutRNNCell):
         self.built = True
 
     def initial_states(
-        self, annotations: Any | None, source_mask: Any | None, summary: Any
+        self,
+        annotations: Any | None,
+        source_mask: Any | None,
+        summary: Any,
+        training: bool = False,
     ) -> list:
         """Builds `[s_0 (B, units), c (B, units)]` from the encoder summary.
 
@@ -172,6 +176,7 @@ class ChoDecoderCell(keras.layers.Layer, DropoutRNNCell):
             annotations: unused (kept so every decoder cell has one signature).
             source_mask: unused.
             summary: `(B, D)`, the encoder's fixed-size sentence representation.
+            training: unused (MemDecCell draws its Eq. 14 noise only in training).
         """
         del annotations, source_mask  # the context is fixed: no attention.
         self._build_memory_side()

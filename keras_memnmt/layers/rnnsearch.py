@@ -225,7 +225,11 @@ class RNNsearchCell(keras.layers.Layer, DropoutRNNCell):
 
     # --------------------------------------------------------------- states
     def initial_states(
-        self, annotations: Any, source_mask: Any, summary: Any | None = None
+        self,
+        annotations: Any,
+        source_mask: Any,
+        summary: Any | None = None,
+        training: bool = False,
     ) -> list:
         """Builds the 4 decoder states from the encoder output.
 
@@ -234,6 +238,9 @@ class RNNsearchCell(keras.layers.Layer, DropoutRNNCell):
             source_mask: `(B, Tx)` float 1/0 (or bool), 1 for real tokens.
             summary: `(B, D)` a sentence summary (e.g. the first backward
                 state); only used with `init_state="summary"`.
+
+            training: unused; kept so every cell has the same signature
+                (MemDecCell draws its Eq. 14 noise only in training).
 
         Returns:
             `[s_0 (B, units), annotations (B, Tx*D), keys (B, Tx*A),

@@ -70,7 +70,8 @@ class Seq2Seq(keras.Model):
     def encode(self, source_ids, training=False) -> list:
         """Source ids → the decoder's initial states (all 2-D, batch first)."""
         annotations, mask, summary = self.encoder(source_ids, training=training)
-        return list(self.cell.initial_states(annotations, mask, summary))
+        # `training` reaches cells with a stochastic start (MemDec's Eq. 14 memory noise).
+        return list(self.cell.initial_states(annotations, mask, summary, training=training))
 
     def call(self, inputs, training=False):
         source_ids, target_in = inputs
