@@ -100,6 +100,15 @@ def load_recipe(name_or_path: str):
     return validate(module.CONFIG)
 
 
+def load_study(name_or_path: str) -> dict:
+    """A recipe's optional STUDY: ``{field: [values]}``, one training run per value."""
+    import importlib
+
+    if name_or_path.endswith(".py") or os.sep in name_or_path:
+        return {}
+    return dict(getattr(importlib.import_module(f"recipes.{name_or_path}"), "STUDY", {}))
+
+
 def cmd_train(args) -> int:
     from keras_memnmt.training.config import apply_overrides
     from keras_memnmt.training.trainer import train
@@ -107,9 +116,27 @@ def cmd_train(args) -> int:
     config = apply_overrides(load_recipe(args.recipe), args.set or [])
     out = args.out or os.path.join("runs", os.path.basename(args.recipe).removesuffix(".py"))
     log = lambda msg: print(f"[memnmt] {msg}", file=sys.stderr, flush=True)  # noqa: E731
-    results = train(config, out, data_dir=args.data_dir, log=log, resume=args.resume)
-    results.pop("validations", None)
-    print(json.dumps({"run_dir": out, **results}, indent=2))
+    study = load_study(args.recipe)
+    if not study:
+        results = train(config, out, data_dir=args.data_dir, log=log, resume=args.resume)
+        results.pop("validations", None)
+        print(json.dumps({"run_dir": out, **results}, indent=2))
+        return 0
+    # A study: one run per value of one field, then a results table (e.g. paper Table 2).
+    (field, values), = study.items()
+    rows = []
+    for value in values:
+        run_dir = os.path.join(out, f"{field}={value}")
+        log(f"study: {field}={value} -> {run_dir}")
+        r = train(apply_overrides(config, [f"{field}={value}"]), run_dir, data_dir=args.data_dir,
+                  log=log, resume=args.resume)
+        rows.append((value, r))
+    table = [f"| {field} | BLEU | lowercased BLEU | best val BLEU | train min |", "|---|---|---|---|---|"]
+    table += [f"| {v} | {r['bleu']:.2f} | {r['bleu_lowercase']:.2f} | {r['best_val_bleu']:.2f} | "
+              f"{r['train_seconds'] / 60:.1f} |" for v, r in rows]
+    with open(os.path.join(out, "results.md"), "w") as f:
+        f.write("\n".join(table) + "\n")
+    print("\n".join(table))
     return 0
 
 

@@ -91,3 +91,20 @@ def test_resume_continues_a_run(tmp_path):
     history = json.load(open(os.path.join(out, "validations.json")))
     assert [h["step"] for h in history] == [1, 2, 3]
     assert history[-1]["train_seconds"] >= history[0]["train_seconds"]
+
+
+@pytest.mark.slow
+def test_memdec_recipe_pretrains_then_fine_tunes(tmp_path):
+    out = str(tmp_path / "memdec")
+    assert main(["train", "multi30k_memdec_scratch", "--out", out, "--set", "corpus=synthetic",
+                 "--set", "synthetic_size=100", *TINY, "--set", "pretrain_epochs=1",
+                 "--set", "memory_size=3"]) == 0
+    assert os.path.isfile(os.path.join(out, "pretrain_rnnsearch", "results.json"))
+    assert json.load(open(os.path.join(out, "config.json")))["model"] == "memdec"
+
+
+def test_memdec_sizes_recipe_is_a_study():
+    from keras_memnmt.cli import load_study
+
+    assert load_study("multi30k_memdec_sizes") == {"memory_size": [4, 6, 8, 10, 12]}
+    assert load_recipe("multi30k_memdec_sizes").model == "memdec"

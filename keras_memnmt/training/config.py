@@ -28,13 +28,20 @@ class TrainConfig:
     batch_by: str = "sentences"  # "sentences" or "tokens"
     bucket_width: int = 8  # length-bucket width; batches are padded to the bucket boundary
     # --- model ---
-    model: str = "rnnsearch"  # architecture: "rnnsearch" or "cho"
+    model: str = "rnnsearch"  # architecture: "rnnsearch", "cho" or "memdec"
     embedding_dim: int = 256  # source and target embedding size
     encoder_units: int = 256  # GRU units per encoder direction
     decoder_units: int = 512  # decoder state size
     attention_units: int = 512  # additive attention hidden size (rnnsearch)
     readout_units: int = 256  # deep-output layer size
     feedback_attention: bool = True  # query attention with s~ (MemDec §2.1) instead of s_{t-1}
+    memory_size: int = 8  # MemDec: memory cells n (paper Table 2 studies 4..12)
+    memory_dim: int | None = None  # MemDec: cell size m (None = decoder_units, as in the paper)
+    address_nonlinearity: str = "tanh"  # MemDec Eq. 12: "tanh" (default) or "none" (as printed)
+    shared_addressing: bool = True  # MemDec: one addressing for read (t+1) and write (t)
+    init_noise_std: float = 0.1  # MemDec Eq. 14: std of the memory-initialization noise
+    pretrain_run: str | None = None  # MemDec: warm start from this RNNsearch run directory
+    pretrain_epochs: int = 0  # MemDec: first train RNNsearch this many epochs (0 = none)
     dropout: float = 0.0  # embedding dropout
     output_dropout: float = 0.5  # dropout on the deep output (paper: 0.5)
     # --- optimization ---
@@ -98,9 +105,9 @@ def validate(config: TrainConfig) -> TrainConfig:
             allowed = ()
         if not isinstance(value, allowed):
             raise ConfigError(f"config field {f.name}={value!r}: expected {hint}")
-    choices = {"corpus": ("auto", "multi30k", "synthetic"), "model": ("rnnsearch", "cho"),
+    choices = {"corpus": ("auto", "multi30k", "synthetic"), "model": ("rnnsearch", "cho", "memdec"),
                "optimizer": ("adam", "adadelta"), "batch_by": ("sentences", "tokens"),
-               "vocab_type": ("unigram", "bpe")}
+               "vocab_type": ("unigram", "bpe"), "address_nonlinearity": ("tanh", "none")}
     for name, options in choices.items():
         if getattr(config, name) not in options:
             raise ConfigError(f"config field {name}={getattr(config, name)!r}: expected one of {options}")

@@ -70,7 +70,44 @@ def build_model(config: TrainConfig, vocab: SubwordVocab) -> keras.Model:
     )
     if config.model == "rnnsearch":
         common.update(attention_units=config.attention_units, feedback_attention=config.feedback_attention)
+    if config.model == "memdec":
+        common.update(attention_units=config.attention_units, **memdec_options(config))
     return MODELS[config.model](vocab.source.vocab_size, vocab.target.vocab_size, **common)
+
+
+def memdec_options(config: TrainConfig) -> dict:
+    return dict(memory_size=config.memory_size, memory_dim=config.memory_dim,
+                address_nonlinearity=config.address_nonlinearity,
+                shared_addressing=config.shared_addressing, init_noise_std=config.init_noise_std)
+
+
+def pretrained_memdec(config: TrainConfig, out_dir: str, data_dir: str | None, log=print):
+    """MemDec §4.2: ``(model, vocab)`` warm-started from an RNNsearch run (trained first if needed).
+
+    The RNNsearch run is ``config.pretrain_run`` when given, else it is trained
+    here for ``config.pretrain_epochs`` epochs into ``out_dir/pretrain_rnnsearch``
+    (reused if already there). MemDec then shares its vocabulary.
+    """
+    import shutil
+
+    from keras_memnmt.models import memdec_from_rnnsearch
+
+    run = config.pretrain_run
+    if run is None:
+        run = os.path.join(out_dir, "pretrain_rnnsearch")
+        if not os.path.isfile(os.path.join(run, "results.json")):
+            log(f"pre-training RNNsearch for {config.pretrain_epochs} epochs in {run}")
+            stage = dataclasses.replace(config, model="rnnsearch", epochs=config.pretrain_epochs,
+                                        pretrain_epochs=0, keep_checkpoints=False)
+            train(stage, run, data_dir=data_dir, log=log)
+    rnnsearch, vocab, pre_config = load_run(run)
+    if pre_config.model != "rnnsearch":
+        raise ConfigError(f"pretrain_run {run} holds a {pre_config.model!r} model, not rnnsearch")
+    vocab_dir = os.path.join(out_dir, "vocab")
+    if not os.path.isfile(os.path.join(vocab_dir, "vocab.json")):
+        shutil.copytree(os.path.join(run, "vocab"), vocab_dir, dirs_exist_ok=True)
+    log(f"MemDec warm start from {run}")
+    return memdec_from_rnnsearch(rnnsearch, **memdec_options(config)), vocab
 
 
 def build_optimizer(config: TrainConfig) -> keras.optimizers.Optimizer:
@@ -170,6 +207,10 @@ def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=pr
         json.dump(dataclasses.asdict(config), f, indent=2)
     log(f"corpus: {corpus_name}; {len(train_c)} training pairs ({train_c.dropped_empty} empty dropped)")
 
+    warm_model = None
+    if config.model == "memdec" and (config.pretrain_run or config.pretrain_epochs) and not (
+            resume and os.path.isfile(os.path.join(out_dir, "model.keras"))):
+        warm_model, _ = pretrained_memdec(config, out_dir, data_dir, log)
     vocab_dir = os.path.join(out_dir, "vocab")
     if os.path.isfile(os.path.join(vocab_dir, "vocab.json")):
         vocab = SubwordVocab.load(vocab_dir)
@@ -198,7 +239,7 @@ def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=pr
             initial_epoch = max(0, sum(1 for _ in f) - 1)  # CSVLogger: a header + one row per epoch
         log(f"resuming from {latest} after {initial_epoch} epochs, {len(history)} validations")
     else:
-        model = build_model(config, vocab)
+        model = warm_model or build_model(config, vocab)
         compile_model(model, config)
     validation = BleuValidation(vocab, val_c.source, val_c.target, out_dir,
                                 every_steps=config.validate_every, patience=config.patience, log=log,

@@ -1,0 +1,103 @@
+"""MemDec (Wang et al. 2016): RNNsearch with a matrix memory in the decoder, and its
+pre-training from a trained RNNsearch model (paper §4.2)."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+
+from keras_memnmt.data.vocab import BOS_ID
+from keras_memnmt.layers.memdec import MemDecCell
+from keras_memnmt.models.rnnsearch import RNNsearch
+from keras_memnmt.models.seq2seq import Seq2Seq
+
+
+@keras.saving.register_keras_serializable(package="keras_memnmt")
+class MemDec(Seq2Seq):
+    """Bidirectional GRU encoder + :class:`MemDecCell` (memory-enhanced GRU decoder).
+
+    Args (beyond :class:`Seq2Seq`): ``attention_units``, ``readout_units`` as in
+    :class:`RNNsearch`; ``memory_size`` (n cells), ``memory_dim`` (m, default
+    ``decoder_units``), ``address_units``, ``address_nonlinearity``,
+    ``shared_addressing``, ``init_noise_std``, ``noise_at_inference``: see
+    :class:`MemDecCell`, where each paper ambiguity is documented at its equation.
+    """
+
+    def __init__(self, source_vocab_size: int, target_vocab_size: int, attention_units: int = 512,
+                 readout_units: int = 256, memory_size: int = 8, memory_dim: int | None = None,
+                 address_units: int | None = None, address_nonlinearity: str = "tanh",
+                 shared_addressing: bool = True, init_noise_std: float = 0.1,
+                 noise_at_inference: bool = False, **kwargs):
+        self.attention_units = attention_units
+        self.readout_units = readout_units
+        self.memory_size = memory_size
+        self.memory_dim = memory_dim
+        self.address_units = address_units
+        self.address_nonlinearity = address_nonlinearity
+        self.shared_addressing = shared_addressing
+        self.init_noise_std = init_noise_std
+        self.noise_at_inference = noise_at_inference
+        super().__init__(source_vocab_size, target_vocab_size, **kwargs)
+
+    def make_cell(self) -> keras.layers.Layer:
+        return MemDecCell(
+            self.decoder_units, self.target_vocab_size, attention_units=self.attention_units,
+            readout_units=self.readout_units, annotation_units=2 * self.encoder_units,
+            memory_size=self.memory_size, memory_dim=self.memory_dim,
+            address_units=self.address_units, address_nonlinearity=self.address_nonlinearity,
+            shared_addressing=self.shared_addressing, init_noise_std=self.init_noise_std,
+            noise_at_inference=self.noise_at_inference, output_dropout=self.output_dropout,
+            name="memdec_cell",
+        )
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "attention_units": self.attention_units,
+                "readout_units": self.readout_units, "memory_size": self.memory_size,
+                "memory_dim": self.memory_dim, "address_units": self.address_units,
+                "address_nonlinearity": self.address_nonlinearity,
+                "shared_addressing": self.shared_addressing, "init_noise_std": self.init_noise_std,
+                "noise_at_inference": self.noise_at_inference}
+
+
+def _build(model: Seq2Seq) -> None:
+    """Creates every weight by one call on a dummy batch."""
+    dummy = np.full((1, 2), BOS_ID + 2, "int32")
+    model((dummy, dummy))
+
+
+def memdec_from_rnnsearch(rnnsearch: RNNsearch, **memdec_kwargs) -> MemDec:
+    """A MemDec model initialized from a trained RNNsearch (MemDec paper §4.2).
+
+    Copied unchanged: source and target embeddings, the whole encoder, the s_0
+    layer, the source attention, the deep output, the GRU's recurrent kernel and
+    bias, and the GRU kernel rows of the shared inputs ``[e; c]`` (MemDecCell
+    orders its GRU input ``[e; c; r]`` so they are one block). From the
+    feedback query only the ``W^y`` rows (acting on ``e``) and the bias are
+    copied: RNNsearch's ``W`` acts on the state ``s_{t-1}``, MemDec's ``W^r``
+    on the memory read ``r_{t-1}``, a different space, so ``W^r`` starts fresh
+    (our decision). Every memory parameter (initialization, addressing, erase,
+    add, the GRU rows of ``r``) starts from its initializer; then the whole
+    model is fine-tuned.
+    """
+    config = rnnsearch.get_config()
+    for key in ("name", "trainable", "dtype", "feedback_attention"):
+        config.pop(key, None)
+    memdec = MemDec(**{**config, **memdec_kwargs})
+    _build(rnnsearch)
+    _build(memdec)
+    src, dst = rnnsearch.cell, memdec.cell
+    for a, b in ((rnnsearch.encoder, memdec.encoder), (rnnsearch.target_embedding, memdec.target_embedding),
+                 (src.init_dense, dst.init_dense), (src.attention, dst.attention),
+                 (src.deep_output, dst.deep_output)):
+        b.set_weights(a.get_weights())
+    kernel, recurrent, bias = src.gru_cell.get_weights()
+    new_kernel = dst.gru_cell.get_weights()[0]
+    new_kernel[: kernel.shape[0]] = kernel  # rows [e; c]; the r rows stay fresh
+    dst.gru_cell.set_weights([new_kernel, recurrent, bias])
+    if src.query_dense is not None:
+        q_kernel, q_bias = src.query_dense.get_weights()  # rows [s (units); e (E)]
+        new_q, _ = dst.query_dense.get_weights()  # rows [r (m); e (E)]
+        e_rows = q_kernel.shape[0] - src.units
+        new_q[-e_rows:] = q_kernel[-e_rows:]
+        dst.query_dense.set_weights([new_q, q_bias])
+    return memdec

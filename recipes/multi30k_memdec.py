@@ -1,0 +1,23 @@
+"""MemDec on Multi30k en→de with RNNsearch pre-training (paper §4.2), in one command:
+RNNsearch is trained first (or reused: --set pretrain_run=RUN_DIR), its weights are
+copied into MemDec, then everything is fine-tuned.
+
+    memnmt train multi30k_memdec --data-dir ../shared/data/multi30k --out runs/memdec
+"""
+
+import dataclasses
+
+from recipes.multi30k_rnnsearch import CONFIG as RNNSEARCH
+
+CONFIG = dataclasses.replace(
+    RNNSEARCH,
+    model="memdec",
+    memory_size=8,  # n memory cells (Table 2's best range)
+    memory_dim=None,  # m = decoder_units (the paper uses 1024 for both)
+    address_nonlinearity="tanh",  # Eq. 12 read with tanh (see MemDecCell)
+    shared_addressing=True,  # one addressing for reading and writing
+    init_noise_std=0.1,  # Eq. 14 noise, std 0.1
+    pretrain_run=None,  # or an existing RNNsearch run directory to warm-start from
+    pretrain_epochs=10,  # RNNsearch stage when pretrain_run is None
+    epochs=10,  # MemDec fine-tuning epochs
+)

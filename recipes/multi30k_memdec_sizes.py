@@ -1,0 +1,10 @@
+"""The memory-size study of the MemDec paper (Table 2): one MemDec run per n, then a
+results table in OUT/results.md. Pass --set pretrain_run=RUN_DIR to warm-start every
+run from the same RNNsearch model.
+
+    memnmt train multi30k_memdec_sizes --data-dir ../shared/data/multi30k --out runs/memdec_sizes
+"""
+
+from recipes.multi30k_memdec import CONFIG  # noqa: F401  (the shared config)
+
+STUDY = {"memory_size": [4, 6, 8, 10, 12]}  # paper Table 2
