@@ -8,6 +8,17 @@ from keras import ops
 from keras_memnmt.data.vocab import PAD_ID
 
 
+def embedding_initializer() -> keras.initializers.Initializer:
+    """N(0, 1), as PyTorch's ``nn.Embedding``, for source and target embeddings.
+
+    Decision: Keras's default ``uniform(-0.05, 0.05)`` makes ``e_{y_{t-1}}`` about
+    20× smaller than the attention context in the decoder's GRU and deep-output
+    inputs; on Multi30k (6,000 pairs, 2 epochs, comparison size) it left the
+    training loss at 5.76 against 4.20 with N(0, 1).
+    """
+    return keras.initializers.RandomNormal(stddev=1.0)
+
+
 @keras.saving.register_keras_serializable(package="keras_memnmt")
 class BidirectionalEncoder(keras.layers.Layer):
     """Embedding + bidirectional GRU, masked over source padding.
@@ -40,7 +51,8 @@ class BidirectionalEncoder(keras.layers.Layer):
         self.embedding_dim = embedding_dim
         self.units = units
         self.dropout = dropout
-        self.embedding = keras.layers.Embedding(vocab_size, embedding_dim, name="source_embedding")
+        self.embedding = keras.layers.Embedding(vocab_size, embedding_dim, name="source_embedding",
+                                                embeddings_initializer=embedding_initializer())
         self.embedding_dropout = keras.layers.Dropout(dropout)
         self.birnn = keras.layers.Bidirectional(
             keras.layers.GRU(units, return_sequences=True, return_state=True), name="birnn"

@@ -12,7 +12,7 @@ import keras
 from keras import ops
 
 from keras_memnmt.data.vocab import BOS_ID, EOS_ID, PAD_ID
-from keras_memnmt.models.encoder import BidirectionalEncoder
+from keras_memnmt.models.encoder import BidirectionalEncoder, embedding_initializer
 
 
 class Seq2Seq(keras.Model):
@@ -58,6 +58,7 @@ class Seq2Seq(keras.Model):
         self.encoder = BidirectionalEncoder(source_vocab_size, embedding_dim, encoder_units, dropout,
                                             name="encoder")
         self.target_embedding = keras.layers.Embedding(target_vocab_size, embedding_dim,
+                                                       embeddings_initializer=embedding_initializer(),
                                                        name="target_embedding")
         self.target_dropout = keras.layers.Dropout(dropout)
         self.cell = self.make_cell()
