@@ -119,6 +119,8 @@ class Seq2Seq(keras.Model):
         options = (beam_size, float(max_length_a), int(max_length_b), length_penalty, float(alpha),
                    n_best, return_attention)
         source_ids = ops.convert_to_tensor(source_ids, "int32")
+        if not self.built:  # create the weights eagerly: never inside jit / tf.function
+            self((source_ids[:1], ops.full((1, 1), BOS_ID, "int32")))
         backend = keras.backend.backend()
         if backend == "torch":
             import torch
