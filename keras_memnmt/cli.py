@@ -166,10 +166,7 @@ def cmd_evaluate(args) -> int:
     from keras_memnmt.training.trainer import load_corpora, load_run
 
     model, vocab, config = load_run(args.model)
-    if config.corpus == "synthetic":
-        import dataclasses
-
-        config = dataclasses.replace(config, corpus="synthetic")
+    if config.corpus == "synthetic":  # the run's own synthetic test set (seeded)
         *_, test, name = load_corpora(config)
     else:
         from keras_memnmt.data import load_multi30k

@@ -11,8 +11,8 @@ from keras import ops
 # create the dropout mask once per sequence, outside the (JAX) scan.
 from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
 
+from keras_memnmt.layers import _sublayers as sublayers
 from keras_memnmt.layers._checks import check_positive_int, check_rate
-from keras_memnmt.layers.readout import DeepOutput, clone_initializer
 
 
 @keras.saving.register_keras_serializable(package="keras_memnmt")
@@ -101,36 +101,10 @@ class ChoDecoderCell(keras.layers.Layer, DropoutRNNCell):
         self.seed_generator = keras.random.SeedGenerator(seed)
         self._embedding_dim: int | None = None
 
-        def dense(name: str) -> keras.layers.Dense:
-            return keras.layers.Dense(
-                self.units,
-                activation="tanh",
-                kernel_initializer=clone_initializer(self.kernel_initializer),
-                bias_initializer=clone_initializer(self.bias_initializer),
-                dtype=self.dtype_policy,
-                name=name,
-            )
-
-        self.context_dense = dense("context")
-        self.init_dense = dense("init_state")
-        self.gru_cell = keras.layers.GRUCell(
-            self.units,
-            kernel_initializer=clone_initializer(self.kernel_initializer),
-            recurrent_initializer=clone_initializer(self.recurrent_initializer),
-            bias_initializer=clone_initializer(self.bias_initializer),
-            dtype=self.dtype_policy,
-            name="gru",
-        )
-        self.deep_output = DeepOutput(
-            self.readout_units,
-            self.target_vocab_size,
-            output_dropout=self.output_dropout,
-            kernel_initializer=clone_initializer(self.kernel_initializer),
-            bias_initializer=clone_initializer(self.bias_initializer),
-            seed=seed,
-            dtype=self.dtype_policy,
-            name="deep_output",
-        )
+        self.context_dense = sublayers.dense(self, self.units, "context")
+        self.init_dense = sublayers.dense(self, self.units, "init_state")
+        self.gru_cell = sublayers.gru_cell(self)
+        self.deep_output = sublayers.deep_output(self, seed)
 
     @property
     def state_size(self) -> list:

@@ -8,14 +8,14 @@ from typing import Any
 import keras
 from keras import ops
 
+from keras_memnmt.layers import _sublayers as sublayers
 from keras_memnmt.layers._checks import (
     check_bool,
     check_choice,
     check_positive_int,
     check_rate,
 )
-from keras_memnmt.layers.attention import AdditiveAttention
-from keras_memnmt.layers.readout import DeepOutput, clone_initializer
+from keras_memnmt.layers.readout import clone_initializer
 
 INIT_STATES = ("mean", "summary")
 ADDRESS_NONLINEARITIES = ("tanh", "none")
@@ -311,16 +311,6 @@ class MemDecCell(keras.layers.Layer):
         self.seed_generator = keras.random.SeedGenerator(seed)
         self._embedding_dim: int | None = None
 
-        def dense(size: int, name: str, activation: str | None = "tanh") -> keras.layers.Dense:
-            return keras.layers.Dense(
-                size,
-                activation=activation,
-                kernel_initializer=clone_initializer(self.kernel_initializer),
-                bias_initializer=clone_initializer(self.bias_initializer),
-                dtype=self.dtype_policy,
-                name=name,
-            )
-
         def addressing(name: str) -> _MemoryAddressing:
             return _MemoryAddressing(
                 self.address_units,
@@ -332,39 +322,18 @@ class MemDecCell(keras.layers.Layer):
             )
 
         # Shared with RNNsearchCell (same names, see the class docstring).
-        self.init_dense = dense(self.units, "init_state")
-        self.query_dense = dense(self.units, "feedback_query")  # Eq. 5
-        self.attention = AdditiveAttention(
-            self.attention_units,
-            kernel_initializer=clone_initializer(self.kernel_initializer),
-            dtype=self.dtype_policy,
-            name="attention",
-        )
-        self.gru_cell = keras.layers.GRUCell(
-            self.units,
-            kernel_initializer=clone_initializer(self.kernel_initializer),
-            recurrent_initializer=clone_initializer(self.recurrent_initializer),
-            bias_initializer=clone_initializer(self.bias_initializer),
-            dtype=self.dtype_policy,
-            name="gru",
-        )
-        self.deep_output = DeepOutput(
-            self.readout_units,
-            self.target_vocab_size,
-            output_dropout=self.output_dropout,
-            kernel_initializer=clone_initializer(self.kernel_initializer),
-            bias_initializer=clone_initializer(self.bias_initializer),
-            seed=seed,
-            dtype=self.dtype_policy,
-            name="deep_output",
-        )
+        self.init_dense = sublayers.dense(self, self.units, "init_state")
+        self.query_dense = sublayers.dense(self, self.units, "feedback_query")  # Eq. 5
+        self.attention = sublayers.additive_attention(self)
+        self.gru_cell = sublayers.gru_cell(self)
+        self.deep_output = sublayers.deep_output(self, seed)
         # Memory-only parameters.
-        self.memory_init_dense = dense(self.memory_dim, "memory_init")  # Eq. 15
+        self.memory_init_dense = sublayers.dense(self, self.memory_dim, "memory_init")  # Eq. 15
         self.read_addressing = addressing("read_addressing")
         separate_write = self.write and not self.shared_addressing
         self.write_addressing = addressing("write_addressing") if separate_write else None
-        self.erase_dense = dense(self.memory_dim, "erase", "sigmoid") if self.write else None
-        self.add_dense = dense(self.memory_dim, "add", "sigmoid") if self.write else None
+        self.erase_dense = sublayers.dense(self, self.memory_dim, "erase", "sigmoid") if self.write else None
+        self.add_dense = sublayers.dense(self, self.memory_dim, "add", "sigmoid") if self.write else None
 
     # ----------------------------------------------------------------- sizes
     @property

@@ -11,14 +11,13 @@ from keras import ops
 # create the dropout mask once per sequence, outside the (JAX) scan.
 from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
 
+from keras_memnmt.layers import _sublayers as sublayers
 from keras_memnmt.layers._checks import (
     check_bool,
     check_choice,
     check_positive_int,
     check_rate,
 )
-from keras_memnmt.layers.attention import AdditiveAttention
-from keras_memnmt.layers.readout import DeepOutput, clone_initializer
 
 INIT_STATES = ("mean", "summary")
 
@@ -151,42 +150,13 @@ class RNNsearchCell(keras.layers.Layer, DropoutRNNCell):
         self.seed_generator = keras.random.SeedGenerator(seed)
         self._embedding_dim: int | None = None
 
-        def dense(size: int, name: str, activation: str | None = "tanh") -> keras.layers.Dense:
-            return keras.layers.Dense(
-                size,
-                activation=activation,
-                kernel_initializer=clone_initializer(self.kernel_initializer),
-                bias_initializer=clone_initializer(self.bias_initializer),
-                dtype=self.dtype_policy,
-                name=name,
-            )
-
-        self.init_dense = dense(self.units, "init_state")
-        self.query_dense = dense(self.units, "feedback_query") if feedback_attention else None
-        self.attention = AdditiveAttention(
-            self.attention_units,
-            kernel_initializer=clone_initializer(self.kernel_initializer),
-            dtype=self.dtype_policy,
-            name="attention",
+        self.init_dense = sublayers.dense(self, self.units, "init_state")
+        self.query_dense = (
+            sublayers.dense(self, self.units, "feedback_query") if feedback_attention else None
         )
-        self.gru_cell = keras.layers.GRUCell(
-            self.units,
-            kernel_initializer=clone_initializer(self.kernel_initializer),
-            recurrent_initializer=clone_initializer(self.recurrent_initializer),
-            bias_initializer=clone_initializer(self.bias_initializer),
-            dtype=self.dtype_policy,
-            name="gru",
-        )
-        self.deep_output = DeepOutput(
-            self.readout_units,
-            self.target_vocab_size,
-            output_dropout=self.output_dropout,
-            kernel_initializer=clone_initializer(self.kernel_initializer),
-            bias_initializer=clone_initializer(self.bias_initializer),
-            seed=seed,
-            dtype=self.dtype_policy,
-            name="deep_output",
-        )
+        self.attention = sublayers.additive_attention(self)
+        self.gru_cell = sublayers.gru_cell(self)
+        self.deep_output = sublayers.deep_output(self, seed)
 
     # ----------------------------------------------------------------- sizes
     @property
