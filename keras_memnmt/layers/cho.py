@@ -16,7 +16,7 @@ from keras_memnmt.layers._checks import check_positive_int, check_rate
 
 
 @keras.saving.register_keras_serializable(package="keras_memnmt")
-class ChoDecoderCell(keras.layers.Layer, DropoutRNNCell):
+class ChoDecoderCell(sublayers.DecoderCellMixin, keras.layers.Layer, DropoutRNNCell):
     """Decoder step of the RNN encoder-decoder: GRU conditioned on a fixed context.
 
     Cho et al. 2014, as restated in paper 001 (Yum & Mu), Eq. 13-15:
@@ -157,13 +157,6 @@ class ChoDecoderCell(keras.layers.Layer, DropoutRNNCell):
         context = self.context_dense(ops.cast(summary, self.compute_dtype))  # (B, units)
         return [self.init_dense(context), context]
 
-    def get_initial_state(self, batch_size: int | None = None) -> list:
-        raise ValueError(
-            f"{self.__class__.__name__} needs the encoder output: pass "
-            "`initial_state=cell.initial_states(annotations, source_mask, summary)` "
-            "to keras.layers.RNN."
-        )
-
     def step(self, inputs: Any, states: list, training: bool = False) -> tuple:
         """One decoder step (Eq. 14).
 
@@ -186,14 +179,6 @@ class ChoDecoderCell(keras.layers.Layer, DropoutRNNCell):
         )
         output = ops.concatenate([state, context, inputs], axis=-1)
         return output, [state, context], None
-
-    def call(self, inputs: Any, states: list, training: bool = False) -> tuple:
-        output, new_states, _ = self.step(inputs, states, training=training)
-        return output, new_states
-
-    def readout(self, outputs: Any, training: bool = False) -> Any:
-        """`g(s_t, y_{t-1}, c)` (Eq. 15): `(..., output_size) -> (..., vocab)` logits."""
-        return self.deep_output(outputs, training=training)
 
     def get_config(self) -> dict:
         config = super().get_config()

@@ -93,7 +93,7 @@ class _MemoryAddressing(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="keras_memnmt")
-class MemDecCell(keras.layers.Layer):
+class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
     """MemDec decoder step: RNNsearch with a read/write buffer memory `M^B`.
 
     Wang et al. 2016 (paper 000), Eq. 4-15. The decoder carries a vector state
@@ -439,13 +439,6 @@ class MemDecCell(keras.layers.Layer):
             mask,
         ]
 
-    def get_initial_state(self, batch_size: int | None = None) -> list:
-        raise ValueError(
-            f"{self.__class__.__name__} needs the encoder output: pass "
-            "`initial_state=cell.initial_states(annotations, source_mask, summary)` "
-            "to keras.layers.RNN."
-        )
-
     # ----------------------------------------------------------------- step
     def step_details(self, inputs: Any, states: list, training: bool = False) -> dict:
         """One decoder step with its intermediate values (the class docstring's equations).
@@ -521,14 +514,6 @@ class MemDecCell(keras.layers.Layer):
         """One decoder step: `(output (B, units + D + E), new_states, attention (B, Tx))`."""
         details = self.step_details(inputs, states, training=training)
         return details["output"], details["states"], details["attention"]
-
-    def call(self, inputs: Any, states: list, training: bool = False) -> tuple:
-        output, new_states, _ = self.step(inputs, states, training=training)
-        return output, new_states
-
-    def readout(self, outputs: Any, training: bool = False) -> Any:
-        """Deep output (Eq. 9): `(..., output_size) -> (..., target_vocab_size)` logits."""
-        return self.deep_output(outputs, training=training)
 
     # ---------------------------------------------------------------- config
     def get_config(self) -> dict:

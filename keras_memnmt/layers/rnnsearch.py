@@ -23,7 +23,7 @@ INIT_STATES = ("mean", "summary")
 
 
 @keras.saving.register_keras_serializable(package="keras_memnmt")
-class RNNsearchCell(keras.layers.Layer, DropoutRNNCell):
+class RNNsearchCell(sublayers.DecoderCellMixin, keras.layers.Layer, DropoutRNNCell):
     """RNNsearch decoder step: additive attention + GRU + deep output.
 
     Bahdanau et al. 2014 (paper 003) as restated by MemDec (paper 000), Eq. 1-3
@@ -239,13 +239,6 @@ class RNNsearchCell(keras.layers.Layer, DropoutRNNCell):
             mask,
         ]
 
-    def get_initial_state(self, batch_size: int | None = None) -> list:
-        raise ValueError(
-            f"{self.__class__.__name__} needs the encoder output: pass "
-            "`initial_state=cell.initial_states(annotations, source_mask, summary)` "
-            "to keras.layers.RNN."
-        )
-
     # ----------------------------------------------------------------- step
     def step(self, inputs: Any, states: list, training: bool = False) -> tuple:
         """One decoder step (the equations of the class docstring).
@@ -286,14 +279,6 @@ class RNNsearchCell(keras.layers.Layer, DropoutRNNCell):
         # 4. o_t = [s_t; c_t; e], the input of the deep output (Eq. 9).
         output = ops.concatenate([state, context, inputs], axis=-1)
         return output, [state, annotations_flat, keys_flat, mask], weights
-
-    def call(self, inputs: Any, states: list, training: bool = False) -> tuple:
-        output, new_states, _ = self.step(inputs, states, training=training)
-        return output, new_states
-
-    def readout(self, outputs: Any, training: bool = False) -> Any:
-        """Deep output (Eq. 9): `(..., output_size) -> (..., target_vocab_size)` logits."""
-        return self.deep_output(outputs, training=training)
 
     # ---------------------------------------------------------------- config
     def get_config(self) -> dict:
