@@ -19,6 +19,7 @@ from keras_memnmt.layers.readout import clone_initializer
 
 INIT_STATES = ("mean", "summary")
 ADDRESS_NONLINEARITIES = ("tanh", "none")
+INIT_NOISES = ("fixed", "sample")
 
 
 def _check_optional_positive_int(name: str, value: object) -> int | None:
@@ -46,7 +47,8 @@ class _MemoryAddressing(keras.layers.Layer):
     `gate_bias` `(1,)` = `b_g`. No bias inside the score (as in
     `AdditiveAttention`).
 
-    Call arguments: `state (B, units)`, `memory (B, n, m)`, `previous (B, n)`.
+    Call arguments: `state (B, units)`, `memory (B, n, m)`, `previous (B, n)`,
+    optionally `projected_memory` = `project_memory(memory)` computed earlier.
     Returns `(weights (B, n), content_weights (B, n), gate (B, 1))`.
     """
 
@@ -79,11 +81,19 @@ class _MemoryAddressing(keras.layers.Layer):
         )
         self.built = True
 
-    def call(self, state: Any, memory: Any, previous: Any) -> tuple:
+    def project_memory(self, memory: Any) -> Any:
+        """`W_a M(i)` for every cell: `(B, n, m) -> (B, n, A)`.
+
+        Split out so that a step addressing the same memory twice (the read of
+        `M_{t-1}` and, with shared parameters, the write into it) projects it once.
+        """
+        return ops.matmul(memory, self.memory_kernel)
+
+    def call(self, state: Any, memory: Any, previous: Any, projected_memory: Any = None) -> tuple:
+        if projected_memory is None:
+            projected_memory = self.project_memory(memory)
         projected_state = ops.matmul(state, self.state_kernel)  # (B, A)
-        hidden = ops.matmul(memory, self.memory_kernel) + ops.expand_dims(
-            projected_state, 1
-        )  # (B, n, A)
+        hidden = projected_memory + ops.expand_dims(projected_state, 1)  # (B, n, A)
         if self.nonlinearity == "tanh":
             hidden = ops.tanh(hidden)
         scores = ops.sum(hidden * self.score_vector, axis=-1)  # (B, n)
@@ -164,16 +174,22 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
       changes `M_0`. `W_ini` maps `annotation_units -> m` and has a bias.
     - Eq. 14: `nu_i ~ N(0, 0.1)` is read as standard deviation 0.1
       (`init_noise_std`); reading 0.1 as the variance would be `std ~= 0.316`.
-      The noise is independent per cell and per sentence, drawn only when
-      `initial_states(..., training=True)` unless `noise_at_inference=True`.
-      `init_noise_std=0` disables it. Note the symmetry this implies: without
-      the noise all cells of `M_0` are equal, so every content score, read
-      and write weight is uniform and the cells stay equal at every step (the
-      memory acts as one cell). Training sees distinct cells; inference with
-      `noise_at_inference=False` (default: deterministic decoding) does not.
-      Set `noise_at_inference=True` to decode with the training-time
-      distribution of `M_0` (stochastic). A model must pass its `training`
-      flag to `initial_states` for the training noise to be drawn.
+      `init_noise_std=0` disables it. Without the noise all cells of `M_0`
+      are equal, so every content score, read and write weight is uniform
+      and the cells stay equal at every step (the memory acts as one cell):
+      the noise is what makes the cells distinguishable. The paper indexes
+      `nu_i` by the cell alone and does not say when it is drawn, so both
+      readings are offered (`init_noise`):
+      * `"fixed"` (default): `nu` `(n, m)` is drawn once, when the cell is
+        built, and kept as a non-trainable weight `memory_noise` (saved with
+        the model). Training and decoding see the same `M_0`, decoding is
+        deterministic, and the cells are distinct at inference too.
+      * `"sample"`: a fresh `nu` per sentence, drawn only when
+        `initial_states(..., training=True)` unless `noise_at_inference=True`.
+        With `noise_at_inference=False` the cells are equal at inference
+        (uniform addressing, see above), a mismatch with training; with
+        `True` decoding is stochastic. A model must pass its `training`
+        flag to `initial_states` for the training noise to be drawn.
     - `w_0` is uniform `1/n` (the paper does not say).
     - `m != units` is allowed (the paper uses `m = units = 1024`).
     - The GRU is `keras.layers.GRUCell` (`reset_after=True`, as in
@@ -198,7 +214,8 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
       `read_addressing` (`memory_kernel`, `state_kernel`, `score_vector`,
       `gate_kernel`, `gate_bias`), `write_addressing` (same, only when
       `shared_addressing=False` and `write=True`), `erase` and `add`
-      (Dense units -> m, sigmoid; only when `write=True`).
+      (Dense units -> m, sigmoid; only when `write=True`), and the fixed
+      Eq. 14 noise `memory_noise` `(n, m)` (non-trainable, `init_noise="fixed"`).
 
     States (all 2-D; the memory is flattened, cell-major):
 
@@ -224,7 +241,10 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
         shared_addressing: bool, one set of addressing parameters for reading
             and writing (see above).
         init_noise_std: float >= 0, standard deviation of `nu_i` (Eq. 14).
-        noise_at_inference: bool, also add `nu_i` when `training=False`.
+        init_noise: "fixed" (drawn once, used in training and decoding) or
+            "sample" (a fresh draw per sentence), see Eq. 14 above.
+        noise_at_inference: bool, with `init_noise="sample"`: also draw `nu_i`
+            when `training=False`.
         write: bool; False disables the memory write (the memory stays `M_0`).
         output_dropout: float in [0, 1), dropout in the readout.
         init_state: "mean" or "summary", how `s_0` is computed (as in
@@ -274,6 +294,7 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
         address_nonlinearity: str = "tanh",
         shared_addressing: bool = True,
         init_noise_std: float = 0.1,
+        init_noise: str = "fixed",
         noise_at_inference: bool = False,
         write: bool = True,
         output_dropout: float = 0.5,
@@ -300,6 +321,7 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
         )
         self.shared_addressing = check_bool("shared_addressing", shared_addressing)
         self.init_noise_std = _check_non_negative_float("init_noise_std", init_noise_std)
+        self.init_noise = check_choice("init_noise", init_noise, INIT_NOISES)
         self.noise_at_inference = check_bool("noise_at_inference", noise_at_inference)
         self.write = check_bool("write", write)
         self.output_dropout = check_rate("output_dropout", output_dropout)
@@ -334,6 +356,7 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
         self.write_addressing = addressing("write_addressing") if separate_write else None
         self.erase_dense = sublayers.dense(self, self.memory_dim, "erase", "sigmoid") if self.write else None
         self.add_dense = sublayers.dense(self, self.memory_dim, "add", "sigmoid") if self.write else None
+        self.memory_noise = None  # Eq. 14's fixed nu, created in build with init_noise="fixed"
 
     # ----------------------------------------------------------------- sizes
     @property
@@ -360,6 +383,13 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
             self.init_dense.build((None, self.annotation_units))
         if not self.memory_init_dense.built:
             self.memory_init_dense.build((None, self.annotation_units))
+        if self.init_noise == "fixed" and self.init_noise_std > 0.0 and self.memory_noise is None:
+            self.memory_noise = self.add_weight(  # Eq. 14's nu, drawn once (see the docstring)
+                name="memory_noise",
+                shape=(self.memory_size, self.memory_dim),
+                initializer=keras.initializers.RandomNormal(stddev=self.init_noise_std, seed=self.seed),
+                trainable=False,
+            )
 
     def build(self, input_shape: tuple) -> None:
         """Builds every weight from `input_shape = (B, E)`."""
@@ -394,8 +424,9 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
             source_mask: `(B, Tx)` float 1/0 (or bool), 1 for real tokens.
             summary: `(B, D)` a sentence summary; only used with
                 `init_state="summary"`.
-            training: bool; the memory noise `nu_i` is added only when True
-                (or always with `noise_at_inference=True`).
+            training: bool; with `init_noise="sample"` the memory noise `nu_i`
+                is drawn only when True (or always with `noise_at_inference=True`);
+                the fixed noise is always added.
 
         Returns:
             `[s_0 (B, units), M_0 (B, n*m), w_0 (B, n), annotations (B, Tx*D),
@@ -421,7 +452,11 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
         memory = ops.expand_dims(cell_init, 1) * ops.ones(
             (1, self.memory_size, 1), dtype
         )  # (B, n, m)
-        if self.init_noise_std > 0.0 and (training or self.noise_at_inference):
+        if self.memory_noise is not None:
+            memory = memory + ops.cast(ops.expand_dims(self.memory_noise, 0), dtype)
+        elif self.init_noise_std > 0.0 and self.init_noise == "sample" and (
+            training or self.noise_at_inference
+        ):
             noise = keras.random.normal(
                 ops.shape(memory), stddev=self.init_noise_std, seed=self.seed_generator
             )
@@ -470,7 +505,10 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
         keys = ops.reshape(keys_flat, (-1, source_len, self.attention_units))  # (B, Tx, A)
 
         # 1. read M_{t-1} with s_{t-1} (Eq. 4, 10-12).
-        read_weights, read_content, read_gate = self.read_addressing(s_prev, memory, previous)
+        projected = self.read_addressing.project_memory(memory)  # W_a M_{t-1}(i), (B, n, A)
+        read_weights, read_content, read_gate = self.read_addressing(
+            s_prev, memory, previous, projected_memory=projected
+        )
         read = ops.sum(ops.expand_dims(read_weights, -1) * memory, axis=1)  # (B, m)
         # 2. pre-state s~_t = tanh(W^r r_{t-1} + W^y e + b) (Eq. 5).
         query = self.query_dense(ops.concatenate([read, inputs], axis=-1))  # (B, units)
@@ -482,7 +520,11 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
         write_addressing = self.read_addressing if self.shared_addressing else self.write_addressing
         write_weights = write_content = write_gate = erase = add = None
         if write_addressing is not None:
-            write_weights, write_content, write_gate = write_addressing(state, memory, read_weights)
+            # Shared parameters address the same M_{t-1}: reuse its projection.
+            shared = projected if write_addressing is self.read_addressing else None
+            write_weights, write_content, write_gate = write_addressing(
+                state, memory, read_weights, projected_memory=shared
+            )
         if self.write:
             erase = self.erase_dense(state)  # (B, m)
             add = self.add_dense(state)  # (B, m)
@@ -531,6 +573,7 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
                 "address_nonlinearity": self.address_nonlinearity,
                 "shared_addressing": self.shared_addressing,
                 "init_noise_std": self.init_noise_std,
+                "init_noise": self.init_noise,
                 "noise_at_inference": self.noise_at_inference,
                 "write": self.write,
                 "output_dropout": self.output_dropout,

@@ -65,6 +65,7 @@ def _step_weights(cell):
 
 
 def _reference_initial_states(cell, annotations, mask):
+    fixed = None if cell.memory_noise is None else numpy(cell.memory_noise)[None]  # (1, n, m)
     return reference.memdec_initial_states(
         annotations,
         mask,
@@ -73,13 +74,15 @@ def _reference_initial_states(cell, annotations, mask):
         numpy(cell.memory_init_dense.kernel),
         numpy(cell.memory_init_dense.bias),
         cell.memory_size,
+        noise=fixed,
     )
 
 
 def _noisy_states(cell, annotations, mask):
     """Initial states with the memory noise: distinct cells, so the addressing matters.
 
-    Without the noise every cell of M_0 is identical and stays so (see
+    (The fixed noise is there at inference too; `training=True` also covers
+    `init_noise="sample"`.) Without noise every cell of M_0 is identical and stays so (see
     `test_without_noise_the_cells_stay_identical`): a sequence test would then
     never see non-uniform addressing weights.
     """
@@ -116,7 +119,7 @@ def _random_memory_states(cell, annotations, mask, seed=1):
 def test_initial_states_layout_and_reference():
     annotations, mask, _ = _data()
     cell = _cell(init_noise_std=0.1)
-    states = [numpy(s) for s in cell.initial_states(annotations, mask)]  # inference: no noise
+    states = [numpy(s) for s in cell.initial_states(annotations, mask)]  # with the fixed noise
     assert [s.shape for s in states] == [
         (B, UNITS),
         (B, N * M),
@@ -256,11 +259,11 @@ def test_without_write_the_memory_stays_constant(shared_addressing):
 def test_without_noise_the_cells_stay_identical():
     """M_0's cells are all equal without nu_i (Eq. 14): addressing is uniform and stays so.
 
-    This symmetry is why the noise matters; it is what `noise_at_inference=False`
-    decodes with.
+    This symmetry is why the noise matters; it is what `init_noise="sample"` with
+    `noise_at_inference=False` decodes with.
     """
     annotations, mask, embedded = _data()
-    cell = _cell(shared_addressing=False)
+    cell = _cell(shared_addressing=False, init_noise="sample")
     states = cell.initial_states(annotations, mask)
     for t in range(T):
         details = cell.step_details(embedded[:, t], states)
@@ -271,11 +274,35 @@ def test_without_noise_the_cells_stay_identical():
             np.testing.assert_allclose(numpy(details[key]), 1.0 / N, atol=1e-6)
 
 
-def test_memory_noise_only_in_training_unless_asked():
+def test_fixed_memory_noise_is_the_same_in_training_and_decoding():
+    """init_noise="fixed": one nu (n, m) ~ N(0, std^2), added to every sentence's M_0."""
+    annotations, mask, embedded = _data()
+    cell = MemDecCell(UNITS, VOCAB, ATT, READ, annotation_units=D, memory_size=16, memory_dim=32,
+                      init_noise_std=0.1, seed=0)
+    cell.build((None, E))
+    assert cell.memory_noise is not None and not cell.memory_noise.trainable
+    nu = numpy(cell.memory_noise)
+    assert nu.shape == (16, 32) and 0.08 < nu.std() < 0.12
+    train = numpy(cell.initial_states(annotations, mask, training=True)[1])
+    decode = numpy(cell.initial_states(annotations, mask)[1])
+    np.testing.assert_array_equal(train, decode)
+    no_noise = MemDecCell.from_config({**cell.get_config(), "init_noise_std": 0.0})
+    no_noise.build((None, E))
+    assert no_noise.memory_noise is None
+    no_noise.set_weights([numpy(v) for v in cell.weights if v is not cell.memory_noise])
+    clean = numpy(no_noise.initial_states(annotations, mask)[1])
+    np.testing.assert_allclose((decode - clean).reshape(B, 16, 32), np.broadcast_to(nu, (B, 16, 32)),
+                               atol=1e-6)
+    # The cells differ at inference, so the addressing is not uniform there.
+    details = cell.step_details(embedded[:, 0], cell.initial_states(annotations, mask))
+    assert np.abs(numpy(details["read_content_weights"]) - 1.0 / 16).max() > 1e-3
+
+
+def test_sampled_memory_noise_only_in_training_unless_asked():
     annotations, mask, _ = _data()
     big_batch = np.concatenate([annotations] * 4)  # more samples for the std estimate
     big_mask = np.concatenate([mask] * 4)
-    cell = _cell(init_noise_std=0.1, seed=0)
+    cell = _cell(init_noise_std=0.1, init_noise="sample", seed=0)
     clean = numpy(cell.initial_states(big_batch, big_mask)[1])
     np.testing.assert_array_equal(
         numpy(cell.initial_states(big_batch, big_mask, training=False)[1]), clean
@@ -290,9 +317,9 @@ def test_memory_noise_only_in_training_unless_asked():
             numpy(cell.initial_states(big_batch, big_mask, training=True)[i]),
             numpy(cell.initial_states(big_batch, big_mask)[i]),
         )
-    at_inference = _cell(init_noise_std=0.1, noise_at_inference=True)
+    at_inference = _cell(init_noise_std=0.1, init_noise="sample", noise_at_inference=True)
     assert not np.allclose(numpy(at_inference.initial_states(big_batch, big_mask)[1]), clean)
-    no_noise = _cell(init_noise_std=0.0)
+    no_noise = _cell(init_noise_std=0.0, init_noise="sample")
     np.testing.assert_array_equal(
         numpy(no_noise.initial_states(big_batch, big_mask, training=True)[1]), clean
     )
@@ -322,7 +349,8 @@ def test_config_round_trip_gives_identical_outputs():
     )
     clone = MemDecCell.from_config(cell.get_config())
     assert clone.get_config() == cell.get_config()
-    for name in ("memory_size", "memory_dim", "address_units", "write", "noise_at_inference"):
+    for name in ("memory_size", "memory_dim", "address_units", "write", "init_noise",
+                 "noise_at_inference"):
         assert getattr(clone, name) == getattr(cell, name)
     clone.build((None, E))
     clone.set_weights(cell.get_weights())
@@ -433,6 +461,7 @@ def test_sizes_weight_names_and_errors():
         ({"init_noise_std": -0.1}, "init_noise_std"),
         ({"init_noise_std": True}, "init_noise_std"),
         ({"noise_at_inference": "yes"}, "noise_at_inference"),
+        ({"init_noise": "per_step"}, "init_noise"),
         ({"write": None}, "write"),
         ({"output_dropout": 1.0}, "output_dropout"),
         ({"init_state": "first"}, "init_state"),

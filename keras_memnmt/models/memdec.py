@@ -19,7 +19,7 @@ class MemDec(Seq2Seq):
     Args (beyond :class:`Seq2Seq`): ``attention_units``, ``readout_units`` as in
     :class:`RNNsearch`; ``memory_size`` (n cells), ``memory_dim`` (m, default
     ``decoder_units``), ``address_units``, ``address_nonlinearity``,
-    ``shared_addressing``, ``init_noise_std``, ``noise_at_inference``: see
+    ``shared_addressing``, ``init_noise_std``, ``init_noise``, ``noise_at_inference``: see
     :class:`MemDecCell`, where each paper ambiguity is documented at its equation.
     """
 
@@ -27,7 +27,7 @@ class MemDec(Seq2Seq):
                  readout_units: int = 256, memory_size: int = 8, memory_dim: int | None = None,
                  address_units: int | None = None, address_nonlinearity: str = "tanh",
                  shared_addressing: bool = True, init_noise_std: float = 0.1,
-                 noise_at_inference: bool = False, **kwargs):
+                 init_noise: str = "fixed", noise_at_inference: bool = False, **kwargs):
         self.attention_units = attention_units
         self.readout_units = readout_units
         self.memory_size = memory_size
@@ -36,6 +36,7 @@ class MemDec(Seq2Seq):
         self.address_nonlinearity = address_nonlinearity
         self.shared_addressing = shared_addressing
         self.init_noise_std = init_noise_std
+        self.init_noise = init_noise
         self.noise_at_inference = noise_at_inference
         super().__init__(source_vocab_size, target_vocab_size, **kwargs)
 
@@ -46,7 +47,7 @@ class MemDec(Seq2Seq):
             memory_size=self.memory_size, memory_dim=self.memory_dim,
             address_units=self.address_units, address_nonlinearity=self.address_nonlinearity,
             shared_addressing=self.shared_addressing, init_noise_std=self.init_noise_std,
-            noise_at_inference=self.noise_at_inference, output_dropout=self.output_dropout,
+            init_noise=self.init_noise, noise_at_inference=self.noise_at_inference, output_dropout=self.output_dropout,
             name="memdec_cell",
         )
 
@@ -56,7 +57,7 @@ class MemDec(Seq2Seq):
                 "memory_dim": self.memory_dim, "address_units": self.address_units,
                 "address_nonlinearity": self.address_nonlinearity,
                 "shared_addressing": self.shared_addressing, "init_noise_std": self.init_noise_std,
-                "noise_at_inference": self.noise_at_inference}
+                "init_noise": self.init_noise, "noise_at_inference": self.noise_at_inference}
 
 
 def _build(model: Seq2Seq) -> None:
