@@ -8,11 +8,19 @@ Default sizes are the toolkit-comparison size of the RNNsearch issue: embeddings
 256, bidirectional GRU 256+256 encoder, GRU 512 decoder, additive attention,
 batch 64 sentences, SentencePiece vocabularies of 8k.
 
-Figures: training sentence pairs/s and target tokens/s (steady state, after the
-warm-up steps that compile each bucket shape), peak resident memory of the
-process, the fraction of 100 GFLOP/s reached (analytic matmul FLOPs: forward ×3
-for forward+backward), and translation time of test_2016_flickr (greedy, beam 5),
-first pass (with compilation) and second pass.
+Figures, per model (``--model rnnsearch,memdec`` benchmarks several in one run,
+each line prefixed by the model's name): training sentence pairs/s and target
+tokens/s (steady state, after the warm-up steps that compile each bucket shape),
+the training cost per target token (µs), memory, the fraction of 100 GFLOP/s
+reached (analytic matmul FLOPs: forward ×3 for forward+backward), and
+translation time of test_2016_flickr (greedy, beam 5), first pass (with
+compilation) and second pass. With RNNsearch and another model, the other's cost
+per token relative to RNNsearch's (``memdec_cost_per_token_vs_rnnsearch``).
+
+Memory: the kernel's peak-RSS mark is reset (``/proc/self/clear_refs``) after
+the data and vocabulary are ready, so ``peak_rss_mb_training`` is the process's
+peak during the model's build and training alone (library code included), and
+``training_memory_mb`` that peak minus the resident size just before the build.
 """
 
 from __future__ import annotations
@@ -29,25 +37,55 @@ def train_flops_per_batch(c, src_tokens: int, tgt_tokens: int, model: str) -> fl
     """Matmul FLOPs (forward ×3) for one batch with the given padded token counts."""
     e, h, d, v = c.embedding_dim, c.encoder_units, c.decoder_units, c.target_vocab_size
     enc = 2 * 3 * h * (e + h)  # two GRU directions, 3 gates, per source token (MACs)
+    keys = 0
     if model == "rnnsearch":
         a = c.attention_units
         dec = 3 * d * (e + 2 * h + d)  # GRU on [e, c] with state d
         dec += d * d + e * d  # feedback-attention query s~
         dec += a * d  # W_a s~
         keys = 2 * h * a  # U_a h_j, per source token
-        att = 0  # per (target, source) pair: tanh + v^T (small), counted below
-    else:
+    elif model == "memdec":
+        a, cell = c.attention_units, c.cell
+        n, m, am = cell.memory_size, cell.memory_dim, cell.address_units
+        dec = 3 * d * (e + 2 * h + m + d)  # GRU on [e, c, r] with state d
+        dec += (m + e) * d + a * d  # pre-state s~ (Eq. 5), W_a s~
+        dec += n * m * am + 2 * d * am + 2 * d  # memory projected once, U_a s and gate twice
+        dec += 2 * d * m  # erase and add
+        keys = 2 * h * a
+    else:  # cho: GRU on [e, c] plus the fixed context
         dec = 3 * d * (e + 2 * h + d)
-        keys = att = 0
     readout = c.readout_units * (d + 2 * h + e) + c.readout_units * v
-    macs = src_tokens * (enc + keys) + tgt_tokens * (dec + readout + att)
+    macs = src_tokens * (enc + keys) + tgt_tokens * (dec + readout)
     return 3 * 2 * macs
+
+
+def _proc_status_mb(field: str) -> float:
+    """A ``/proc/self/status`` memory field (VmRSS, VmHWM) in MB; 0 where there is none."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def _reset_peak_rss() -> bool:
+    """Resets the kernel's peak-RSS mark of this process (Linux ≥ 4.0); False if it cannot."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data-dir", default=os.environ.get("MEMNMT_DATA", "../shared/data/multi30k"))
-    p.add_argument("--model", default="rnnsearch", choices=("rnnsearch", "cho"))
+    p.add_argument("--model", default="rnnsearch",
+                   help="model(s), comma-separated: rnnsearch, cho, memdec")
     p.add_argument("--vocab-size", type=int, default=8000)
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--warmup-steps", type=int, default=60)
@@ -56,22 +94,50 @@ def main() -> None:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a TrainConfig field (model sizes, batch_by, ...)")
     args = p.parse_args()
+    models = [m.strip() for m in args.model.split(",") if m.strip()]
+    unknown = sorted(set(models) - {"rnnsearch", "cho", "memdec"})
+    if not models or unknown:
+        p.error(f"--model: unknown model(s) {unknown or args.model!r}; choose from rnnsearch, cho, memdec")
 
     import keras
-    import numpy as np
 
     from keras_memnmt.data import SubwordVocab, load_multi30k, make_dataset
-    from keras_memnmt.inference import translate
     from keras_memnmt.training.config import TrainConfig, apply_overrides
-    from keras_memnmt.training.trainer import build_model, compile_model
 
-    backend = keras.backend.backend()
-    config = apply_overrides(TrainConfig(model=args.model, vocab_size=args.vocab_size,
-                                         batch_size=args.batch_size), args.set)
+    print(f"backend={keras.backend.backend()}")
+    config = apply_overrides(TrainConfig(vocab_size=args.vocab_size, batch_size=args.batch_size), args.set)
     train = load_multi30k("en", "de", "train", data_dir=args.data_dir)
     vocab = SubwordVocab.train(train.source, train.target, size=config.vocab_size)
     ds, _ = make_dataset(train, vocab, batch_size=config.batch_size, batch_by=config.batch_by,
                          max_length=config.max_length, bucket_width=config.bucket_width)
+    batches = list(ds.repeat().take(args.warmup_steps + args.steps).as_numpy_iterator())
+    test = None
+    if args.translate:
+        test = load_multi30k("en", "de", "test_2016_flickr", data_dir=args.data_dir).take(args.translate)
+    cost = {}
+    for model_name in models:
+        cost[model_name] = benchmark(model_name, apply_overrides(config, [f"model={model_name}"]),
+                                     vocab, batches, args.warmup_steps, test)
+    if "rnnsearch" in cost:
+        for name, value in cost.items():
+            if name != "rnnsearch":
+                print(f"{name}_cost_per_token_vs_rnnsearch={value / cost['rnnsearch']:.2f}")
+
+
+def benchmark(name: str, config, vocab, batches: list, warmup_steps: int, test) -> float:
+    """Prints one model's figures; returns its training cost per target token (s)."""
+    import gc
+
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    from keras_memnmt.inference import translate
+    from keras_memnmt.training.trainer import build_model, compile_model
+
+    gc.collect()
+    exact_peak = _reset_peak_rss()
+    rss_before = _proc_status_mb("VmRSS")
     model = build_model(config, vocab)
     compile_model(model, config)
 
@@ -86,45 +152,48 @@ def main() -> None:
         def on_train_batch_end(self, batch, logs=None):
             self.times.append(time.perf_counter() - self.t0)
 
-    batches = list(ds.repeat().take(args.warmup_steps + args.steps).as_numpy_iterator())
-    import tensorflow as tf
-
     def as_dataset(items):
         return tf.data.Dataset.from_generator(
             lambda: iter(items),
             output_signature=((tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None, None], tf.int32)),
                               tf.TensorSpec([None, None], tf.int32)))
 
-    timed = batches[args.warmup_steps:]
+    timed = batches[warmup_steps:]
     # Warm-up: the first steps plus one batch of every shape timed later, so that no
     # compilation (one per bucket shape under jit) falls inside the timed steps.
     by_shape = {(b[0][0].shape, b[1].shape): b for b in timed}
-    model.fit(as_dataset(batches[: args.warmup_steps] + list(by_shape.values())), verbose=0)
+    model.fit(as_dataset(batches[:warmup_steps] + list(by_shape.values())), verbose=0)
     timer = Timer()
     t0 = time.perf_counter()
     model.fit(as_dataset(timed), verbose=0, callbacks=[timer])
     wall = time.perf_counter() - t0
     pairs = sum(len(b[1]) for b in timed)
     tokens = sum(int((b[1] != 0).sum()) for b in timed)
-    flops = sum(train_flops_per_batch(model, b[0][0].size, b[1].size, args.model) for b in timed)
-    print(f"backend={backend}")
-    print(f"model={args.model}")
-    print(f"train_pairs_per_second={pairs / wall:.1f}")
-    print(f"train_target_tokens_per_second={tokens / wall:.0f}")
-    print(f"train_gflops_per_second={flops / wall / 1e9:.1f}")
-    print(f"train_fraction_of_100_gflops={flops / wall / 1e11:.2f}")
-    print(f"train_median_step_ms={1000 * float(np.median(timer.times)):.1f}")
-    print(f"peak_rss_mb_after_training={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}")
+    flops = sum(train_flops_per_batch(model, b[0][0].size, b[1].size, name) for b in timed)
+    peak = _proc_status_mb("VmHWM") if exact_peak else (
+        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    print(f"{name}_train_pairs_per_second={pairs / wall:.1f}")
+    print(f"{name}_train_target_tokens_per_second={tokens / wall:.0f}")
+    print(f"{name}_train_microseconds_per_target_token={1e6 * wall / tokens:.1f}")
+    print(f"{name}_train_gflops_per_second={flops / wall / 1e9:.1f}")
+    print(f"{name}_train_fraction_of_100_gflops={flops / wall / 1e11:.2f}")
+    print(f"{name}_train_median_step_ms={1000 * float(np.median(timer.times)):.1f}")
+    print(f"{name}_parameters={model.count_params()}")
+    print(f"{name}_peak_rss_mb_training={peak:.0f}")
+    if exact_peak:
+        print(f"{name}_training_memory_mb={peak - rss_before:.0f}")
 
-    if args.translate:
-        test = load_multi30k("en", "de", "test_2016_flickr", data_dir=args.data_dir).take(args.translate)
+    if test is not None:
         for beam in (1, 5):
-            name = "greedy" if beam == 1 else f"beam{beam}"
+            kind = "greedy" if beam == 1 else f"beam{beam}"
             for attempt in ("first", "second"):
                 t0 = time.perf_counter()
                 translate(model, vocab, test.source, beam_size=beam, progress=False)
-                print(f"translate_{len(test)}_{name}_{attempt}_pass_seconds={time.perf_counter() - t0:.2f}")
-    print(f"peak_rss_mb={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}")
+                print(f"{name}_translate_{len(test)}_{kind}_{attempt}_pass_seconds="
+                      f"{time.perf_counter() - t0:.2f}")
+    del model
+    keras.backend.clear_session()
+    return wall / tokens
 
 
 if __name__ == "__main__":

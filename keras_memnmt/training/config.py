@@ -40,6 +40,7 @@ class TrainConfig:
     address_nonlinearity: str = "tanh"  # MemDec Eq. 12: "tanh" (default) or "none" (as printed)
     shared_addressing: bool = True  # MemDec: one addressing for read (t+1) and write (t)
     init_noise_std: float = 0.1  # MemDec Eq. 14: std of the memory-initialization noise
+    init_noise: str = "fixed"  # MemDec Eq. 14: "fixed" (drawn once) or "sample" (per sentence)
     pretrain_run: str | None = None  # MemDec: warm start from this RNNsearch run directory
     pretrain_epochs: int = 0  # MemDec: first train RNNsearch this many epochs (0 = none)
     dropout: float = 0.0  # embedding dropout
@@ -49,6 +50,10 @@ class TrainConfig:
     learning_rate: float = 1e-3  # Adam step size (Adadelta: 1.0)
     clipnorm: float = 1.0  # global gradient-norm clipping (paper: 1.0)
     label_smoothing: float = 0.0  # cross-entropy label smoothing
+    lr_decay: float = 1.0  # multiply the learning rate by this on a validation plateau (1 = off)
+    lr_patience: int = 1  # validations without a BLEU gain before the rate decays
+    min_lr: float = 0.0  # the decay stops here
+    jit_compile: bool | None = None  # XLA-compile the train step (None = Keras's "auto")
     epochs: int = 10  # passes over the training data
     max_steps: int | None = None  # stop after this many updates (None = epochs decide)
     validate_every: int = 0  # validate every N steps (0 = once per epoch)
@@ -107,8 +112,13 @@ def validate(config: TrainConfig) -> TrainConfig:
             raise ConfigError(f"config field {f.name}={value!r}: expected {hint}")
     choices = {"corpus": ("auto", "multi30k", "synthetic"), "model": ("rnnsearch", "cho", "memdec"),
                "optimizer": ("adam", "adadelta"), "batch_by": ("sentences", "tokens"),
-               "vocab_type": ("unigram", "bpe"), "address_nonlinearity": ("tanh", "none")}
+               "vocab_type": ("unigram", "bpe"), "address_nonlinearity": ("tanh", "none"),
+               "init_noise": ("fixed", "sample")}
     for name, options in choices.items():
         if getattr(config, name) not in options:
             raise ConfigError(f"config field {name}={getattr(config, name)!r}: expected one of {options}")
+    if not 0.0 < config.lr_decay <= 1.0:
+        raise ConfigError(f"config field lr_decay={config.lr_decay!r}: expected a factor in (0, 1]")
+    if config.lr_patience < 1:
+        raise ConfigError(f"config field lr_patience={config.lr_patience!r}: expected an int >= 1")
     return config
