@@ -55,11 +55,15 @@ def translate(
         for start in range(0, len(order), batch_size):
             chunk = order[start:start + batch_size]
             width = -(-max(len(ids[i]) for i in chunk) // pad_multiple) * pad_multiple
-            batch = np.full((len(chunk), width), PAD_ID, np.int32)
+            # A short last batch is filled up with one-token rows (eos) to the full batch
+            # size: the compiled search then sees one batch size and compiles per width only.
+            rows = batch_size if len(order) > batch_size else len(chunk)
+            batch = np.full((rows, width), PAD_ID, np.int32)
+            batch[len(chunk):, 0] = EOS_ID
             for row, i in enumerate(chunk):
                 batch[row, : len(ids[i])] = ids[i]
             out = model.generate(batch, beam_size=beam_size, **generate_kwargs)
-            tokens = np.asarray(out["tokens"])[:, 0, :]  # best hypothesis (B, L)
+            tokens = np.asarray(out["tokens"])[: len(chunk), 0, :]  # best hypothesis (B, L)
             for i, text in zip(chunk, vocab.target.decode(tokens)):
                 results[i] = text
             bar.update(len(chunk))

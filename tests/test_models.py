@@ -91,3 +91,18 @@ def test_overfits_twenty_pairs():
     model.fit(ds, epochs=150, verbose=0)
     hyps = translate(model, vocab, corpus.source, beam_size=1, progress=False)
     assert score(hyps, corpus.target)["bleu"] > 90, hyps[:3]
+
+
+def test_translate_fills_a_short_last_batch_without_changing_results():
+    """translate() pads the last batch with filler rows; outputs match one big batch."""
+    from keras_memnmt.data import SubwordVocab, synthetic_corpus
+    from keras_memnmt.inference import translate
+
+    corpus = synthetic_corpus(30, seed=2)
+    vocab = SubwordVocab.train(corpus.source, corpus.target, size=60)
+    model = RNNsearch(vocab.source.vocab_size, vocab.target.vocab_size, attention_units=9, **SIZES)
+    sentences = list(corpus.source[:10]) + ["", "  "]
+    small = translate(model, vocab, sentences, beam_size=2, batch_size=4, progress=False)
+    big = translate(model, vocab, sentences, beam_size=2, batch_size=64, progress=False)
+    assert small == big and len(small) == 12 and small[10:] == ["", ""]
+    assert any(small[:10])
