@@ -144,7 +144,7 @@ def cmd_translate(args) -> int:
     from keras_memnmt.inference import translate
     from keras_memnmt.training.trainer import load_run
 
-    model, vocab, _ = load_run(args.model)
+    model, vocab, _ = load_run(args.model, args.checkpoint)
     if args.input:
         from keras_memnmt.data import read_lines
 
@@ -165,7 +165,7 @@ def cmd_evaluate(args) -> int:
     from keras_memnmt.inference import score, translate
     from keras_memnmt.training.trainer import load_corpora, load_run
 
-    model, vocab, config = load_run(args.model)
+    model, vocab, config = load_run(args.model, args.checkpoint)
     if config.corpus == "synthetic":  # the run's own synthetic test set (seeded)
         *_, test, name = load_corpora(config)
     else:
@@ -177,6 +177,10 @@ def cmd_evaluate(args) -> int:
     hyps = translate(model, vocab, test.source, beam_size=args.beam)
     print(json.dumps({"corpus": name, "beam_size": args.beam, **score(hyps, test.target)}, indent=2))
     return 0
+
+
+CHECKPOINT_HELP = ("another model file of the run instead of best.keras: a name in "
+                   "MODEL/checkpoints (e.g. step3199) or a path to a .keras file")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -217,6 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     tl = sub.add_parser("translate", help="translate text with a trained run directory")
     tl.add_argument("--model", required=True, help="run directory written by `memnmt train`")
+    tl.add_argument("--checkpoint", help=CHECKPOINT_HELP)
     tl.add_argument("--beam", type=int, default=5, help="beam size (1 = greedy)")
     tl.add_argument("--input", help="input file, one sentence per line (default: stdin)")
     tl.add_argument("--output", help="output file (default: stdout)")
@@ -225,6 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     ev = sub.add_parser("evaluate", help="translate a split and print sacreBLEU scores as JSON")
     ev.add_argument("--model", required=True, help="run directory written by `memnmt train`")
+    ev.add_argument("--checkpoint", help=CHECKPOINT_HELP)
     ev.add_argument("--split", default="test_2016_flickr")
     ev.add_argument("--data-dir")
     ev.add_argument("--beam", type=int, default=5)

@@ -47,6 +47,16 @@ def test_evaluate_prints_scores(run_dir, capsys):
     assert {"bleu", "bleu_lowercase", "chrf", "ter", "bleu_signature"} <= set(scores)
 
 
+def test_evaluate_a_chosen_checkpoint(run_dir, capsys):
+    latest = os.path.join(run_dir, "model.keras")
+    assert main(["evaluate", "--model", run_dir, "--checkpoint", latest, "--split", "test",
+                 "--beam", "1", "--limit", "3"]) == 0
+    assert json.loads(capsys.readouterr().out)["sentences"] == 3
+    assert main(["evaluate", "--model", run_dir, "--checkpoint", "step99", "--split", "test"]) == 2
+    err = capsys.readouterr().err
+    assert "checkpoint 'step99' not found" in err and "checkpoints holds: nothing" in err
+
+
 def test_missing_or_incomplete_model_dir(tmp_path, capsys):
     assert main(["translate", "--model", str(tmp_path / "nope"), "--input", "x"]) == 2
     assert "model directory not found" in capsys.readouterr().err

@@ -308,10 +308,24 @@ def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=pr
     return results
 
 
-def load_model(run_dir: str) -> keras.Model:
-    """The best (else the latest) model of a run directory; a clear error if there is none."""
+def load_model(run_dir: str, checkpoint: str | None = None) -> keras.Model:
+    """The best (else the latest) model of a run directory; a clear error if there is none.
+
+    ``checkpoint`` picks another model file instead: a name in ``run_dir/checkpoints``
+    (``step3199``, with or without ``.keras``) or a path to a ``.keras`` file.
+    """
     import keras_memnmt.models  # noqa: F401  (registers the classes for deserialization)
 
+    if checkpoint is not None:
+        name = checkpoint if checkpoint.endswith(".keras") else checkpoint + ".keras"
+        candidates = [checkpoint, os.path.join(run_dir, "checkpoints", name)]
+        for path in candidates:
+            if os.path.isfile(path):
+                return keras.saving.load_model(path, compile=False)
+        kept = sorted(os.listdir(os.path.join(run_dir, "checkpoints"))) if os.path.isdir(
+            os.path.join(run_dir, "checkpoints")) else []
+        raise FileNotFoundError(f"checkpoint {checkpoint!r} not found (tried {', '.join(candidates)}); "
+                                f"{run_dir}/checkpoints holds: {', '.join(kept) or 'nothing'}")
     for name in ("best.keras", "model.keras"):
         path = os.path.join(run_dir, name)
         if os.path.isfile(path):
@@ -320,8 +334,11 @@ def load_model(run_dir: str) -> keras.Model:
                             "`memnmt train` run directory?")
 
 
-def load_run(run_dir: str):
-    """``(model, vocab, config)`` of a run directory, with clear errors for missing pieces."""
+def load_run(run_dir: str, checkpoint: str | None = None):
+    """``(model, vocab, config)`` of a run directory, with clear errors for missing pieces.
+
+    ``checkpoint``: see :func:`load_model` (default: ``best.keras``).
+    """
     if not os.path.isdir(run_dir):
         raise FileNotFoundError(f"model directory not found: {run_dir}")
     missing = [p for p in RUN_FILES if not os.path.isfile(os.path.join(run_dir, p))]
@@ -333,4 +350,4 @@ def load_run(run_dir: str):
         config = TrainConfig(**raw)
     except TypeError as e:
         raise ConfigError(f"{run_dir}/config.json: {e}") from None
-    return load_model(run_dir), SubwordVocab.load(os.path.join(run_dir, "vocab")), config
+    return load_model(run_dir, checkpoint), SubwordVocab.load(os.path.join(run_dir, "vocab")), config
