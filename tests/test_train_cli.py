@@ -108,9 +108,14 @@ def test_memdec_recipe_pretrains_then_fine_tunes(tmp_path):
     out = str(tmp_path / "memdec")
     assert main(["train", "multi30k_memdec_scratch", "--out", out, "--set", "corpus=synthetic",
                  "--set", "synthetic_size=100", *TINY, "--set", "pretrain_epochs=1",
-                 "--set", "memory_size=3"]) == 0
+                 "--set", "memory_size=3", "--set", "address_units=6"]) == 0
     assert os.path.isfile(os.path.join(out, "pretrain_rnnsearch", "results.json"))
     assert json.load(open(os.path.join(out, "config.json")))["model"] == "memdec"
+    from keras_memnmt.training.trainer import load_model
+
+    cell = load_model(out).cell
+    assert (cell.memory_size, cell.address_units) == (3, 6)
+    assert cell.read_addressing.memory_kernel.shape == (cell.memory_dim, 6)
 
 
 def test_memdec_sizes_recipe_is_a_study():

@@ -31,6 +31,13 @@ def _cell(seed=0, **kwargs):
     cell = MemDecCell(UNITS, VOCAB, ATT, READ, annotation_units=D, **arguments)
     cell.build((None, E))
     randomize_weights(cell, seed=seed)
+    if cell.memory_noise is not None:
+        # The fixed Eq. 14 noise is non-trainable and drawn by the backend's generator:
+        # set it from NumPy too, large enough that the addressing is clearly non-uniform
+        # on every backend (the same test data everywhere).
+        rng = np.random.default_rng(seed + 1)
+        shape = (cell.memory_size, cell.memory_dim)
+        cell.memory_noise.assign(rng.normal(scale=0.5, size=shape).astype("float32"))
     return cell
 
 

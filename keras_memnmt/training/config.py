@@ -37,6 +37,7 @@ class TrainConfig:
     feedback_attention: bool = True  # query attention with s~ (MemDec §2.1) instead of s_{t-1}
     memory_size: int = 8  # MemDec: memory cells n (paper Table 2 studies 4..12)
     memory_dim: int | None = None  # MemDec: cell size m (None = decoder_units, as in the paper)
+    address_units: int | None = None  # MemDec Eq. 12: addressing hidden size (None = attention_units)
     address_nonlinearity: str = "tanh"  # MemDec Eq. 12: "tanh" (default) or "none" (as printed)
     shared_addressing: bool = True  # MemDec: one addressing for read (t+1) and write (t)
     init_noise_std: float = 0.1  # MemDec Eq. 14: std of the memory-initialization noise
