@@ -123,3 +123,30 @@ def test_memdec_sizes_recipe_is_a_study():
 
     assert load_study("multi30k_memdec_sizes") == {"memory_size": [4, 6, 8, 10, 12]}
     assert load_recipe("multi30k_memdec_sizes").model == "memdec"
+
+
+@pytest.mark.slow
+def test_memdec_warm_starts_from_a_chosen_checkpoint(tmp_path, capsys):
+    """`pretrain_checkpoint` picks a kept RNNsearch checkpoint instead of best.keras."""
+    import numpy as np
+
+    from keras_memnmt.training.trainer import load_model
+
+    pre = str(tmp_path / "rnnsearch")
+    data = ["--set", "corpus=synthetic", "--set", "synthetic_size=100", *TINY]
+    assert main(["train", "quickstart", "--out", pre, *data, "--set", "validate_every=1",
+                 "--set", "max_steps=2", "--set", "keep_checkpoints=true"]) == 0
+    def embedding(model):
+        return model.get_layer("target_embedding").get_weights()[0]
+
+    kept = {name: embedding(load_model(pre, name)) for name in ("step1", "step2")}
+    assert not np.allclose(kept["step1"], kept["step2"])
+    # the kept checkpoint that is not best.keras (one of the two differs from it)
+    chosen = next(n for n in kept if not np.allclose(kept[n], embedding(load_model(pre))))
+    out = str(tmp_path / "memdec")
+    assert main(["train", "multi30k_memdec", "--out", out, *data, "--set", f"pretrain_run={pre}",
+                 "--set", f"pretrain_checkpoint={chosen}", "--set", "memory_size=2",
+                 "--set", "max_steps=1", "--set", "validate_every=1", "--set", "learning_rate=0"]) == 0
+    assert f"({chosen})" in capsys.readouterr().err
+    # learning_rate=0: the fine-tuned embedding is still exactly the chosen checkpoint's.
+    np.testing.assert_array_equal(embedding(load_model(out)), kept[chosen])

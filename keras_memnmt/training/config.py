@@ -43,6 +43,7 @@ class TrainConfig:
     init_noise_std: float = 0.1  # MemDec Eq. 14: std of the memory-initialization noise
     init_noise: str = "fixed"  # MemDec Eq. 14: "fixed" (drawn once) or "sample" (per sentence)
     pretrain_run: str | None = None  # MemDec: warm start from this RNNsearch run directory
+    pretrain_checkpoint: str | None = None  # MemDec: that run's checkpoint (e.g. step3688; None = best.keras)
     pretrain_epochs: int = 0  # MemDec: first train RNNsearch this many epochs (0 = none)
     dropout: float = 0.0  # embedding dropout
     output_dropout: float = 0.5  # dropout on the deep output (paper: 0.5)

@@ -88,7 +88,9 @@ def pretrained_memdec(config: TrainConfig, out_dir: str, data_dir: str | None, l
 
     The RNNsearch run is ``config.pretrain_run`` when given, else it is trained
     here for ``config.pretrain_epochs`` epochs into ``out_dir/pretrain_rnnsearch``
-    (reused if already there). MemDec then shares its vocabulary.
+    (reused if already there). Its ``best.keras`` is copied, or the kept checkpoint
+    ``config.pretrain_checkpoint`` (so that MemDec and a continued RNNsearch can
+    start from the same weights). MemDec then shares its vocabulary.
     """
     import shutil
 
@@ -102,13 +104,13 @@ def pretrained_memdec(config: TrainConfig, out_dir: str, data_dir: str | None, l
             stage = dataclasses.replace(config, model="rnnsearch", epochs=config.pretrain_epochs,
                                         pretrain_epochs=0, keep_checkpoints=False)
             train(stage, run, data_dir=data_dir, log=log)
-    rnnsearch, vocab, pre_config = load_run(run)
+    rnnsearch, vocab, pre_config = load_run(run, config.pretrain_checkpoint)
     if pre_config.model != "rnnsearch":
         raise ConfigError(f"pretrain_run {run} holds a {pre_config.model!r} model, not rnnsearch")
     vocab_dir = os.path.join(out_dir, "vocab")
     if not os.path.isfile(os.path.join(vocab_dir, "vocab.json")):
         shutil.copytree(os.path.join(run, "vocab"), vocab_dir, dirs_exist_ok=True)
-    log(f"MemDec warm start from {run}")
+    log(f"MemDec warm start from {run} ({config.pretrain_checkpoint or 'best.keras'})")
     return memdec_from_rnnsearch(rnnsearch, **memdec_options(config)), vocab
 
 
