@@ -71,6 +71,7 @@ def test_missing_or_incomplete_model_dir(tmp_path, capsys):
     ("epochs=three", "expected int"),
     ("model=transformer", "expected one of"),
     ("epochs", "KEY=VALUE"),
+    ("pretrain_checkpoint=step1", "needs pretrain_run"),
 ])
 def test_bad_recipe_fields_are_clear_errors(override, message, capsys):
     assert main(["train", "quickstart", "--set", override]) == 2
@@ -136,6 +137,7 @@ def test_memdec_warm_starts_from_a_chosen_checkpoint(tmp_path, capsys):
     data = ["--set", "corpus=synthetic", "--set", "synthetic_size=100", *TINY]
     assert main(["train", "quickstart", "--out", pre, *data, "--set", "validate_every=1",
                  "--set", "max_steps=2", "--set", "keep_checkpoints=true"]) == 0
+
     def embedding(model):
         return model.get_layer("target_embedding").get_weights()[0]
 

@@ -121,6 +121,9 @@ def validate(config: TrainConfig) -> TrainConfig:
             raise ConfigError(f"config field {name}={getattr(config, name)!r}: expected one of {options}")
     if not 0.0 < config.lr_decay <= 1.0:
         raise ConfigError(f"config field lr_decay={config.lr_decay!r}: expected a factor in (0, 1]")
+    if config.pretrain_checkpoint is not None and config.pretrain_run is None:
+        raise ConfigError(f"config field pretrain_checkpoint={config.pretrain_checkpoint!r} "
+                          "needs pretrain_run (the RNNsearch run directory that holds it)")
     if config.lr_patience < 1:
         raise ConfigError(f"config field lr_patience={config.lr_patience!r}: expected an int >= 1")
     return config
