@@ -118,7 +118,8 @@ def cmd_train(args) -> int:
     log = lambda msg: print(f"[memnmt] {msg}", file=sys.stderr, flush=True)  # noqa: E731
     study = load_study(args.recipe)
     if not study:
-        results = train(config, out, data_dir=args.data_dir, log=log, resume=args.resume)
+        results = train(config, out, data_dir=args.data_dir, log=log, resume=args.resume,
+                        overwrite=args.overwrite)
         results.pop("validations", None)
         print(json.dumps({"run_dir": out, **results}, indent=2))
         return 0
@@ -129,7 +130,7 @@ def cmd_train(args) -> int:
         run_dir = os.path.join(out, f"{field}={value}")
         log(f"study: {field}={value} -> {run_dir}")
         r = train(apply_overrides(config, [f"{field}={value}"]), run_dir, data_dir=args.data_dir,
-                  log=log, resume=args.resume)
+                  log=log, resume=args.resume, overwrite=args.overwrite)
         rows.append((value, r))
     table = [f"| {field} | BLEU | lowercased BLEU | best val BLEU | train min |", "|---|---|---|---|---|"]
     table += [f"| {v} | {r['bleu']:.2f} | {r['bleu_lowercase']:.2f} | {r['best_val_bleu']:.2f} | "
@@ -217,6 +218,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="override a config field, e.g. --set epochs=2 --set train_limit=1000")
     tr.add_argument("--resume", action="store_true",
                     help="continue from OUT/model.keras (weights and optimizer state)")
+    tr.add_argument("--overwrite", action="store_true",
+                    help="OUT already holds a run: remove its files and start over "
+                         "(without --resume or --overwrite that is an error)")
     tr.set_defaults(func=cmd_train)
 
     tl = sub.add_parser("translate", help="translate text with a trained run directory")
@@ -246,7 +250,8 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return args.func(args)
-    except (CorpusError, DownloadError, FileNotFoundError, ValueError) as e:  # ConfigError too
+    except (CorpusError, DownloadError, FileNotFoundError, FileExistsError,
+            ValueError) as e:  # ConfigError too
         print(f"memnmt: error: {e}", file=sys.stderr)
         return 2
 

@@ -104,6 +104,22 @@ def test_resume_continues_a_run(tmp_path):
     assert history[-1]["train_seconds"] >= history[0]["train_seconds"]
 
 
+def test_train_refuses_to_overwrite_a_run_unless_told(tmp_path, capsys):
+    out = str(tmp_path / "r")
+    args = ["train", "quickstart", "--out", out, "--set", "corpus=synthetic", "--set", "synthetic_size=100",
+            *TINY, "--set", "validate_every=1"]
+    assert main([*args, "--set", "max_steps=2"]) == 0
+    before = {n: os.path.getmtime(os.path.join(out, n)) for n in ("model.keras", "best.keras")}
+    capsys.readouterr()
+    assert main([*args, "--set", "max_steps=1"]) == 2
+    err = capsys.readouterr().err
+    assert "already holds a trained run" in err and "--resume" in err and "--overwrite" in err
+    assert {n: os.path.getmtime(os.path.join(out, n)) for n in before} == before  # nothing touched
+    assert main([*args, "--set", "max_steps=1", "--resume", "--overwrite"]) == 2
+    assert main([*args, "--set", "max_steps=1", "--overwrite"]) == 0
+    assert [h["step"] for h in json.load(open(os.path.join(out, "validations.json")))] == [1]
+
+
 @pytest.mark.slow
 def test_memdec_recipe_pretrains_then_fine_tunes(tmp_path):
     out = str(tmp_path / "memdec")

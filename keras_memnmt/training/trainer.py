@@ -221,14 +221,44 @@ class BleuValidation(keras.callbacks.Callback):
             self._validate(logs)
 
 
+# What `train` writes into a run directory; `overwrite=True` removes exactly these.
+RUN_FILES = ("model.keras", "best.keras", "checkpoints", "validations.json", "log.csv", "results.json",
+             "config.json", "tensorboard", "vocab", "pretrain_rnnsearch")
+
+
+def _clear_run(out_dir: str, resume: bool, overwrite: bool, log) -> None:
+    """Refuses to train over an earlier run unless told to continue it or to start over."""
+    import shutil
+
+    trained = [n for n in ("model.keras", "best.keras", "validations.json")
+               if os.path.exists(os.path.join(out_dir, n))]
+    if not trained or resume:
+        return
+    if not overwrite:
+        raise FileExistsError(f"{out_dir} already holds a trained run ({', '.join(trained)}); pass "
+                              "--resume to continue it, --overwrite to start over, or another --out")
+    for name in RUN_FILES:
+        path = os.path.join(out_dir, name)
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        elif os.path.exists(path):
+            os.remove(path)
+    log(f"overwrite: removed the earlier run in {out_dir}")
+
+
 def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=print,
-          resume: bool = False) -> dict:
+          resume: bool = False, overwrite: bool = False) -> dict:
     """Trains a model from ``config`` into the run directory ``out_dir``; returns the results.
 
     With ``resume=True`` and a ``model.keras`` in ``out_dir`` (written at every
     validation), training continues from it — weights and optimizer state — with
-    the earlier validations' best score and clock carried on.
+    the earlier validations' best score and clock carried on. A directory that
+    already holds a trained run is an error (nothing is touched) unless
+    ``resume`` or ``overwrite`` (remove that run's files first) is given.
     """
+    if resume and overwrite:
+        raise ConfigError("resume and overwrite exclude each other")
+    _clear_run(out_dir, resume, overwrite, log)
     keras.utils.set_random_seed(config.seed)
     os.makedirs(out_dir, exist_ok=True)
     t_start = time.perf_counter()
