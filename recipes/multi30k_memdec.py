@@ -19,5 +19,6 @@ CONFIG = dataclasses.replace(
     init_noise_std=0.1,  # Eq. 14 noise, std 0.1
     pretrain_run=None,  # or an existing RNNsearch run directory to warm-start from
     pretrain_epochs=10,  # RNNsearch stage when pretrain_run is None
+    warm_start_new="zeros",  # the read's GRU rows and W^r start at zero (see memdec_from_rnnsearch)
     epochs=10,  # MemDec fine-tuning epochs
 )

@@ -69,6 +69,35 @@ def test_pretraining_copies_every_shared_weight():
     memdec.compile(keras.optimizers.Adam(1e-2), MaskedCrossEntropy())
     memdec.fit((src, tgt), tgt, epochs=1, verbose=0)
     assert not np.allclose(np_(memdec((src, tgt))), logits)
+    # the zero-started read weights (default new_weights="zeros") learn from the first step
+    assert np.abs(memdec.cell.gru_cell.get_weights()[0][k_src.shape[0]:]).max() > 0
+    assert np.abs(memdec.cell.query_dense.get_weights()[0][:-e]).max() > 0
+
+
+@pytest.mark.parametrize("new_weights", ["zeros", "initializer"])
+def test_warm_start_new_read_weights(new_weights):
+    """"zeros": at the warm start the memory read has no effect on the output."""
+    rnnsearch = RNNsearch(30, 25, **SIZES)
+    src, tgt = batch()
+    rnnsearch((src, tgt))
+    memdec = memdec_from_rnnsearch(rnnsearch, new_weights=new_weights, memory_size=4)
+    cell, rows = memdec.cell, rnnsearch.cell.gru_cell.get_weights()[0].shape[0]
+    r_rows = cell.gru_cell.get_weights()[0][rows:]
+    w_r = cell.query_dense.get_weights()[0][: cell.memory_dim]
+    assert (np.abs(r_rows).max() == 0 and np.abs(w_r).max() == 0) == (new_weights == "zeros")
+    logits = np_(memdec((src, tgt)))
+    # change what the memory holds and how it is read and written
+    for layer in (cell.memory_init_dense, cell.read_addressing, cell.erase_dense, cell.add_dense):
+        layer.set_weights([w + 0.5 for w in layer.get_weights()])
+    changed = not np.allclose(np_(memdec((src, tgt))), logits, atol=1e-6)
+    assert changed == (new_weights == "initializer")
+
+
+def test_warm_start_bad_new_weights():
+    rnnsearch = RNNsearch(30, 25, **SIZES)
+    rnnsearch(batch())
+    with pytest.raises(ValueError, match="new_weights"):
+        memdec_from_rnnsearch(rnnsearch, new_weights="ones", memory_size=4)
 
 
 def test_bad_memory_size():

@@ -165,6 +165,6 @@ def test_memdec_warm_starts_from_a_chosen_checkpoint(tmp_path, capsys):
     assert main(["train", "multi30k_memdec", "--out", out, *data, "--set", f"pretrain_run={pre}",
                  "--set", f"pretrain_checkpoint={chosen}", "--set", "memory_size=2",
                  "--set", "max_steps=1", "--set", "validate_every=1", "--set", "learning_rate=0"]) == 0
-    assert f"({chosen})" in capsys.readouterr().err
+    assert f"({chosen};" in capsys.readouterr().err
     # learning_rate=0: the fine-tuned embedding is still exactly the chosen checkpoint's.
     np.testing.assert_array_equal(embedding(load_model(out)), kept[chosen])

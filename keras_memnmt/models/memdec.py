@@ -66,7 +66,7 @@ def _build(model: Seq2Seq) -> None:
     model((dummy, dummy))
 
 
-def memdec_from_rnnsearch(rnnsearch: RNNsearch, **memdec_kwargs) -> MemDec:
+def memdec_from_rnnsearch(rnnsearch: RNNsearch, new_weights: str = "zeros", **memdec_kwargs) -> MemDec:
     """A MemDec model initialized from a trained RNNsearch (MemDec paper §4.2).
 
     Copied unchanged: source and target embeddings, the whole encoder, the s_0
@@ -76,10 +76,22 @@ def memdec_from_rnnsearch(rnnsearch: RNNsearch, **memdec_kwargs) -> MemDec:
     feedback query only the ``W^y`` rows (acting on ``e``) and the bias are
     copied: RNNsearch's ``W`` acts on the state ``s_{t-1}``, MemDec's ``W^r``
     on the memory read ``r_{t-1}``, a different space, so ``W^r`` starts fresh
-    (our decision). Every memory parameter (initialization, addressing, erase,
-    add, the GRU rows of ``r``) starts from its initializer; then the whole
-    model is fine-tuned.
+    (our decision). The memory parameters (initialization, addressing, erase,
+    add) start from their initializers; then the whole model is fine-tuned.
+
+    ``new_weights`` sets the two matrices that feed the memory read into the
+    copied decoder, the GRU kernel rows of ``r`` (Eq. 7) and ``W^r`` (Eq. 5):
+    ``"zeros"`` (default, our decision; the paper does not say) starts them at
+    zero, so at the first fine-tuning step the read adds nothing and the GRU
+    computes exactly the pre-trained update (only the query lacks the
+    ``W s_{t-1}`` term, which Eq. 5 has no place for); gradients reach them at
+    once (they depend on ``r``, which is not zero) and the memory parameters
+    from the second step on, as with a zero-initialized adapter.
+    ``"initializer"`` draws them from their initializers like any fresh layer,
+    which adds an untrained random signal to the GRU input and the query.
     """
+    if new_weights not in ("zeros", "initializer"):
+        raise ValueError(f"new_weights={new_weights!r}: expected 'zeros' or 'initializer'")
     config = rnnsearch.get_config()
     for key in ("name", "trainable", "dtype", "feedback_attention"):
         config.pop(key, None)
@@ -93,12 +105,16 @@ def memdec_from_rnnsearch(rnnsearch: RNNsearch, **memdec_kwargs) -> MemDec:
         b.set_weights(a.get_weights())
     kernel, recurrent, bias = src.gru_cell.get_weights()
     new_kernel = dst.gru_cell.get_weights()[0]
-    new_kernel[: kernel.shape[0]] = kernel  # rows [e; c]; the r rows stay fresh
+    new_kernel[: kernel.shape[0]] = kernel  # rows [e; c]
+    if new_weights == "zeros":
+        new_kernel[kernel.shape[0]:] = 0.0  # rows r
     dst.gru_cell.set_weights([new_kernel, recurrent, bias])
     if src.query_dense is not None:
         q_kernel, q_bias = src.query_dense.get_weights()  # rows [s (units); e (E)]
         new_q, _ = dst.query_dense.get_weights()  # rows [r (m); e (E)]
         e_rows = q_kernel.shape[0] - src.units
         new_q[-e_rows:] = q_kernel[-e_rows:]
+        if new_weights == "zeros":
+            new_q[:-e_rows] = 0.0  # W^r
         dst.query_dense.set_weights([new_q, q_bias])
     return memdec

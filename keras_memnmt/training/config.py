@@ -45,6 +45,7 @@ class TrainConfig:
     pretrain_run: str | None = None  # MemDec: warm start from this RNNsearch run directory
     pretrain_checkpoint: str | None = None  # MemDec: that run's checkpoint (e.g. step3688; None = best.keras)
     pretrain_epochs: int = 0  # MemDec: first train RNNsearch this many epochs (0 = none)
+    warm_start_new: str = "zeros"  # MemDec warm start: GRU rows of r and W^r "zeros" or "initializer"
     dropout: float = 0.0  # embedding dropout
     output_dropout: float = 0.5  # dropout on the deep output (paper: 0.5)
     # --- optimization ---
@@ -115,7 +116,7 @@ def validate(config: TrainConfig) -> TrainConfig:
     choices = {"corpus": ("auto", "multi30k", "synthetic"), "model": ("rnnsearch", "cho", "memdec"),
                "optimizer": ("adam", "adadelta"), "batch_by": ("sentences", "tokens"),
                "vocab_type": ("unigram", "bpe"), "address_nonlinearity": ("tanh", "none"),
-               "init_noise": ("fixed", "sample")}
+               "init_noise": ("fixed", "sample"), "warm_start_new": ("zeros", "initializer")}
     for name, options in choices.items():
         if getattr(config, name) not in options:
             raise ConfigError(f"config field {name}={getattr(config, name)!r}: expected one of {options}")

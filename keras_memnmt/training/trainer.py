@@ -110,8 +110,9 @@ def pretrained_memdec(config: TrainConfig, out_dir: str, data_dir: str | None, l
     vocab_dir = os.path.join(out_dir, "vocab")
     if not os.path.isfile(os.path.join(vocab_dir, "vocab.json")):
         shutil.copytree(os.path.join(run, "vocab"), vocab_dir, dirs_exist_ok=True)
-    log(f"MemDec warm start from {run} ({config.pretrain_checkpoint or 'best.keras'})")
-    return memdec_from_rnnsearch(rnnsearch, **memdec_options(config)), vocab
+    log(f"MemDec warm start from {run} ({config.pretrain_checkpoint or 'best.keras'}; "
+        f"new read weights: {config.warm_start_new})")
+    return memdec_from_rnnsearch(rnnsearch, new_weights=config.warm_start_new, **memdec_options(config)), vocab
 
 
 def build_optimizer(config: TrainConfig) -> keras.optimizers.Optimizer:
