@@ -152,7 +152,7 @@ def cmd_translate(args) -> int:
         lines = read_lines(args.input)
     else:
         lines = [line.rstrip("\r\n") for line in sys.stdin]
-    out = translate(model, vocab, lines, beam_size=args.beam, progress=not args.quiet)
+    out = translate(model, vocab, lines, beam_size=args.beam, progress=not args.quiet, **_search(args))
     text = "".join(line + "\n" for line in out)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
@@ -175,9 +175,25 @@ def cmd_evaluate(args) -> int:
         test = load_multi30k(config.src, config.tgt, args.split, data_dir=args.data_dir)
         name = f"multi30k {config.src}->{config.tgt} {args.split}"
     test = test.take(args.limit)
-    hyps = translate(model, vocab, test.source, beam_size=args.beam)
-    print(json.dumps({"corpus": name, "beam_size": args.beam, **score(hyps, test.target)}, indent=2))
+    hyps = translate(model, vocab, test.source, beam_size=args.beam, **_search(args))
+    print(json.dumps({"corpus": name, "beam_size": args.beam, **_search(args), **score(hyps, test.target)},
+                     indent=2))
     return 0
+
+
+def _search(args) -> dict:
+    """The beam search's length normalization from the command line."""
+    if args.alpha < 0:
+        raise ValueError(f"--alpha must be >= 0, got {args.alpha}")
+    return {"length_penalty": args.length_penalty, "alpha": args.alpha}
+
+
+def _add_search_args(parser) -> None:
+    parser.add_argument("--beam", type=int, default=5, help="beam size (1 = greedy)")
+    parser.add_argument("--length-penalty", choices=("gnmt", "average", "none"), default="gnmt",
+                        help="beam scores: log P / ((5+|Y|)/6)^alpha (gnmt, default), / |Y| (average), "
+                             "or plain log P (none)")
+    parser.add_argument("--alpha", type=float, default=0.6, help="GNMT length-penalty exponent (default 0.6)")
 
 
 CHECKPOINT_HELP = ("another model file of the run instead of best.keras: a name in "
@@ -226,7 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
     tl = sub.add_parser("translate", help="translate text with a trained run directory")
     tl.add_argument("--model", required=True, help="run directory written by `memnmt train`")
     tl.add_argument("--checkpoint", help=CHECKPOINT_HELP)
-    tl.add_argument("--beam", type=int, default=5, help="beam size (1 = greedy)")
+    _add_search_args(tl)
     tl.add_argument("--input", help="input file, one sentence per line (default: stdin)")
     tl.add_argument("--output", help="output file (default: stdout)")
     tl.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -237,7 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--checkpoint", help=CHECKPOINT_HELP)
     ev.add_argument("--split", default="test_2016_flickr")
     ev.add_argument("--data-dir")
-    ev.add_argument("--beam", type=int, default=5)
+    _add_search_args(ev)
     ev.add_argument("--limit", type=int, help="score only the first N sentences")
     ev.set_defaults(func=cmd_evaluate)
     return parser

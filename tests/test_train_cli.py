@@ -47,6 +47,26 @@ def test_evaluate_prints_scores(run_dir, capsys):
     assert {"bleu", "bleu_lowercase", "chrf", "ter", "bleu_signature"} <= set(scores)
 
 
+def test_evaluate_length_penalty_reaches_the_search(run_dir, capsys, monkeypatch):
+    import keras_memnmt.models.seq2seq as seq2seq
+
+    seen = []
+    generate = seq2seq.Seq2Seq.generate
+
+    def spy(self, source_ids, **kwargs):
+        seen.append((kwargs["length_penalty"], kwargs["alpha"]))
+        return generate(self, source_ids, **kwargs)
+
+    monkeypatch.setattr(seq2seq.Seq2Seq, "generate", spy)
+    assert main(["evaluate", "--model", run_dir, "--split", "test", "--beam", "2", "--limit", "3",
+                 "--length-penalty", "average", "--alpha", "0.9"]) == 0
+    scores = json.loads(capsys.readouterr().out)
+    assert (scores["length_penalty"], scores["alpha"]) == ("average", 0.9)
+    assert seen and set(seen) == {("average", 0.9)}
+    assert main(["evaluate", "--model", run_dir, "--split", "test", "--alpha", "-1"]) == 2
+    assert "--alpha must be >= 0" in capsys.readouterr().err
+
+
 def test_evaluate_a_chosen_checkpoint(run_dir, capsys):
     latest = os.path.join(run_dir, "model.keras")
     assert main(["evaluate", "--model", run_dir, "--checkpoint", latest, "--split", "test",

@@ -223,7 +223,7 @@ class BleuValidation(keras.callbacks.Callback):
 
 
 # What `train` writes into a run directory; `overwrite=True` removes exactly these.
-RUN_FILES = ("model.keras", "best.keras", "checkpoints", "validations.json", "log.csv", "results.json",
+WRITTEN_BY_TRAIN = ("model.keras", "best.keras", "checkpoints", "validations.json", "log.csv", "results.json",
              "config.json", "tensorboard", "vocab", "pretrain_rnnsearch")
 
 
@@ -238,7 +238,7 @@ def _clear_run(out_dir: str, resume: bool, overwrite: bool, log) -> None:
     if not overwrite:
         raise FileExistsError(f"{out_dir} already holds a trained run ({', '.join(trained)}); pass "
                               "--resume to continue it, --overwrite to start over, or another --out")
-    for name in RUN_FILES:
+    for name in WRITTEN_BY_TRAIN:
         path = os.path.join(out_dir, name)
         if os.path.isdir(path):
             shutil.rmtree(path)
