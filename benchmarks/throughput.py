@@ -99,12 +99,17 @@ def main() -> None:
     if not models or unknown:
         p.error(f"--model: unknown model(s) {unknown or args.model!r}; choose from rnnsearch, cho, memdec")
 
+    from keras_memnmt.runtime import tune_malloc
+
+    malloc_tuned = tune_malloc()  # as the `memnmt` command does (MEMNMT_MALLOC_TUNING=0: off)
+
     import keras
 
     from keras_memnmt.data import SubwordVocab, load_multi30k, make_dataset
     from keras_memnmt.training.config import TrainConfig, apply_overrides
 
     print(f"backend={keras.backend.backend()}")
+    print(f"malloc_tuned={int(malloc_tuned)}")
     config = apply_overrides(TrainConfig(vocab_size=args.vocab_size, batch_size=args.batch_size), args.set)
     train = load_multi30k("en", "de", "train", data_dir=args.data_dir)
     vocab = SubwordVocab.train(train.source, train.target, size=config.vocab_size)

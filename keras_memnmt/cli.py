@@ -13,8 +13,11 @@ import sys
 import time
 
 
-def _quiet_tf() -> None:
+def _setup_process() -> None:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    from keras_memnmt.runtime import tune_malloc
+
+    tune_malloc()  # before the backends allocate; see its docstring
 
 
 def _add_corpus_args(p: argparse.ArgumentParser, split_default: str = "train") -> None:
@@ -260,7 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    _quiet_tf()
+    _setup_process()
     args = build_parser().parse_args(argv)
     from keras_memnmt.data import CorpusError, DownloadError
 
