@@ -223,8 +223,8 @@ class BleuValidation(keras.callbacks.Callback):
 
 
 # What `train` writes into a run directory; `overwrite=True` removes exactly these.
-WRITTEN_BY_TRAIN = ("model.keras", "best.keras", "checkpoints", "validations.json", "log.csv", "results.json",
-             "config.json", "tensorboard", "vocab", "pretrain_rnnsearch")
+WRITTEN_BY_TRAIN = ("model.keras", "best.keras", "checkpoints", "validations.json", "log.csv",
+                    "results.json", "config.json", "tensorboard", "vocab", "pretrain_rnnsearch")
 
 
 def _clear_run(out_dir: str, resume: bool, overwrite: bool, log) -> None:
