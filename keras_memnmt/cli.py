@@ -148,6 +148,7 @@ def cmd_translate(args) -> int:
     from keras_memnmt.inference import translate
     from keras_memnmt.training.trainer import load_run
 
+    search = _search(args)  # bad options fail before the model is loaded
     model, vocab, _ = load_run(args.model, args.checkpoint)
     if args.input:
         from keras_memnmt.data import read_lines
@@ -155,7 +156,7 @@ def cmd_translate(args) -> int:
         lines = read_lines(args.input)
     else:
         lines = [line.rstrip("\r\n") for line in sys.stdin]
-    out = translate(model, vocab, lines, beam_size=args.beam, progress=not args.quiet, **_search(args))
+    out = translate(model, vocab, lines, beam_size=args.beam, progress=not args.quiet, **search)
     text = "".join(line + "\n" for line in out)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
@@ -169,6 +170,7 @@ def cmd_evaluate(args) -> int:
     from keras_memnmt.inference import score, translate
     from keras_memnmt.training.trainer import load_corpora, load_run
 
+    search = _search(args)  # bad options fail before the model is loaded
     model, vocab, config = load_run(args.model, args.checkpoint)
     if config.corpus == "synthetic":  # the run's own synthetic test set (seeded)
         *_, test, name = load_corpora(config)
@@ -178,9 +180,8 @@ def cmd_evaluate(args) -> int:
         test = load_multi30k(config.src, config.tgt, args.split, data_dir=args.data_dir)
         name = f"multi30k {config.src}->{config.tgt} {args.split}"
     test = test.take(args.limit)
-    hyps = translate(model, vocab, test.source, beam_size=args.beam, **_search(args))
-    print(json.dumps({"corpus": name, "beam_size": args.beam, **_search(args), **score(hyps, test.target)},
-                     indent=2))
+    hyps = translate(model, vocab, test.source, beam_size=args.beam, **search)
+    print(json.dumps({"corpus": name, "beam_size": args.beam, **search, **score(hyps, test.target)}, indent=2))
     return 0
 
 

@@ -19,7 +19,8 @@ def tune_malloc(top_pad: int = 512 << 20, trim_threshold: int = 2**31 - 1) -> bo
     development machine about 40% of the CPU time went to the kernel. Keeping
     the memory (what ``MALLOC_TRIM_THRESHOLD_`` / ``MALLOC_TOP_PAD_`` do, or
     what jemalloc / tcmalloc do by design) took RNNsearch training from 41 to
-    69 sentence pairs/s there (see the README's Benchmarks). TensorFlow's CPU
+    64 sentence pairs/s there with this call (69 with the environment
+    variables; see the README's Benchmarks). TensorFlow's CPU
     allocator and the other backends allocate through malloc, so one call
     covers all three. The peak memory is unchanged; the resident size stays
     near the peak instead of falling between steps.

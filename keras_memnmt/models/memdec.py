@@ -7,6 +7,7 @@ import keras
 import numpy as np
 
 from keras_memnmt.data.vocab import BOS_ID
+from keras_memnmt.layers._checks import check_choice
 from keras_memnmt.layers.memdec import MemDecCell
 from keras_memnmt.models.rnnsearch import RNNsearch
 from keras_memnmt.models.seq2seq import Seq2Seq
@@ -90,8 +91,7 @@ def memdec_from_rnnsearch(rnnsearch: RNNsearch, new_weights: str = "zeros", **me
     ``"initializer"`` draws them from their initializers like any fresh layer,
     which adds an untrained random signal to the GRU input and the query.
     """
-    if new_weights not in ("zeros", "initializer"):
-        raise ValueError(f"new_weights={new_weights!r}: expected 'zeros' or 'initializer'")
+    check_choice("new_weights", new_weights, ("zeros", "initializer"))
     config = rnnsearch.get_config()
     for key in ("name", "trainable", "dtype", "feedback_attention"):
         config.pop(key, None)
