@@ -3,6 +3,7 @@
 import json
 import os
 
+import keras
 import pytest
 
 from keras_memnmt.cli import load_recipe, main
@@ -113,15 +114,33 @@ def test_recipe_runs_one_step(recipe, data_dir, tmp_path):
     assert json.load(open(os.path.join(out, "results.json")))["corpus"] == "multi30k en->de"
 
 
-def test_resume_continues_a_run(tmp_path):
+def test_resume_continues_a_run(tmp_path, monkeypatch):
+    # What each `fit` starts with: its first batch and its dropout layers' seeds.
+    starts, fit = [], keras.Model.fit
+
+    def recording_fit(model, x, **kwargs):
+        (source, _), _ = next(iter(x))
+        seeds = [keras.ops.convert_to_numpy(v).tolist() for v in model.variables
+                 if "seed_generator_state" in v.path]
+        starts.append((keras.ops.convert_to_numpy(source), seeds))
+        return fit(model, x, **kwargs)
+
+    monkeypatch.setattr(keras.Model, "fit", recording_fit)
     out = str(tmp_path / "r")
     args = ["train", "quickstart", "--out", out, "--set", "corpus=synthetic", "--set", "synthetic_size=100",
-            *TINY, "--set", "validate_every=1"]
+            *TINY, "--set", "validate_every=1", "--set", "dropout=0.3"]
     assert main([*args, "--set", "max_steps=1"]) == 0
     assert main([*args, "--set", "max_steps=3", "--resume"]) == 0
     history = json.load(open(os.path.join(out, "validations.json")))
     assert [h["step"] for h in history] == [1, 2, 3]
     assert history[-1]["train_seconds"] >= history[0]["train_seconds"]
+    # The resumed run must not replay the first epoch's batch order and dropout
+    # masks (Keras does not save dropout seed states; a fresh process seeded
+    # alike would draw the same ones).
+    (first_batch, first_seeds), (resumed_batch, resumed_seeds) = starts
+    assert first_seeds and len(first_seeds) == len(resumed_seeds)
+    assert first_seeds != resumed_seeds
+    assert first_batch.shape != resumed_batch.shape or (first_batch != resumed_batch).any()
 
 
 def test_train_refuses_to_overwrite_a_run_unless_told(tmp_path, capsys):

@@ -260,7 +260,20 @@ def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=pr
     if resume and overwrite:
         raise ConfigError("resume and overwrite exclude each other")
     _clear_run(out_dir, resume, overwrite, log)
-    keras.utils.set_random_seed(config.seed)
+    latest = os.path.join(out_dir, "model.keras")
+    resuming = resume and os.path.isfile(latest)
+    initial_epoch = 0
+    if resuming:
+        with open(os.path.join(out_dir, "log.csv")) as f:
+            initial_epoch = max(0, sum(1 for _ in f) - 1)  # CSVLogger: a header + one row per epoch
+    # A resumed run is seeded anew. Keras does not save the dropout layers' seed
+    # states (they are redrawn from the global seed when the model is loaded), and
+    # a fresh process's first shuffle depends on the seed only: with the same seed
+    # the resumed run would replay the first epoch, same batch order and same
+    # dropout masks. Measured on MemDec: the logged training loss fell from 1.09
+    # to 0.83 at a resume, because the model had already fitted those masks.
+    seed = config.seed + initial_epoch
+    keras.utils.set_random_seed(seed)
     os.makedirs(out_dir, exist_ok=True)
     t_start = time.perf_counter()
     train_c, val_c, test_c, corpus_name = load_corpora(config, data_dir, log)
@@ -270,8 +283,7 @@ def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=pr
     log(f"corpus: {corpus_name}; {len(train_c)} training pairs ({train_c.dropped_empty} empty dropped)")
 
     warm_model = None
-    if config.model == "memdec" and (config.pretrain_run or config.pretrain_epochs) and not (
-            resume and os.path.isfile(os.path.join(out_dir, "model.keras"))):
+    if config.model == "memdec" and (config.pretrain_run or config.pretrain_epochs) and not resuming:
         warm_model, _ = pretrained_memdec(config, out_dir, data_dir, log)
     vocab_dir = os.path.join(out_dir, "vocab")
     if os.path.isfile(os.path.join(vocab_dir, "vocab.json")):
@@ -285,21 +297,19 @@ def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=pr
 
     ds, stats = make_dataset(train_c, vocab, batch_size=config.batch_size, batch_by=config.batch_by,
                              max_length=config.max_length, bucket_width=config.bucket_width,
-                             seed=config.seed)
+                             seed=seed)
     log(f"pipeline: {stats.kept} pairs kept, {stats.dropped_too_long} longer than "
         f"{config.max_length} tokens dropped")
 
-    history, initial_epoch = [], 0
-    latest = os.path.join(out_dir, "model.keras")
-    if resume and os.path.isfile(latest):
+    history = []
+    if resuming:
         import keras_memnmt.models  # noqa: F401  (registers the classes)
 
         model = keras.saving.load_model(latest)  # with its optimizer state
         with open(os.path.join(out_dir, "validations.json")) as f:
             history = json.load(f)
-        with open(os.path.join(out_dir, "log.csv")) as f:
-            initial_epoch = max(0, sum(1 for _ in f) - 1)  # CSVLogger: a header + one row per epoch
-        log(f"resuming from {latest} after {initial_epoch} epochs, {len(history)} validations")
+        log(f"resuming from {latest} after {initial_epoch} epochs, {len(history)} validations "
+            f"(seed {seed})")
     else:
         model = warm_model or build_model(config, vocab)
         compile_model(model, config)
