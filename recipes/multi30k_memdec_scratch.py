@@ -7,4 +7,6 @@ import dataclasses
 
 from recipes.multi30k_memdec import CONFIG as MEMDEC
 
-CONFIG = dataclasses.replace(MEMDEC, pretrain_run=None, pretrain_epochs=0, epochs=20)
+# From random weights MemDec trains at the RNNsearch rate, not the fine-tuning one.
+CONFIG = dataclasses.replace(MEMDEC, pretrain_run=None, pretrain_epochs=0, epochs=20,
+                             learning_rate=MEMDEC.pretrain_learning_rate, pretrain_learning_rate=None)

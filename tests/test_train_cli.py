@@ -93,6 +93,8 @@ def test_missing_or_incomplete_model_dir(tmp_path, capsys):
     ("model=transformer", "expected one of"),
     ("epochs", "KEY=VALUE"),
     ("pretrain_checkpoint=step1", "needs pretrain_run"),
+    ("pretrain_learning_rate=0", "expected a positive number"),
+    ("learning_rate=-1e-3", "expected a positive number"),
 ])
 def test_bad_recipe_fields_are_clear_errors(override, message, capsys):
     assert main(["train", "quickstart", "--set", override]) == 2
@@ -164,9 +166,14 @@ def test_memdec_recipe_pretrains_then_fine_tunes(tmp_path):
     out = str(tmp_path / "memdec")
     assert main(["train", "multi30k_memdec_scratch", "--out", out, "--set", "corpus=synthetic",
                  "--set", "synthetic_size=100", *TINY, "--set", "pretrain_epochs=1",
-                 "--set", "memory_size=3", "--set", "address_units=6"]) == 0
+                 "--set", "memory_size=3", "--set", "address_units=6",
+                 "--set", "pretrain_learning_rate=0.002", "--set", "learning_rate=0.0005"]) == 0
     assert os.path.isfile(os.path.join(out, "pretrain_rnnsearch", "results.json"))
     assert json.load(open(os.path.join(out, "config.json")))["model"] == "memdec"
+    # Each stage trains at its own rate (the first validation improves, so no decay yet).
+    for run, rate in ((os.path.join(out, "pretrain_rnnsearch"), 0.002), (out, 0.0005)):
+        history = json.load(open(os.path.join(run, "validations.json")))
+        assert history[0]["learning_rate"] == pytest.approx(rate)
     from keras_memnmt.training.trainer import load_model
 
     cell = load_model(out).cell

@@ -45,6 +45,7 @@ class TrainConfig:
     pretrain_run: str | None = None  # MemDec: warm start from this RNNsearch run directory
     pretrain_checkpoint: str | None = None  # MemDec: that run's checkpoint (e.g. step3688; None = best.keras)
     pretrain_epochs: int = 0  # MemDec: first train RNNsearch this many epochs (0 = none)
+    pretrain_learning_rate: float | None = None  # MemDec: that RNNsearch stage's rate (None = learning_rate)
     warm_start_new: str = "zeros"  # MemDec warm start: GRU rows of r and W^r "zeros" or "initializer"
     dropout: float = 0.0  # embedding dropout
     output_dropout: float = 0.5  # dropout on the deep output (paper: 0.5)
@@ -120,6 +121,10 @@ def validate(config: TrainConfig) -> TrainConfig:
     for name, options in choices.items():
         if getattr(config, name) not in options:
             raise ConfigError(f"config field {name}={getattr(config, name)!r}: expected one of {options}")
+    for name in ("learning_rate", "pretrain_learning_rate"):
+        value = getattr(config, name)
+        if value is not None and not value > 0.0:
+            raise ConfigError(f"config field {name}={value!r}: expected a positive number")
     if not 0.0 < config.lr_decay <= 1.0:
         raise ConfigError(f"config field lr_decay={config.lr_decay!r}: expected a factor in (0, 1]")
     if config.pretrain_checkpoint is not None and config.pretrain_run is None:

@@ -88,7 +88,8 @@ def pretrained_memdec(config: TrainConfig, out_dir: str, data_dir: str | None, l
 
     The RNNsearch run is ``config.pretrain_run`` when given, else it is trained
     here for ``config.pretrain_epochs`` epochs into ``out_dir/pretrain_rnnsearch``
-    (reused if already there). Its ``best.keras`` is copied, or the kept checkpoint
+    (reused if already there) at ``config.pretrain_learning_rate`` (default: the
+    fine-tuning rate ``config.learning_rate``). Its ``best.keras`` is copied, or the kept checkpoint
     ``config.pretrain_checkpoint`` (so that MemDec and a continued RNNsearch can
     start from the same weights). MemDec then shares its vocabulary.
     """
@@ -101,8 +102,10 @@ def pretrained_memdec(config: TrainConfig, out_dir: str, data_dir: str | None, l
         run = os.path.join(out_dir, "pretrain_rnnsearch")
         if not os.path.isfile(os.path.join(run, "results.json")):
             log(f"pre-training RNNsearch for {config.pretrain_epochs} epochs in {run}")
+            rate = config.learning_rate if config.pretrain_learning_rate is None else config.pretrain_learning_rate
             stage = dataclasses.replace(config, model="rnnsearch", epochs=config.pretrain_epochs,
-                                        pretrain_epochs=0, keep_checkpoints=False)
+                                        pretrain_epochs=0, pretrain_learning_rate=None, learning_rate=rate,
+                                        keep_checkpoints=False)
             train(stage, run, data_dir=data_dir, log=log)
     rnnsearch, vocab, pre_config = load_run(run, config.pretrain_checkpoint)
     if pre_config.model != "rnnsearch":
