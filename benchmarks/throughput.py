@@ -49,7 +49,8 @@ def train_flops_per_batch(c, src_tokens: int, tgt_tokens: int, model: str) -> fl
         n, m, am = cell.memory_size, cell.memory_dim, cell.address_units
         dec = 3 * d * (e + 2 * h + m + d)  # GRU on [e, c, r] with state d
         dec += (m + e) * d + a * d  # pre-state s~ (Eq. 5), W_a s~
-        dec += n * m * am + 2 * d * am + 2 * d  # memory projected once, U_a s and gate twice
+        heads = 1 if cell.addressing == "shared_weights" else 2  # addressings per step
+        dec += n * m * am + heads * (d * am + d)  # memory projected once; U_a s and gate per head
         dec += 2 * d * m  # erase and add
         keys = 2 * h * a
     else:  # cho: GRU on [e, c] plus the fixed context

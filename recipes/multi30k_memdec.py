@@ -15,7 +15,7 @@ CONFIG = dataclasses.replace(
     memory_size=8,  # n memory cells (Table 2's best range)
     memory_dim=None,  # m = decoder_units (the paper uses 1024 for both)
     address_nonlinearity="tanh",  # Eq. 12 read with tanh (see MemDecCell)
-    shared_addressing=True,  # one addressing for reading and writing
+    addressing="shared_weights",  # §3.2: one weighting from s_t writes at t and reads at t+1
     init_noise_std=0.1,  # Eq. 14 noise, std 0.1
     pretrain_run=None,  # or an existing RNNsearch run directory to warm-start from
     pretrain_epochs=10,  # RNNsearch stage when pretrain_run is None

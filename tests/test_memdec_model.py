@@ -39,6 +39,26 @@ def test_memdec_teacher_forcing_equals_stepping_and_round_trip(tmp_path):
     assert np_(out["tokens"]).shape[:2] == (3, 1)
 
 
+def test_memdec_saved_with_shared_addressing_keeps_its_addressing():
+    """Configs from before the `addressing` argument carry `shared_addressing=True`."""
+    model = MemDec(30, 25, memory_size=4, memory_dim=5, addressing="shared_parameters", **SIZES)
+    src, tgt = batch()
+    logits = np_(model((src, tgt)))
+    config = model.get_config()
+    legacy = {**{k: v for k, v in config.items() if k != "addressing"}, "shared_addressing": True}
+    old = MemDec.from_config(legacy)
+    old((src, tgt))
+    old.set_weights(model.get_weights())
+    assert old.addressing == "shared_parameters" and old.get_config() == config
+    np.testing.assert_allclose(np_(old((src, tgt))), logits, atol=1e-6)
+    # The default reads with the previous write weights: a different model.
+    default = MemDec(30, 25, memory_size=4, memory_dim=5, **SIZES)
+    default((src, tgt))
+    default.set_weights(model.get_weights())
+    assert default.addressing == "shared_weights"
+    assert not np.allclose(np_(default((src, tgt))), logits, atol=1e-4)
+
+
 def test_pretraining_copies_every_shared_weight():
     rnnsearch = RNNsearch(30, 25, **SIZES)
     src, tgt = batch()

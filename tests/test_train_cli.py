@@ -95,10 +95,16 @@ def test_missing_or_incomplete_model_dir(tmp_path, capsys):
     ("pretrain_checkpoint=step1", "needs pretrain_run"),
     ("pretrain_learning_rate=0", "expected a positive number"),
     ("learning_rate=-1e-3", "expected a positive number"),
+    ("addressing=both", "expected one of"),
 ])
 def test_bad_recipe_fields_are_clear_errors(override, message, capsys):
     assert main(["train", "quickstart", "--set", override]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_addressing_and_its_legacy_name_cannot_disagree(capsys):
+    assert main(["train", "multi30k_memdec", "--set", "shared_addressing=true"]) == 2
+    assert "give addressing only" in capsys.readouterr().err
 
 
 def test_unknown_recipe(capsys):

@@ -20,6 +20,26 @@ from keras_memnmt.layers.readout import clone_initializer
 INIT_STATES = ("mean", "summary")
 ADDRESS_NONLINEARITIES = ("tanh", "none")
 INIT_NOISES = ("fixed", "sample")
+ADDRESSINGS = ("shared_weights", "shared_parameters", "separate")
+
+
+def resolve_addressing(addressing: str | None, shared_addressing: bool | None = None) -> str:
+    """The addressing mode (see `MemDecCell`) from `addressing` and the legacy flag.
+
+    `shared_addressing` is how models saved before the `addressing` argument
+    existed name their mode: True is "shared_parameters", False "separate".
+    Neither given: "shared_weights".
+    """
+    if shared_addressing is not None:
+        legacy = "shared_parameters" if check_bool("shared_addressing", shared_addressing) else "separate"
+        if addressing is not None and addressing != legacy:
+            raise ValueError(
+                f"Arguments `addressing={addressing!r}` and `shared_addressing={shared_addressing!r}` "
+                f"disagree (shared_addressing={shared_addressing!r} means addressing={legacy!r}); "
+                "give `addressing` only."
+            )
+        return legacy
+    return check_choice("addressing", "shared_weights" if addressing is None else addressing, ADDRESSINGS)
 
 
 def _check_optional_positive_int(name: str, value: object) -> int | None:
@@ -112,6 +132,7 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
     of the previous target word (`step` is the only place these live):
 
         1. read     w^r_t = Address_r(s_{t-1}, M_{t-1}, w_{t-1})     (Eq. 10-12)
+                    (addressing="shared_weights": w^r_t = w_{t-1} = w^w_{t-1})
                     r_{t-1} = sum_i w^r_t(i) M_{t-1}(i)              (Eq. 4, §3.1)
         2. pre-state  s~_t = tanh(W^r r_{t-1} + W^y e + b)            (Eq. 5)
         3. context  c_t, alpha_t = AdditiveAttention(s~_t, h_1..h_Tx) (Eq. 6, 3)
@@ -129,7 +150,7 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
 
     and `readout(o)` is the deep output of Eq. 9 (`DeepOutput`, as in
     `RNNsearchCell`). The carried addressing weights `w_t` (`states[2]`) are
-    `w^w_t` with `shared_addressing=True`, `w^r_t` otherwise (see below).
+    `w^w_t`, except with `addressing="separate"`: `w^r_t` (see below).
 
     Initial states (`initial_states`), Eq. 14-15:
 
@@ -155,17 +176,29 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
       `w_g in R^m` assumes `m = units`). Eq. 10 is followed as printed: `g`
       weights the *previous* weights, `1 - g` the new content weights (the
       other order is the same model with `w_g, b_g` negated).
-    - Shared addressing (§3.2, "use the same weights for both reading and
-      writing for the same vector-state"): with `shared_addressing=True` (the
-      paper's best setting) one set of parameters `{W_a, U_a, v, w_g, b_g}`
-      addresses both heads. The write weights are `w^w_t = Address(s_t,
-      M_{t-1}, w^r_t)`, and `w^w_t` is what the state carries as `w_{t-1}` for
-      the read at `t+1`: `w^r_{t+1} = Address(s_t, M_t, w^w_t)`, i.e. the read
-      at `t+1` starts from the write weights computed from the same `s_t`.
-      With `shared_addressing=False` the write head has its own parameters;
-      it interpolates with the current read weights `w^r_t` (Eq. 10 needs a
-      "previous" weighting and no separate write state is carried), and the
-      state carries `w^r_t` (Eq. 10 for the read head exactly).
+    - Shared addressing (§3.2: "it is often beneficial to use the same weights
+      for both reading (i.e., w^r_t) and writing (i.e., w^w_t) for the same
+      vector-state s_t", the paper's best setting). "Weights" there are the
+      weightings `w`, computed from `s_t`; read the other way they could be
+      the addressing parameters. Three modes (`addressing`):
+      * `"shared_weights"` (default): one addressing per step. The weighting
+        computed from `s_t`, `w^w_t = Address(s_t, M_{t-1}, w^w_{t-1})`, is the
+        write weighting at `t` and, carried as `w_t`, the read weighting at
+        `t+1`: `w^r_{t+1} = w^w_t`, so `r_t = sum_i w^w_t(i) M_t(i)`. At `t = 1`
+        the read uses `w_0`. This is the only mode in which the read and the
+        write for the same `s_t` use literally the same weights; it also
+        spends one addressing per step instead of two.
+      * `"shared_parameters"` (`shared_addressing=True` in models saved before
+        this argument existed): one set of parameters `{W_a, U_a, v, w_g, b_g}`,
+        two addressings per step. The read at `t` is `w^r_t = Address(s_{t-1},
+        M_{t-1}, w_{t-1})` and the write `w^w_t = Address(s_t, M_{t-1},
+        w^r_t)`; the state carries `w^w_t`, so the read at `t+1` starts from
+        the write weights computed from the same `s_t`.
+      * `"separate"` (`shared_addressing=False`): as `"shared_parameters"`, but
+        the write head has its own parameters; it interpolates with the
+        current read weights `w^r_t` (Eq. 10 needs a "previous" weighting and
+        no separate write state is carried), and the state carries `w^r_t`
+        (Eq. 10 for the read head exactly).
     - Eq. 13 and the add equation: erase and add vectors are sigmoids (as
       printed) of `s_t`, each with a bias, `m`-dimensional.
     - Eq. 15: `sigma` is tanh (the paper says so); the division by `T_x` comes
@@ -212,8 +245,9 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
     - `deep_output` (`DeepOutput`): identical.
     - Memory-only (not pre-trained): `memory_init` (Dense D -> m, tanh),
       `read_addressing` (`memory_kernel`, `state_kernel`, `score_vector`,
-      `gate_kernel`, `gate_bias`), `write_addressing` (same, only when
-      `shared_addressing=False` and `write=True`), `erase` and `add`
+      `gate_kernel`, `gate_bias`; with `"shared_weights"` it computes the one
+      weighting of a step), `write_addressing` (same, only when
+      `addressing="separate"` and `write=True`), `erase` and `add`
       (Dense units -> m, sigmoid; only when `write=True`), and the fixed
       Eq. 14 noise `memory_noise` `(n, m)` (non-trainable, `init_noise="fixed"`).
 
@@ -238,8 +272,12 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
         address_units: int or None, hidden size `A` of the memory addressing;
             None means `attention_units`. The attribute holds the resolved value.
         address_nonlinearity: "tanh" or "none", see Eq. 12 above.
-        shared_addressing: bool, one set of addressing parameters for reading
-            and writing (see above).
+        addressing: "shared_weights" (default), "shared_parameters" or
+            "separate": how reading and writing share the addressing (see
+            above).
+        shared_addressing: bool or None, the legacy name of `addressing`
+            (True: "shared_parameters", False: "separate"); kept so that
+            models saved with it load unchanged. Not in `get_config`.
         init_noise_std: float >= 0, standard deviation of `nu_i` (Eq. 14).
         init_noise: "fixed" (drawn once, used in training and decoding) or
             "sample" (a fresh draw per sentence), see Eq. 14 above.
@@ -292,7 +330,8 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
         memory_dim: int | None = None,
         address_units: int | None = None,
         address_nonlinearity: str = "tanh",
-        shared_addressing: bool = True,
+        addressing: str | None = None,
+        shared_addressing: bool | None = None,
         init_noise_std: float = 0.1,
         init_noise: str = "fixed",
         noise_at_inference: bool = False,
@@ -319,7 +358,7 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
         self.address_nonlinearity = check_choice(
             "address_nonlinearity", address_nonlinearity, ADDRESS_NONLINEARITIES
         )
-        self.shared_addressing = check_bool("shared_addressing", shared_addressing)
+        self.addressing = resolve_addressing(addressing, shared_addressing)
         self.init_noise_std = _check_non_negative_float("init_noise_std", init_noise_std)
         self.init_noise = check_choice("init_noise", init_noise, INIT_NOISES)
         self.noise_at_inference = check_bool("noise_at_inference", noise_at_inference)
@@ -352,7 +391,7 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
         # Memory-only parameters.
         self.memory_init_dense = sublayers.dense(self, self.memory_dim, "memory_init")  # Eq. 15
         self.read_addressing = addressing("read_addressing")
-        separate_write = self.write and not self.shared_addressing
+        separate_write = self.write and self.addressing == "separate"
         self.write_addressing = addressing("write_addressing") if separate_write else None
         self.erase_dense = sublayers.dense(self, self.memory_dim, "erase", "sigmoid") if self.write else None
         self.add_dense = sublayers.dense(self, self.memory_dim, "add", "sigmoid") if self.write else None
@@ -487,7 +526,8 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
         Returns:
             dict with "output" `(B, units + D + E)`, "states" (the 6 new states,
             the last 3 unchanged), "attention" `(B, Tx)`, "read_weights" `w^r_t`
-            `(B, n)`, "read_content_weights" `(B, n)`, "read_gate" `(B, 1)`,
+            `(B, n)`, "read_content_weights" `(B, n)` and "read_gate" `(B, 1)`
+            (None with "shared_weights": the read computes no addressing),
             "read" `r_{t-1}` `(B, m)`, "query" `s~_t` `(B, units)`, and, when
             the write weights are computed (`write=True` or shared
             addressing), "write_weights" `w^w_t` `(B, n)`,
@@ -504,11 +544,15 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
         )  # (B, Tx, D)
         keys = ops.reshape(keys_flat, (-1, source_len, self.attention_units))  # (B, Tx, A)
 
-        # 1. read M_{t-1} with s_{t-1} (Eq. 4, 10-12).
+        # 1. read M_{t-1} (Eq. 4, 10-12): with the weights carried from the
+        # previous write ("shared_weights"), else addressed with s_{t-1}.
         projected = self.read_addressing.project_memory(memory)  # W_a M_{t-1}(i), (B, n, A)
-        read_weights, read_content, read_gate = self.read_addressing(
-            s_prev, memory, previous, projected_memory=projected
-        )
+        if self.addressing == "shared_weights":
+            read_weights, read_content, read_gate = previous, None, None
+        else:
+            read_weights, read_content, read_gate = self.read_addressing(
+                s_prev, memory, previous, projected_memory=projected
+            )
         read = ops.sum(ops.expand_dims(read_weights, -1) * memory, axis=1)  # (B, m)
         # 2. pre-state s~_t = tanh(W^r r_{t-1} + W^y e + b) (Eq. 5).
         query = self.query_dense(ops.concatenate([read, inputs], axis=-1))  # (B, units)
@@ -517,7 +561,7 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
         # 4. s_t = GRU(s_{t-1}, [e; c_t; r_{t-1}]) (Eq. 7).
         state, _ = self.gru_cell(ops.concatenate([inputs, context, read], axis=-1), [s_prev])
         # 5. write M_t = write(s_t, M_{t-1}) (Eq. 8, 13 and the add equation).
-        write_addressing = self.read_addressing if self.shared_addressing else self.write_addressing
+        write_addressing = self.write_addressing if self.addressing == "separate" else self.read_addressing
         write_weights = write_content = write_gate = erase = add = None
         if write_addressing is not None:
             # Shared parameters address the same M_{t-1}: reuse its projection.
@@ -533,7 +577,7 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
                 add, 1
             )  # (B, n, m)
             memory_flat = ops.reshape(memory, (-1, n * m))  # (B, n*m)
-        carried = write_weights if self.shared_addressing else read_weights
+        carried = read_weights if self.addressing == "separate" else write_weights
         # 6. o_t = [s_t; c_t; e], the input of the deep output (Eq. 9).
         output = ops.concatenate([state, context, inputs], axis=-1)
         return {
@@ -571,7 +615,7 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
                 "memory_dim": self.memory_dim,
                 "address_units": self.address_units,
                 "address_nonlinearity": self.address_nonlinearity,
-                "shared_addressing": self.shared_addressing,
+                "addressing": self.addressing,
                 "init_noise_std": self.init_noise_std,
                 "init_noise": self.init_noise,
                 "noise_at_inference": self.noise_at_inference,

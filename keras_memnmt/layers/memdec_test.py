@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from keras_memnmt.layers.memdec import MemDecCell
+from keras_memnmt.layers.memdec import ADDRESSINGS, MemDecCell
 from keras_memnmt.testing import reference
 from keras_memnmt.testing.decoder_model import TinyDecoderModel
 from keras_memnmt.testing.utils import numpy, randomize_weights
@@ -49,7 +49,7 @@ def _addressing_weights(layer):
 def _step_weights(cell):
     weights = {
         "address_nonlinearity": cell.address_nonlinearity,
-        "shared_addressing": cell.shared_addressing,
+        "addressing": cell.addressing,
         "write": cell.write,
         "read_addressing": _addressing_weights(cell.read_addressing),
         "query_kernel": numpy(cell.query_dense.kernel),
@@ -152,11 +152,11 @@ def test_initial_states_layout_and_reference():
 
 
 @pytest.mark.parametrize("address_nonlinearity", ["tanh", "none"])
-@pytest.mark.parametrize("shared_addressing", [True, False])
-def test_step_matches_numpy_reference(address_nonlinearity, shared_addressing):
+@pytest.mark.parametrize("addressing", ADDRESSINGS)
+def test_step_matches_numpy_reference(address_nonlinearity, addressing):
     annotations, mask, embedded = _data()
-    cell = _cell(address_nonlinearity=address_nonlinearity, shared_addressing=shared_addressing)
-    assert (cell.write_addressing is None) == shared_addressing
+    cell = _cell(address_nonlinearity=address_nonlinearity, addressing=addressing)
+    assert (cell.write_addressing is None) == (addressing != "separate")
     states, memory, previous = _random_memory_states(cell, annotations, mask)
     details = cell.step_details(embedded[:, 0], states)
     output, new_states, attention = cell.step(embedded[:, 0], states)
@@ -187,7 +187,8 @@ def test_step_matches_numpy_reference(address_nonlinearity, shared_addressing):
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{}, {"address_nonlinearity": "none", "shared_addressing": False, "memory_dim": None}],
+    [{}, {"addressing": "shared_parameters"},
+     {"address_nonlinearity": "none", "addressing": "separate", "memory_dim": None}],
 )
 def test_rnn_sequence_and_readout_match_reference(kwargs):
     annotations, mask, embedded = _data()
@@ -195,8 +196,11 @@ def test_rnn_sequence_and_readout_match_reference(kwargs):
     states = _noisy_states(cell, annotations, mask)
     outputs = keras.layers.RNN(cell, return_sequences=True)(embedded, initial_state=states)
     ref_outputs, steps = _reference_sequence(cell, annotations, mask, embedded, states)
-    # The noisy cells make the addressing non-trivial from the first step on.
-    assert all(np.abs(step["read_weights"] - 1.0 / N).max() > 1e-2 for step in steps)
+    # The noisy cells make the addressing non-trivial from the first addressing on
+    # (with "shared_weights" the first read uses the uniform w_0).
+    first_read = 1 if cell.addressing == "shared_weights" else 0
+    assert all(np.abs(step["read_weights"] - 1.0 / N).max() > 1e-2 for step in steps[first_read:])
+    assert all(np.abs(step["write_weights"] - 1.0 / N).max() > 1e-2 for step in steps)
     np.testing.assert_allclose(numpy(outputs), ref_outputs, atol=1e-5)
     deep = cell.deep_output
     ref_logits = reference.readout(
@@ -209,10 +213,10 @@ def test_rnn_sequence_and_readout_match_reference(kwargs):
     np.testing.assert_allclose(numpy(cell.readout(outputs)), ref_logits, atol=1e-5)
 
 
-@pytest.mark.parametrize("shared_addressing", [True, False])
-def test_addressing_weights_sum_to_one_and_gates_in_unit_interval(shared_addressing):
+@pytest.mark.parametrize("addressing", ADDRESSINGS)
+def test_addressing_weights_sum_to_one_and_gates_in_unit_interval(addressing):
     annotations, mask, embedded = _data()
-    cell = _cell(shared_addressing=shared_addressing, seed=2)
+    cell = _cell(addressing=addressing, seed=2)
     states, _, _ = _random_memory_states(cell, annotations, mask)
     for t in range(T):
         details = cell.step_details(embedded[:, t], states)
@@ -223,22 +227,66 @@ def test_addressing_weights_sum_to_one_and_gates_in_unit_interval(shared_address
             "write_content_weights",
             "attention",
         ):
+            if details[key] is None:  # "shared_weights": the read computes no addressing
+                assert addressing == "shared_weights" and key == "read_content_weights"
+                continue
             weights = numpy(details[key])
             assert np.all(weights >= 0.0), key
             np.testing.assert_allclose(weights.sum(-1), 1.0, atol=1e-5, err_msg=key)
         np.testing.assert_allclose(numpy(details["states"][2]).sum(-1), 1.0, atol=1e-5)
         assert np.all(numpy(details["attention"])[mask == 0] == 0.0)
         for key in ("erase", "add", "read_gate", "write_gate"):
+            if details[key] is None:
+                assert addressing == "shared_weights" and key == "read_gate"
+                continue
             values = numpy(details[key])
             assert np.all((values >= 0.0) & (values <= 1.0)), key
         states = details["states"]
+
+
+def test_shared_weights_read_with_the_previous_write_weights():
+    """addressing="shared_weights" (§3.2): w^r_{t+1} is w^w_t itself, one addressing a step."""
+    annotations, mask, embedded = _data()
+    cell = _cell()
+    assert cell.addressing == "shared_weights"
+    states = _noisy_states(cell, annotations, mask)
+    np.testing.assert_allclose(numpy(cell.step_details(embedded[:, 0], states)["read_weights"]),
+                               1.0 / N, atol=1e-7)  # w_0
+    previous_write = None
+    for t in range(T):
+        details = cell.step_details(embedded[:, t], states)
+        assert details["read_content_weights"] is None and details["read_gate"] is None
+        if previous_write is not None:
+            np.testing.assert_array_equal(numpy(details["read_weights"]), previous_write)
+        memory = numpy(states[1]).reshape(B, N, M)
+        expected_read = np.einsum("bn,bnm->bm", numpy(details["read_weights"]), memory)
+        np.testing.assert_allclose(numpy(details["read"]), expected_read, atol=1e-5)
+        previous_write = numpy(details["write_weights"])
+        states = details["states"]
+
+
+@pytest.mark.parametrize("legacy, mode", [(True, "shared_parameters"), (False, "separate")])
+def test_models_saved_with_shared_addressing_keep_their_mode(legacy, mode):
+    """Configs written before `addressing` existed carry `shared_addressing`."""
+    annotations, mask, embedded = _data()
+    cell = _cell(addressing=mode)
+    config = cell.get_config()
+    assert "shared_addressing" not in config
+    del config["addressing"]
+    old = MemDecCell.from_config({**config, "shared_addressing": legacy})
+    assert old.addressing == mode
+    old.build((None, E))
+    old.set_weights(cell.get_weights())
+    states = _noisy_states(cell, annotations, mask)
+    np.testing.assert_array_equal(numpy(old.step(embedded[:, 0], states)[0]),
+                                  numpy(cell.step(embedded[:, 0], states)[0]))
 
 
 def test_printed_eq12_content_weights_ignore_the_state():
     """Without the tanh, `v^T U_a s` is the same for every cell and cancels (Eq. 12)."""
     annotations, mask, embedded = _data()
     for nonlinearity, should_change in [("none", False), ("tanh", True)]:
-        cell = _cell(address_nonlinearity=nonlinearity)
+        cell = _cell(address_nonlinearity=nonlinearity, addressing="shared_parameters")
         states, _, _ = _random_memory_states(cell, annotations, mask)
         other = list(states)
         other[0] = states[0] + 1.0
@@ -247,10 +295,10 @@ def test_printed_eq12_content_weights_ignore_the_state():
         assert (not np.allclose(first, second, atol=1e-6)) == should_change
 
 
-@pytest.mark.parametrize("shared_addressing", [True, False])
-def test_without_write_the_memory_stays_constant(shared_addressing):
+@pytest.mark.parametrize("addressing", ADDRESSINGS)
+def test_without_write_the_memory_stays_constant(addressing):
     annotations, mask, embedded = _data()
-    cell = _cell(write=False, shared_addressing=shared_addressing)
+    cell = _cell(write=False, addressing=addressing)
     assert cell.erase_dense is None and cell.add_dense is None and cell.write_addressing is None
     states = _noisy_states(cell, annotations, mask)
     memory = numpy(states[1])
@@ -270,7 +318,7 @@ def test_without_noise_the_cells_stay_identical():
     `noise_at_inference=False` decodes with.
     """
     annotations, mask, embedded = _data()
-    cell = _cell(shared_addressing=False, init_noise="sample")
+    cell = _cell(addressing="separate", init_noise="sample")
     states = cell.initial_states(annotations, mask)
     for t in range(T):
         details = cell.step_details(embedded[:, t], states)
@@ -302,7 +350,7 @@ def test_fixed_memory_noise_is_the_same_in_training_and_decoding():
                                atol=1e-6)
     # The cells differ at inference, so the addressing is not uniform there.
     details = cell.step_details(embedded[:, 0], cell.initial_states(annotations, mask))
-    assert np.abs(numpy(details["read_content_weights"]) - 1.0 / 16).max() > 1e-3
+    assert np.abs(numpy(details["write_content_weights"]) - 1.0 / 16).max() > 1e-3
 
 
 def test_sampled_memory_noise_only_in_training_unless_asked():
@@ -348,7 +396,7 @@ def test_target_mask_with_zero_output_for_mask():
 def test_config_round_trip_gives_identical_outputs():
     annotations, mask, embedded = _data()
     cell = _cell(
-        shared_addressing=False,
+        addressing="separate",
         address_nonlinearity="none",
         init_noise_std=0.2,
         output_dropout=0.3,
@@ -465,6 +513,8 @@ def test_sizes_weight_names_and_errors():
         ({"address_units": 2.0}, "address_units"),
         ({"address_nonlinearity": "relu"}, "address_nonlinearity"),
         ({"shared_addressing": 1}, "shared_addressing"),
+        ({"addressing": "both"}, "addressing"),
+        ({"addressing": "separate", "shared_addressing": True}, "addressing"),
         ({"init_noise_std": -0.1}, "init_noise_std"),
         ({"init_noise_std": True}, "init_noise_std"),
         ({"noise_at_inference": "yes"}, "noise_at_inference"),

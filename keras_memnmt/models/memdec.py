@@ -8,7 +8,7 @@ import numpy as np
 
 from keras_memnmt.data.vocab import BOS_ID
 from keras_memnmt.layers._checks import check_choice
-from keras_memnmt.layers.memdec import MemDecCell
+from keras_memnmt.layers.memdec import MemDecCell, resolve_addressing
 from keras_memnmt.models.rnnsearch import RNNsearch
 from keras_memnmt.models.seq2seq import Seq2Seq
 
@@ -20,14 +20,16 @@ class MemDec(Seq2Seq):
     Args (beyond :class:`Seq2Seq`): ``attention_units``, ``readout_units`` as in
     :class:`RNNsearch`; ``memory_size`` (n cells), ``memory_dim`` (m, default
     ``decoder_units``), ``address_units``, ``address_nonlinearity``,
-    ``shared_addressing``, ``init_noise_std``, ``init_noise``, ``noise_at_inference``: see
-    :class:`MemDecCell`, where each paper ambiguity is documented at its equation.
+    ``addressing`` (or the legacy ``shared_addressing``), ``init_noise_std``, ``init_noise``,
+    ``noise_at_inference``: see :class:`MemDecCell`, where each paper ambiguity is
+    documented at its equation.
     """
 
     def __init__(self, source_vocab_size: int, target_vocab_size: int, attention_units: int = 512,
                  readout_units: int = 256, memory_size: int = 8, memory_dim: int | None = None,
                  address_units: int | None = None, address_nonlinearity: str = "tanh",
-                 shared_addressing: bool = True, init_noise_std: float = 0.1,
+                 addressing: str | None = None, shared_addressing: bool | None = None,
+                 init_noise_std: float = 0.1,
                  init_noise: str = "fixed", noise_at_inference: bool = False, **kwargs):
         self.attention_units = attention_units
         self.readout_units = readout_units
@@ -35,7 +37,7 @@ class MemDec(Seq2Seq):
         self.memory_dim = memory_dim
         self.address_units = address_units
         self.address_nonlinearity = address_nonlinearity
-        self.shared_addressing = shared_addressing
+        self.addressing = resolve_addressing(addressing, shared_addressing)
         self.init_noise_std = init_noise_std
         self.init_noise = init_noise
         self.noise_at_inference = noise_at_inference
@@ -47,7 +49,7 @@ class MemDec(Seq2Seq):
             readout_units=self.readout_units, annotation_units=2 * self.encoder_units,
             memory_size=self.memory_size, memory_dim=self.memory_dim,
             address_units=self.address_units, address_nonlinearity=self.address_nonlinearity,
-            shared_addressing=self.shared_addressing, init_noise_std=self.init_noise_std,
+            addressing=self.addressing, init_noise_std=self.init_noise_std,
             init_noise=self.init_noise, noise_at_inference=self.noise_at_inference, output_dropout=self.output_dropout,
             name="memdec_cell",
         )
@@ -57,7 +59,7 @@ class MemDec(Seq2Seq):
                 "readout_units": self.readout_units, "memory_size": self.memory_size,
                 "memory_dim": self.memory_dim, "address_units": self.address_units,
                 "address_nonlinearity": self.address_nonlinearity,
-                "shared_addressing": self.shared_addressing, "init_noise_std": self.init_noise_std,
+                "addressing": self.addressing, "init_noise_std": self.init_noise_std,
                 "init_noise": self.init_noise, "noise_at_inference": self.noise_at_inference}
 
 

@@ -367,7 +367,7 @@ def memdec_step(
     mask: np.ndarray,
     *,
     address_nonlinearity: str,
-    shared_addressing: bool,
+    addressing: str,
     write: bool,
     read_addressing: dict,
     query_kernel: np.ndarray,
@@ -387,16 +387,17 @@ def memdec_step(
     """One MemDec decoder step (paper 000, Eq. 4-13), written from the equations.
 
         w^r_t   = Address_r(s_{t-1}, M_{t-1}, w_{t-1})            (Eq. 10-12)
+                  (addressing "shared_weights": w^r_t = w_{t-1}, no addressing)
         r_{t-1} = sum_i w^r_t(i) M_{t-1}(i)                        (Eq. 4)
         s~_t    = tanh(W^r r_{t-1} + W^y e + b)                    (Eq. 5; query_kernel
                   rows [0:m] = W^r, [m:] = W^y)
         c_t     = additive attention with query s~_t               (Eq. 6, 3)
         s_t     = GRU(s_{t-1}, [e; c_t; r_{t-1}])                  (Eq. 7)
-        w^w_t   = Address_w(s_t, M_{t-1}, w^r_t)   (Address_w = Address_r if shared)
+        w^w_t   = Address_w(s_t, M_{t-1}, w^r_t)   (Address_w = Address_r unless "separate")
         M_t(i)  = M_{t-1}(i) (1 - w^w_t(i) mu^ers) + w^w_t(i) mu^add   (Eq. 13, add eq.)
                   mu^ers = sigmoid(W^ers s_t + b), mu^add = sigmoid(W^add s_t + b)
                   (M_t = M_{t-1} when `write` is False)
-        w_t     = w^w_t if shared_addressing else w^r_t            (the carried weights)
+        w_t     = w^r_t if "separate" else w^w_t                   (the carried weights)
         o_t     = [s_t; c_t; e]
 
     `read_addressing` / `write_addressing` hold the keyword arguments of
@@ -414,9 +415,12 @@ def memdec_step(
     """
     embedded, s_prev, memory, previous_weights = _f64(embedded, s_prev, memory, previous_weights)
     batch, n, m = memory.shape
-    read_weights, _, _ = memory_addressing(
-        s_prev, memory, previous_weights, nonlinearity=address_nonlinearity, **read_addressing
-    )
+    if addressing == "shared_weights":
+        read_weights = previous_weights
+    else:
+        read_weights, _, _ = memory_addressing(
+            s_prev, memory, previous_weights, nonlinearity=address_nonlinearity, **read_addressing
+        )
     read = np.zeros((batch, m))
     for i in range(n):
         read += read_weights[:, i : i + 1] * memory[:, i]
@@ -436,9 +440,10 @@ def memdec_step(
         gru_recurrent_kernel,
         gru_bias,
     )
-    write_params = read_addressing if shared_addressing else write_addressing
+    shared = addressing != "separate"
+    write_params = read_addressing if shared else write_addressing
     write_weights = erase = add = None
-    if shared_addressing or write:
+    if shared or write:
         write_weights, _, _ = memory_addressing(
             state, memory, read_weights, nonlinearity=address_nonlinearity, **write_params
         )
@@ -453,7 +458,7 @@ def memdec_step(
         "output": np.concatenate([state, context, embedded], -1),
         "state": state,
         "memory": new_memory,
-        "weights": write_weights if shared_addressing else read_weights,
+        "weights": write_weights if shared else read_weights,
         "attention": attention,
         "read_weights": read_weights,
         "write_weights": write_weights,

@@ -39,7 +39,8 @@ class TrainConfig:
     memory_dim: int | None = None  # MemDec: cell size m (None = decoder_units, as in the paper)
     address_units: int | None = None  # MemDec Eq. 12: addressing hidden size (None = attention_units)
     address_nonlinearity: str = "tanh"  # MemDec Eq. 12: "tanh" (default) or "none" (as printed)
-    shared_addressing: bool = True  # MemDec: one addressing for read (t+1) and write (t)
+    addressing: str | None = None  # MemDec §3.2: "shared_weights" (None), "shared_parameters", "separate"
+    shared_addressing: bool | None = None  # MemDec, legacy name: True = shared_parameters, False = separate
     init_noise_std: float = 0.1  # MemDec Eq. 14: std of the memory-initialization noise
     init_noise: str = "fixed"  # MemDec Eq. 14: "fixed" (drawn once) or "sample" (per sentence)
     pretrain_run: str | None = None  # MemDec: warm start from this RNNsearch run directory
@@ -117,7 +118,8 @@ def validate(config: TrainConfig) -> TrainConfig:
     choices = {"corpus": ("auto", "multi30k", "synthetic"), "model": ("rnnsearch", "cho", "memdec"),
                "optimizer": ("adam", "adadelta"), "batch_by": ("sentences", "tokens"),
                "vocab_type": ("unigram", "bpe"), "address_nonlinearity": ("tanh", "none"),
-               "init_noise": ("fixed", "sample"), "warm_start_new": ("zeros", "initializer")}
+               "init_noise": ("fixed", "sample"), "warm_start_new": ("zeros", "initializer"),
+               "addressing": (None, "shared_weights", "shared_parameters", "separate")}
     for name, options in choices.items():
         if getattr(config, name) not in options:
             raise ConfigError(f"config field {name}={getattr(config, name)!r}: expected one of {options}")
@@ -130,6 +132,10 @@ def validate(config: TrainConfig) -> TrainConfig:
     if config.pretrain_checkpoint is not None and config.pretrain_run is None:
         raise ConfigError(f"config field pretrain_checkpoint={config.pretrain_checkpoint!r} "
                           "needs pretrain_run (the RNNsearch run directory that holds it)")
+    if config.addressing is not None and config.shared_addressing is not None:
+        raise ConfigError(f"config fields addressing={config.addressing!r} and shared_addressing="
+                          f"{config.shared_addressing!r}: give addressing only (shared_addressing is "
+                          "its legacy name)")
     if config.lr_patience < 1:
         raise ConfigError(f"config field lr_patience={config.lr_patience!r}: expected an int >= 1")
     return config

@@ -79,7 +79,8 @@ def memdec_options(config: TrainConfig) -> dict:
     return dict(memory_size=config.memory_size, memory_dim=config.memory_dim,
                 address_units=config.address_units,
                 address_nonlinearity=config.address_nonlinearity,
-                shared_addressing=config.shared_addressing, init_noise_std=config.init_noise_std,
+                addressing=config.addressing, shared_addressing=config.shared_addressing,
+                init_noise_std=config.init_noise_std,
                 init_noise=config.init_noise)
 
 
