@@ -151,6 +151,19 @@ def test_resume_continues_a_run(tmp_path, monkeypatch):
     assert first_batch.shape != resumed_batch.shape or (first_batch != resumed_batch).any()
 
 
+def test_resume_refuses_a_different_model(tmp_path, capsys):
+    out = str(tmp_path / "r")
+    args = ["train", "quickstart", "--out", out, "--set", "corpus=synthetic", "--set", "synthetic_size=100",
+            *TINY, "--set", "validate_every=1", "--set", "max_steps=1"]
+    assert main(args) == 0
+    before = {n: os.path.getmtime(os.path.join(out, n)) for n in ("config.json", "model.keras", "log.csv")}
+    capsys.readouterr()
+    assert main([*args, "--set", "decoder_units=24", "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot resume" in err and "decoder_units=16 (now 24)" in err
+    assert {n: os.path.getmtime(os.path.join(out, n)) for n in before} == before
+
+
 def test_train_refuses_to_overwrite_a_run_unless_told(tmp_path, capsys):
     out = str(tmp_path / "r")
     args = ["train", "quickstart", "--out", out, "--set", "corpus=synthetic", "--set", "synthetic_size=100",

@@ -251,6 +251,39 @@ def _clear_run(out_dir: str, resume: bool, overwrite: bool, log) -> None:
     log(f"overwrite: removed the earlier run in {out_dir}")
 
 
+def read_config(run_dir: str) -> TrainConfig:
+    """The ``TrainConfig`` a run directory was trained with (its ``config.json``)."""
+    with open(os.path.join(run_dir, "config.json")) as f:
+        raw = json.load(f)
+    try:
+        return TrainConfig(**raw)
+    except TypeError as e:
+        raise ConfigError(f"{run_dir}/config.json: {e}") from None
+
+
+# Config fields that shape the model: a resumed run must keep its own.
+ARCHITECTURE_FIELDS = ("model", "embedding_dim", "encoder_units", "decoder_units", "attention_units",
+                       "readout_units", "feedback_attention", "memory_size", "memory_dim", "address_units",
+                       "address_nonlinearity", "init_noise", "init_noise_std")
+
+
+def _check_resume_config(out_dir: str, config: TrainConfig) -> None:
+    """A clear error, before anything is written, when ``config`` changes the resumed run's model."""
+    from keras_memnmt.layers.memdec import resolve_addressing
+
+    saved = read_config(out_dir)
+    changed = [f"{name}={getattr(saved, name)!r} (now {getattr(config, name)!r})"
+               for name in ARCHITECTURE_FIELDS if getattr(saved, name) != getattr(config, name)]
+    if config.model == "memdec" == saved.model:
+        before = resolve_addressing(saved.addressing, saved.shared_addressing)
+        now = resolve_addressing(config.addressing, config.shared_addressing)
+        if before != now:
+            changed.append(f"addressing={before!r} (now {now!r})")
+    if changed:
+        raise ConfigError(f"cannot resume {out_dir}: it was trained with {', '.join(changed)}; "
+                          "pass its values with --set")
+
+
 def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=print,
           resume: bool = False, overwrite: bool = False) -> dict:
     """Trains a model from ``config`` into the run directory ``out_dir``; returns the results.
@@ -268,6 +301,7 @@ def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=pr
     resuming = resume and os.path.isfile(latest)
     initial_epoch = 0
     if resuming:
+        _check_resume_config(out_dir, config)
         with open(os.path.join(out_dir, "log.csv")) as f:
             initial_epoch = max(0, sum(1 for _ in f) - 1)  # CSVLogger: a header + one row per epoch
     # A resumed run is seeded anew. Keras does not save the dropout layers' seed
@@ -392,10 +426,5 @@ def load_run(run_dir: str, checkpoint: str | None = None):
     missing = [p for p in RUN_FILES if not os.path.isfile(os.path.join(run_dir, p))]
     if missing:
         raise FileNotFoundError(f"incomplete model directory {run_dir}: missing {', '.join(missing)}")
-    with open(os.path.join(run_dir, "config.json")) as f:
-        raw = json.load(f)
-    try:
-        config = TrainConfig(**raw)
-    except TypeError as e:
-        raise ConfigError(f"{run_dir}/config.json: {e}") from None
+    config = read_config(run_dir)
     return load_model(run_dir, checkpoint), SubwordVocab.load(os.path.join(run_dir, "vocab")), config
