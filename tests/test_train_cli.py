@@ -93,8 +93,8 @@ def test_missing_or_incomplete_model_dir(tmp_path, capsys):
     ("model=transformer", "expected one of"),
     ("epochs", "KEY=VALUE"),
     ("pretrain_checkpoint=step1", "needs pretrain_run"),
-    ("pretrain_learning_rate=0", "expected a positive number"),
-    ("learning_rate=-1e-3", "expected a positive number"),
+    ("pretrain_learning_rate=-1", "expected a number >= 0"),
+    ("learning_rate=-1e-3", "expected a number >= 0"),
     ("addressing=both", "expected one of"),
 ])
 def test_bad_recipe_fields_are_clear_errors(override, message, capsys):

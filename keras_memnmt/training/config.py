@@ -125,8 +125,8 @@ def validate(config: TrainConfig) -> TrainConfig:
             raise ConfigError(f"config field {name}={getattr(config, name)!r}: expected one of {options}")
     for name in ("learning_rate", "pretrain_learning_rate"):
         value = getattr(config, name)
-        if value is not None and not value > 0.0:
-            raise ConfigError(f"config field {name}={value!r}: expected a positive number")
+        if value is not None and not value >= 0.0:  # 0 freezes the weights (tests use it)
+            raise ConfigError(f"config field {name}={value!r}: expected a number >= 0")
     if not 0.0 < config.lr_decay <= 1.0:
         raise ConfigError(f"config field lr_decay={config.lr_decay!r}: expected a factor in (0, 1]")
     if config.pretrain_checkpoint is not None and config.pretrain_run is None:
