@@ -115,6 +115,28 @@ def test_warm_start_new_read_weights(new_weights):
     assert changed == (new_weights == "initializer")
 
 
+def test_warm_start_with_query_state_is_the_rnnsearch_it_comes_from():
+    """query_state=True: the whole RNNsearch query is copied, so before fine-tuning the
+    warm-started MemDec gives RNNsearch's logits, step by step and in beam search."""
+    rnnsearch = RNNsearch(30, 25, **SIZES)
+    src, tgt = batch()
+    expected = np_(rnnsearch((src, tgt)))
+    memdec = memdec_from_rnnsearch(rnnsearch, memory_size=4, query_state=True, init_noise_std=1.0)
+    np.testing.assert_allclose(np_(memdec((src, tgt))), expected, atol=1e-5)
+    q_src = rnnsearch.cell.query_dense.get_weights()[0]
+    q_dst = memdec.cell.query_dense.get_weights()[0]
+    np.testing.assert_array_equal(q_dst[-q_src.shape[0]:], q_src)  # [s; e] rows
+    assert np.abs(q_dst[: memdec.cell.memory_dim]).max() == 0  # W^r
+    beam = dict(beam_size=3, max_length_a=1.0, max_length_b=2)
+    np.testing.assert_array_equal(np_(memdec.generate(src, **beam)["tokens"]),
+                                  np_(rnnsearch.generate(src, **beam)["tokens"]))
+    # Without the W^s term (Eq. 5 as printed) the query loses s_{t-1}: a different model.
+    printed = memdec_from_rnnsearch(rnnsearch, memory_size=4, init_noise_std=1.0)
+    assert np.abs(np_(printed((src, tgt))) - expected).max() > 1e-3
+    # The round trip keeps the option.
+    assert MemDec.from_config(memdec.get_config()).query_state is True
+
+
 def test_warm_start_bad_new_weights():
     rnnsearch = RNNsearch(30, 25, **SIZES)
     rnnsearch(batch())

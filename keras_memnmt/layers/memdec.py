@@ -135,6 +135,7 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
                     (addressing="shared_weights": w^r_t = w_{t-1} = w^w_{t-1})
                     r_{t-1} = sum_i w^r_t(i) M_{t-1}(i)              (Eq. 4, §3.1)
         2. pre-state  s~_t = tanh(W^r r_{t-1} + W^y e + b)            (Eq. 5)
+                    (query_state=True: tanh(W^r r_{t-1} + W^s s_{t-1} + W^y e + b))
         3. context  c_t, alpha_t = AdditiveAttention(s~_t, h_1..h_Tx) (Eq. 6, 3)
         4. state    s_t = GRU(s_{t-1}, [e; c_t; r_{t-1}])            (Eq. 7)
         5. write    w^w_t = Address_w(s_t, M_{t-1}, w^r_t)            (Eq. 8, §3.2)
@@ -229,6 +230,15 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
       `RNNsearchCell`); Eq. 7's inputs are concatenated as `[e; c_t; r_{t-1}]`.
     - Dropout: only in the readout (`output_dropout`, MemDec §4); no embedding
       dropout in the cell.
+    - Eq. 5 has no `s_{t-1}` term: the attention query of MemDec sees the
+      state only through the memory read. Followed by default. Not in the
+      paper, `query_state=True` adds `W^s s_{t-1}`, the term RNNsearch's
+      feedback query has (§2.1), so that the query sees both. Our addition,
+      for the RNNsearch warm start (§4.2): with it the warm-started model
+      computes exactly the pre-trained RNNsearch until the read weights move
+      (see `memdec_from_rnnsearch`); without it the copied attention loses
+      the state it was trained on and the warm-started model starts far
+      below RNNsearch (README, MemDec results).
 
     Weights and the RNNsearch pre-training copy (MemDec §4.2). Sublayers share
     `RNNsearchCell`'s names wherever the parameter is the same:
@@ -238,6 +248,8 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
       `[0:m]` = `W^r` (acting on `r_{t-1}`), rows `[m:m+E]` = `W^y`. RNNsearch's
       `feedback_query` has rows `[0:units]` for `s_{t-1}` and `[units:units+E]`
       for `e`: with `m == units` it copies 1:1 (`r` takes the place of `s`).
+      With `query_state=True` the input is `[r; s; e]` (Dense m+units+E ->
+      units): rows `[m:m+units+E]` have exactly the layout of RNNsearch's.
     - `gru` (GRUCell, input `E + D + m`): kernel rows `[0:E]` act on `e`,
       `[E:E+D]` on `c_t`, `[E+D:E+D+m]` on `r_{t-1}`. Rows `[0:E+D]` have
       exactly the layout of RNNsearch's GRU kernel (input `[e; c_t]`); the
@@ -284,6 +296,8 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
         noise_at_inference: bool, with `init_noise="sample"`: also draw `nu_i`
             when `training=False`.
         write: bool; False disables the memory write (the memory stays `M_0`).
+        query_state: bool; True adds `W^s s_{t-1}` to the pre-state of Eq. 5
+            (not in the paper, see above). Default False.
         output_dropout: float in [0, 1), dropout in the readout.
         init_state: "mean" or "summary", how `s_0` is computed (as in
             `RNNsearchCell`).
@@ -336,6 +350,7 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
         init_noise: str = "fixed",
         noise_at_inference: bool = False,
         write: bool = True,
+        query_state: bool = False,
         output_dropout: float = 0.5,
         init_state: str = "mean",
         kernel_initializer: Any = "glorot_uniform",
@@ -363,6 +378,7 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
         self.init_noise = check_choice("init_noise", init_noise, INIT_NOISES)
         self.noise_at_inference = check_bool("noise_at_inference", noise_at_inference)
         self.write = check_bool("write", write)
+        self.query_state = check_bool("query_state", query_state)
         self.output_dropout = check_rate("output_dropout", output_dropout)
         self.init_state = check_choice("init_state", init_state, INIT_STATES)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
@@ -438,7 +454,8 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
         state_shape = (None, self.units)
         memory_shape = (None, self.memory_size, self.memory_dim)
         self.read_addressing.build(state_shape, memory_shape)
-        self.query_dense.build((None, self.memory_dim + embedding_dim))
+        query_inputs = self.memory_dim + (self.units if self.query_state else 0) + embedding_dim
+        self.query_dense.build((None, query_inputs))
         self.gru_cell.build((None, embedding_dim + self.annotation_units + self.memory_dim))
         if self.write_addressing is not None:
             self.write_addressing.build(state_shape, memory_shape)
@@ -554,8 +571,10 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
                 s_prev, memory, previous, projected_memory=projected
             )
         read = ops.sum(ops.expand_dims(read_weights, -1) * memory, axis=1)  # (B, m)
-        # 2. pre-state s~_t = tanh(W^r r_{t-1} + W^y e + b) (Eq. 5).
-        query = self.query_dense(ops.concatenate([read, inputs], axis=-1))  # (B, units)
+        # 2. pre-state s~_t = tanh(W^r r_{t-1} + W^y e + b) (Eq. 5), with query_state
+        # plus W^s s_{t-1} (our addition, see the class docstring).
+        query_inputs = [read, s_prev, inputs] if self.query_state else [read, inputs]
+        query = self.query_dense(ops.concatenate(query_inputs, axis=-1))  # (B, units)
         # 3. c_t = read^S(s~_t, M^S) (Eq. 6, 3).
         context, attention = self.attention(query, keys, annotations, mask=mask)
         # 4. s_t = GRU(s_{t-1}, [e; c_t; r_{t-1}]) (Eq. 7).
@@ -620,6 +639,7 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
                 "init_noise": self.init_noise,
                 "noise_at_inference": self.noise_at_inference,
                 "write": self.write,
+                "query_state": self.query_state,
                 "output_dropout": self.output_dropout,
                 "init_state": self.init_state,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),

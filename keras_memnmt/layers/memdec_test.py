@@ -51,6 +51,7 @@ def _step_weights(cell):
         "address_nonlinearity": cell.address_nonlinearity,
         "addressing": cell.addressing,
         "write": cell.write,
+        "query_state": cell.query_state,
         "read_addressing": _addressing_weights(cell.read_addressing),
         "query_kernel": numpy(cell.query_dense.kernel),
         "query_bias": numpy(cell.query_dense.bias),
@@ -188,7 +189,8 @@ def test_step_matches_numpy_reference(address_nonlinearity, addressing):
 @pytest.mark.parametrize(
     "kwargs",
     [{}, {"addressing": "shared_parameters"},
-     {"address_nonlinearity": "none", "addressing": "separate", "memory_dim": None}],
+     {"address_nonlinearity": "none", "addressing": "separate", "memory_dim": None},
+     {"query_state": True}],
 )
 def test_rnn_sequence_and_readout_match_reference(kwargs):
     annotations, mask, embedded = _data()
@@ -485,6 +487,9 @@ def test_sizes_weight_names_and_errors():
     # RNNsearch-compatible names and shapes for the pre-training copy (class docstring).
     assert tuple(cell.gru_cell.kernel.shape) == (E + D + UNITS, 3 * UNITS)
     assert tuple(cell.query_dense.kernel.shape) == (UNITS + E, UNITS)
+    with_state = MemDecCell(UNITS, VOCAB, ATT, READ, annotation_units=D, memory_dim=M, query_state=True)
+    with_state.build((None, E))
+    assert tuple(with_state.query_dense.kernel.shape) == (M + UNITS + E, UNITS)  # [r; s; e]
     names = {w.path.split("/", 1)[1] for w in cell.weights if "seed_generator" not in w.path}
     for name in (
         "init_state/kernel",

@@ -21,7 +21,8 @@ class MemDec(Seq2Seq):
     :class:`RNNsearch`; ``memory_size`` (n cells), ``memory_dim`` (m, default
     ``decoder_units``), ``address_units``, ``address_nonlinearity``,
     ``addressing`` (or the legacy ``shared_addressing``), ``init_noise_std``, ``init_noise``,
-    ``noise_at_inference``: see :class:`MemDecCell`, where each paper ambiguity is
+    ``noise_at_inference``, ``query_state`` (our addition to Eq. 5: ``W^s s_{t-1}``
+    in the attention query): see :class:`MemDecCell`, where each paper ambiguity is
     documented at its equation.
     """
 
@@ -30,7 +31,8 @@ class MemDec(Seq2Seq):
                  address_units: int | None = None, address_nonlinearity: str = "tanh",
                  addressing: str | None = None, shared_addressing: bool | None = None,
                  init_noise_std: float = 0.1,
-                 init_noise: str = "fixed", noise_at_inference: bool = False, **kwargs):
+                 init_noise: str = "fixed", noise_at_inference: bool = False,
+                 query_state: bool = False, **kwargs):
         self.attention_units = attention_units
         self.readout_units = readout_units
         self.memory_size = memory_size
@@ -41,6 +43,7 @@ class MemDec(Seq2Seq):
         self.init_noise_std = init_noise_std
         self.init_noise = init_noise
         self.noise_at_inference = noise_at_inference
+        self.query_state = query_state
         super().__init__(source_vocab_size, target_vocab_size, **kwargs)
 
     def make_cell(self) -> keras.layers.Layer:
@@ -50,7 +53,8 @@ class MemDec(Seq2Seq):
             memory_size=self.memory_size, memory_dim=self.memory_dim,
             address_units=self.address_units, address_nonlinearity=self.address_nonlinearity,
             addressing=self.addressing, init_noise_std=self.init_noise_std,
-            init_noise=self.init_noise, noise_at_inference=self.noise_at_inference, output_dropout=self.output_dropout,
+            init_noise=self.init_noise, noise_at_inference=self.noise_at_inference,
+            query_state=self.query_state, output_dropout=self.output_dropout,
             name="memdec_cell",
         )
 
@@ -60,7 +64,8 @@ class MemDec(Seq2Seq):
                 "memory_dim": self.memory_dim, "address_units": self.address_units,
                 "address_nonlinearity": self.address_nonlinearity,
                 "addressing": self.addressing, "init_noise_std": self.init_noise_std,
-                "init_noise": self.init_noise, "noise_at_inference": self.noise_at_inference}
+                "init_noise": self.init_noise, "noise_at_inference": self.noise_at_inference,
+                "query_state": self.query_state}
 
 
 def _build(model: Seq2Seq) -> None:
@@ -79,7 +84,9 @@ def memdec_from_rnnsearch(rnnsearch: RNNsearch, new_weights: str = "zeros", **me
     feedback query only the ``W^y`` rows (acting on ``e``) and the bias are
     copied: RNNsearch's ``W`` acts on the state ``s_{t-1}``, MemDec's ``W^r``
     on the memory read ``r_{t-1}``, a different space, so ``W^r`` starts fresh
-    (our decision). The memory parameters (initialization, addressing, erase,
+    (our decision). With ``query_state=True`` (our addition to Eq. 5, see
+    :class:`MemDecCell`) MemDec's query has a ``W^s s_{t-1}`` term, and ``W`` is
+    copied into it: the whole query is then RNNsearch's. The memory parameters (initialization, addressing, erase,
     add) start from their initializers; then the whole model is fine-tuned.
 
     ``new_weights`` sets the two matrices that feed the memory read into the
@@ -87,7 +94,8 @@ def memdec_from_rnnsearch(rnnsearch: RNNsearch, new_weights: str = "zeros", **me
     ``"zeros"`` (default, our decision; the paper does not say) starts them at
     zero, so at the first fine-tuning step the read adds nothing and the GRU
     computes exactly the pre-trained update (only the query lacks the
-    ``W s_{t-1}`` term, which Eq. 5 has no place for); gradients reach them at
+    ``W s_{t-1}`` term, which Eq. 5 has no place for; with ``query_state=True``
+    the warm-started model computes exactly the RNNsearch it comes from); gradients reach them at
     once (they depend on ``r``, which is not zero) and the memory parameters
     from the second step on, as with a zero-initialized adapter.
     ``"initializer"`` draws them from their initializers like any fresh layer,
@@ -113,10 +121,10 @@ def memdec_from_rnnsearch(rnnsearch: RNNsearch, new_weights: str = "zeros", **me
     dst.gru_cell.set_weights([new_kernel, recurrent, bias])
     if src.query_dense is not None:
         q_kernel, q_bias = src.query_dense.get_weights()  # rows [s (units); e (E)]
-        new_q, _ = dst.query_dense.get_weights()  # rows [r (m); e (E)]
-        e_rows = q_kernel.shape[0] - src.units
-        new_q[-e_rows:] = q_kernel[-e_rows:]
+        new_q, _ = dst.query_dense.get_weights()  # rows [r (m); e (E)] or [r; s; e]
+        copied = q_kernel.shape[0] if dst.query_state else q_kernel.shape[0] - src.units
+        new_q[-copied:] = q_kernel[-copied:]
         if new_weights == "zeros":
-            new_q[:-e_rows] = 0.0  # W^r
+            new_q[:-copied] = 0.0  # W^r
         dst.query_dense.set_weights([new_q, q_bias])
     return memdec

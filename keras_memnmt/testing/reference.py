@@ -383,6 +383,7 @@ def memdec_step(
     erase_bias: np.ndarray | None = None,
     add_kernel: np.ndarray | None = None,
     add_bias: np.ndarray | None = None,
+    query_state: bool = False,
 ) -> dict:
     """One MemDec decoder step (paper 000, Eq. 4-13), written from the equations.
 
@@ -391,6 +392,8 @@ def memdec_step(
         r_{t-1} = sum_i w^r_t(i) M_{t-1}(i)                        (Eq. 4)
         s~_t    = tanh(W^r r_{t-1} + W^y e + b)                    (Eq. 5; query_kernel
                   rows [0:m] = W^r, [m:] = W^y)
+                  query_state: tanh(W^r r_{t-1} + W^s s_{t-1} + W^y e + b), rows
+                  [0:m] = W^r, [m:m+U] = W^s, [m+U:] = W^y (our addition)
         c_t     = additive attention with query s~_t               (Eq. 6, 3)
         s_t     = GRU(s_{t-1}, [e; c_t; r_{t-1}])                  (Eq. 7)
         w^w_t   = Address_w(s_t, M_{t-1}, w^r_t)   (Address_w = Address_r unless "separate")
@@ -424,7 +427,8 @@ def memdec_step(
     read = np.zeros((batch, m))
     for i in range(n):
         read += read_weights[:, i : i + 1] * memory[:, i]
-    query = np.tanh(dense(np.concatenate([read, embedded], -1), query_kernel, query_bias))
+    query_inputs = [read, s_prev, embedded] if query_state else [read, embedded]
+    query = np.tanh(dense(np.concatenate(query_inputs, -1), query_kernel, query_bias))
     context, attention = additive_attention(
         query,
         annotations,

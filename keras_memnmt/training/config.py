@@ -43,6 +43,7 @@ class TrainConfig:
     shared_addressing: bool | None = None  # MemDec, legacy name: True = shared_parameters, False = separate
     init_noise_std: float = 0.1  # MemDec Eq. 14: std of the memory-initialization noise
     init_noise: str = "fixed"  # MemDec Eq. 14: "fixed" (drawn once) or "sample" (per sentence)
+    query_state: bool = False  # MemDec Eq. 5 plus W^s s_{t-1} (our addition: a lossless warm start)
     pretrain_run: str | None = None  # MemDec: warm start from this RNNsearch run directory
     pretrain_checkpoint: str | None = None  # MemDec: that run's checkpoint (e.g. step3688; None = best.keras)
     pretrain_epochs: int = 0  # MemDec: first train RNNsearch this many epochs (0 = none)

@@ -81,7 +81,7 @@ def memdec_options(config: TrainConfig) -> dict:
                 address_nonlinearity=config.address_nonlinearity,
                 addressing=config.addressing, shared_addressing=config.shared_addressing,
                 init_noise_std=config.init_noise_std,
-                init_noise=config.init_noise)
+                init_noise=config.init_noise, query_state=config.query_state)
 
 
 def pretrained_memdec(config: TrainConfig, out_dir: str, data_dir: str | None, log=print):
@@ -264,7 +264,7 @@ def read_config(run_dir: str) -> TrainConfig:
 # Config fields that shape the model: a resumed run must keep its own.
 ARCHITECTURE_FIELDS = ("model", "embedding_dim", "encoder_units", "decoder_units", "attention_units",
                        "readout_units", "feedback_attention", "memory_size", "memory_dim", "address_units",
-                       "address_nonlinearity", "init_noise", "init_noise_std")
+                       "address_nonlinearity", "init_noise", "init_noise_std", "query_state")
 
 
 def _check_resume_config(out_dir: str, config: TrainConfig) -> None:
