@@ -85,9 +85,10 @@ def memdec_from_rnnsearch(rnnsearch: RNNsearch, new_weights: str = "zeros", **me
     copied: RNNsearch's ``W`` acts on the state ``s_{t-1}``, MemDec's ``W^r``
     on the memory read ``r_{t-1}``, a different space, so ``W^r`` starts fresh
     (our decision). With ``query_state=True`` (our addition to Eq. 5, see
-    :class:`MemDecCell`) MemDec's query has a ``W^s s_{t-1}`` term, and ``W`` is
-    copied into it: the whole query is then RNNsearch's. The memory parameters (initialization, addressing, erase,
-    add) start from their initializers; then the whole model is fine-tuned.
+    :class:`MemDecCell`) MemDec's query has a ``W^s s_{t-1}`` term and ``W`` is
+    copied into it: the whole query is then RNNsearch's. The memory parameters
+    (initialization, addressing, erase, add) start from their initializers; then
+    the whole model is fine-tuned.
 
     ``new_weights`` sets the two matrices that feed the memory read into the
     copied decoder, the GRU kernel rows of ``r`` (Eq. 7) and ``W^r`` (Eq. 5):
@@ -95,9 +96,10 @@ def memdec_from_rnnsearch(rnnsearch: RNNsearch, new_weights: str = "zeros", **me
     zero, so at the first fine-tuning step the read adds nothing and the GRU
     computes exactly the pre-trained update (only the query lacks the
     ``W s_{t-1}`` term, which Eq. 5 has no place for; with ``query_state=True``
-    the warm-started model computes exactly the RNNsearch it comes from); gradients reach them at
-    once (they depend on ``r``, which is not zero) and the memory parameters
-    from the second step on, as with a zero-initialized adapter.
+    the warm-started model computes exactly the RNNsearch it comes from);
+    gradients reach them at once (they depend on ``r``, which is not zero) and
+    the memory parameters from the second step on, as with a zero-initialized
+    adapter.
     ``"initializer"`` draws them from their initializers like any fresh layer,
     which adds an untrained random signal to the GRU input and the query.
     """
