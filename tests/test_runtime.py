@@ -25,3 +25,39 @@ def test_tune_malloc_applies_on_glibc_and_can_be_turned_off():
         pytest.skip("not glibc")
     assert _run("1") == "True"
     assert _run("0") == "False"
+
+
+MMAP_CHECK = """
+import ctypes, sys
+from keras_memnmt.runtime import tune_malloc
+
+class MallInfo2(ctypes.Structure):  # glibc >= 2.33
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
+                 "uordblks", "fordblks", "keepcost")]
+
+libc = ctypes.CDLL("libc.so.6")
+libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+libc.mallinfo2.restype = MallInfo2
+tune_malloc()
+before = libc.mallinfo2().hblks  # blocks mmapped by the interpreter's start
+block = libc.malloc(64 << 20)  # far above glibc's default 128 KB mmap threshold
+sys.stdout.write(str(libc.mallinfo2().hblks - before))
+libc.free(block)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc mallopt")
+def test_tune_malloc_serves_large_blocks_from_the_heap():
+    """With the tuning a 64 MB block is not its own mmap (refaulted after every free)."""
+    import os
+    import platform
+
+    if platform.libc_ver()[0] != "glibc" or tuple(map(int, platform.libc_ver()[1].split("."))) < (2, 33):
+        pytest.skip("needs glibc >= 2.33 (mallinfo2)")
+    for setting, mmapped in (("1", "0"), ("0", "1")):
+        env = {**os.environ, "MEMNMT_MALLOC_TUNING": setting}
+        out = subprocess.run([sys.executable, "-c", MMAP_CHECK], env=env, capture_output=True,
+                             text=True, check=True).stdout
+        assert out == mmapped, (setting, out)
