@@ -42,6 +42,41 @@ def test_tokenize_runs_inside_a_tf_graph(small_vocab):
     assert out == [b"zwei Hunde", b"ein Mann"]
 
 
+def test_python_and_graph_front_ends_agree(small_vocab, val_corpus):
+    """encode/decode (sentencepiece package) and tokenize/detokenize (TF op) give the same ids."""
+    for v, texts in ((small_vocab.source, val_corpus.source), (small_vocab.target, val_corpus.target)):
+        texts = [*texts, "", "   ", "\u4e2d\u6587 a", "A  dog\truns ."]
+        ids = v.encode(texts)
+        assert ids == v.tokenize(tf.constant(texts)).to_list()
+        graph = [s.decode("utf-8") for s in v.detokenize(tf.ragged.constant(ids)).numpy().tolist()]
+        assert v.decode(ids) == graph
+
+
+def test_training_and_translation_do_not_load_tensorflow_text(tmp_path):
+    """The pipeline, training and translation use the sentencepiece package only (~120 MB less RSS)."""
+    import subprocess
+    import sys
+
+    code = """
+import sys
+from keras_memnmt.data import SubwordVocab, make_dataset
+from keras_memnmt.data.synthetic import synthetic_corpus
+from keras_memnmt.inference import translate
+from keras_memnmt.models import RNNsearch
+c = synthetic_corpus(64, seed=0)
+v = SubwordVocab.train(c.source, c.target, size=40)
+ds, _ = make_dataset(c, v, batch_size=16, max_length=30)
+m = RNNsearch(v.source.vocab_size, v.target.vocab_size, embedding_dim=8, encoder_units=8,
+              decoder_units=8, attention_units=8, readout_units=8)
+m.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+m.fit(ds.take(2), verbose=0)
+print(translate(m, v, c.source[:3], beam_size=2, progress=False))
+assert "tensorflow_text" not in sys.modules, "tensorflow_text was imported"
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+
+
 def test_save_load(small_vocab, tmp_path):
     small_vocab.save(str(tmp_path / "vocab"))
     v = SubwordVocab.load(str(tmp_path / "vocab"))

@@ -1,9 +1,10 @@
 """tf.data pipeline: text pairs → padded ``((source_ids, target_in_ids), target_out_ids)`` batches.
 
-Steps (all inside tf.data, so the same pipeline feeds ``model.fit`` under
+Steps (all but the first inside tf.data, so the same pipeline feeds ``model.fit`` under
 TensorFlow, JAX and PyTorch):
 
-1. tokenize both sides with the SentencePiece op (batched map, then unbatch);
+1. tokenize both sides once, up front (``SentencePieceVocab.encode``), into a
+   ragged-tensor dataset;
 2. append eos to the source; ``target_in = [bos] + y``, ``target_out = y + [eos]``;
 3. drop pairs longer than ``max_length`` subword tokens on either side — the
    number dropped is counted beforehand and returned in :class:`PipelineStats`
@@ -57,31 +58,40 @@ class PipelineStats:
         }
 
 
-def _text_dataset(corpus: ParallelCorpus, vocab: SubwordVocab, chunk: int = 4096):
-    """(source ids, target ids) per pair, tokenized in batched tf.data maps, no bos/eos."""
+def _encode(corpus: ParallelCorpus, vocab: SubwordVocab, chunk: int = 8192):
+    """Subword ids (no bos/eos) of both sides: two ``(values, row_lengths)`` pairs of arrays."""
+    out = []
+    for side, texts in ((vocab.source, corpus.source), (vocab.target, corpus.target)):
+        values, lengths = [], []
+        for start in range(0, len(texts), chunk):
+            for row in side.encode(texts[start:start + chunk]):
+                values.extend(row)
+                lengths.append(len(row))
+        out.append((np.asarray(values, np.int32), np.asarray(lengths, np.int64)))
+    return out
+
+
+def _text_dataset(encoded):
+    """(source ids, target ids) per pair, from :func:`_encode`'s arrays."""
     import tensorflow as tf
 
-    def tokenize(src, tgt):
-        return vocab.source.tokenize(src), vocab.target.tokenize(tgt)
-
-    ds = tf.data.Dataset.from_tensor_slices((corpus.source, corpus.target))
-    return ds.batch(chunk).map(tokenize, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
+    (src, src_len), (tgt, tgt_len) = encoded
+    return tf.data.Dataset.from_tensor_slices((
+        tf.RaggedTensor.from_row_lengths(src, src_len),
+        tf.RaggedTensor.from_row_lengths(tgt, tgt_len),
+    ))
 
 
 def token_lengths(corpus: ParallelCorpus, vocab: SubwordVocab) -> tuple[np.ndarray, np.ndarray]:
     """Subword lengths (without bos/eos) of every source and target sentence."""
-    import tensorflow as tf
-
-    ds = _text_dataset(corpus, vocab).map(lambda s, t: (tf.size(s), tf.size(t))).batch(8192)
-    src, tgt = [], []
-    for s, t in ds.as_numpy_iterator():
-        src.append(s)
-        tgt.append(t)
-    return np.concatenate(src), np.concatenate(tgt)
+    (_, src_len), (_, tgt_len) = _encode(corpus, vocab)
+    return src_len, tgt_len
 
 
-def corpus_stats(corpus: ParallelCorpus, vocab: SubwordVocab, max_length: int) -> PipelineStats:
-    src_len, tgt_len = token_lengths(corpus, vocab)
+def corpus_stats(corpus: ParallelCorpus, vocab: SubwordVocab, max_length: int,
+                 lengths: tuple[np.ndarray, np.ndarray] | None = None) -> PipelineStats:
+    """What :func:`make_dataset` keeps and drops; ``lengths``: precomputed :func:`token_lengths`."""
+    src_len, tgt_len = lengths if lengths is not None else token_lengths(corpus, vocab)
     keep = (src_len <= max_length) & (tgt_len <= max_length)
     return PipelineStats(
         pairs=len(corpus),
@@ -150,7 +160,8 @@ def make_dataset(
         raise ValueError(
             f"batch_size={batch_size} tokens cannot hold one sentence of max_length={max_length}"
         )
-    stats = stats or corpus_stats(corpus, vocab, max_length)
+    encoded = _encode(corpus, vocab)
+    stats = stats or corpus_stats(corpus, vocab, max_length, (encoded[0][1], encoded[1][1]))
     if stats.kept == 0:
         raise CorpusError(
             f"all {stats.pairs} pairs of {corpus.name or 'the corpus'} are longer than "
@@ -164,7 +175,7 @@ def make_dataset(
     def short_enough(src, tgt_in, tgt_out):
         return tf.logical_and(tf.size(src) <= max_length + 1, tf.size(tgt_out) <= max_length + 1)
 
-    ds = _text_dataset(corpus, vocab).map(add_specials, num_parallel_calls=tf.data.AUTOTUNE)
+    ds = _text_dataset(encoded).map(add_specials, num_parallel_calls=tf.data.AUTOTUNE)
     ds = ds.filter(short_enough).cache()
     if shuffle:
         ds = ds.shuffle(min(stats.kept, 100_000), seed=seed, reshuffle_each_iteration=True)
