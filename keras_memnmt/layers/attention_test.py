@@ -167,3 +167,53 @@ def test_precompute_keys_before_build_raises():
 def test_dot_score_needs_equal_sizes():
     with pytest.raises(ValueError, match="dot"):
         LuongAttention("dot").build((None, 4), (None, None, 6))
+
+
+def _grads(fn, *arrays):
+    """Gradients of `sum(fn(*arrays) * r)` (fixed random r) w.r.t. every array, on this backend."""
+    backend = keras.backend.backend()
+    r = np.random.default_rng(9).normal(size=(B, TX)).astype("float32")
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        xs = [tf.constant(a) for a in arrays]
+        with tf.GradientTape() as tape:
+            tape.watch(xs)
+            out = tf.reduce_sum(fn(*xs) * r)
+        return [g.numpy() for g in tape.gradient(out, xs)]
+    if backend == "jax":
+        import jax
+
+        grad = jax.grad(lambda *xs: (fn(*xs) * r).sum(), argnums=tuple(range(len(arrays))))
+        return [np.asarray(g) for g in grad(*arrays)]
+    if backend == "torch":
+        import torch
+
+        xs = [torch.tensor(a, requires_grad=True) for a in arrays]
+        (fn(*xs) * torch.tensor(r)).sum().backward()
+        return [x.grad.numpy() for x in xs]
+    pytest.skip(f"no gradient helper for backend {backend}")
+
+
+def test_rematerialized_scores_have_the_same_values_and_gradients():
+    from keras_memnmt.layers.attention import _tanh_scores, _tanh_scores_remat
+
+    rng = np.random.default_rng(3)
+    args = (rng.normal(size=(B, 7)), rng.normal(size=(B, TX, 7)), rng.normal(size=(7,)))
+    args = [a.astype("float32") for a in args]
+    np.testing.assert_allclose(numpy(_tanh_scores_remat(*args)), numpy(_tanh_scores(*args)), atol=1e-6)
+    for got, want in zip(_grads(_tanh_scores_remat, *args), _grads(_tanh_scores, *args)):
+        assert np.abs(want).max() > 1e-3  # a real gradient, not zeros
+        np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["additive", "concat"])
+def test_rematerialize_off_gives_identical_outputs(name):
+    query, annotations, mask = _data()
+    layer = _built(name)
+    plain = layer.__class__.from_config({**layer.get_config(), "rematerialize": False})
+    plain.build((None, Q), (None, None, D))
+    plain.set_weights(layer.get_weights())
+    assert layer.rematerialize and not plain.rematerialize
+    for got, want in zip(_run(plain, query, annotations, mask), _run(layer, query, annotations, mask)):
+        np.testing.assert_allclose(got, want, atol=1e-6)
