@@ -88,3 +88,12 @@ def test_trains_under_model_fit(eps):
     model.compile(keras.optimizers.Adam(0.05), MaskedCrossEntropy(label_smoothing=eps))
     history = model.fit(inputs, targets, epochs=20, batch_size=B, verbose=0).history["loss"]
     assert np.isfinite(history).all() and history[-1] < 0.5 * history[0]
+
+
+def test_float16_logits_get_a_float16_gradient():
+    targets, logits = _inputs()
+    loss, grad = _value_and_grad(MaskedCrossEntropy(label_smoothing=0.1), targets, logits.astype("float16"))
+    want_loss, want_grad = _reference(targets, logits.astype("float16").astype("float32"), 0.1)
+    assert grad.dtype == np.float16
+    np.testing.assert_allclose(loss, want_loss, rtol=1e-3)
+    np.testing.assert_allclose(grad, want_grad, atol=1e-3)
