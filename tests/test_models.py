@@ -106,3 +106,28 @@ def test_translate_fills_a_short_last_batch_without_changing_results():
     big = translate(model, vocab, sentences, beam_size=2, batch_size=64, progress=False)
     assert small == big and len(small) == 12 and small[10:] == ["", ""]
     assert any(small[:10])
+
+
+@pytest.mark.parametrize("model_name", ["rnnsearch", "memdec"])
+def test_attention_remat_reaches_the_attention_and_keeps_the_outputs(model_name):
+    """TrainConfig.attention_remat → model → cell → AdditiveAttention.rematerialize; same logits."""
+    from keras_memnmt.training.config import TrainConfig, apply_overrides
+    from keras_memnmt.training.trainer import build_model
+
+    class Vocab:  # build_model reads only the two sizes
+        source = type("V", (), {"vocab_size": 30})()
+        target = type("V", (), {"vocab_size": 25})()
+
+    sizes = [f"{k}={v}" for k, v in SIZES.items()] + ["attention_units=9", f"model={model_name}"]
+    models = {}
+    for remat in (True, False):
+        config = apply_overrides(TrainConfig(), [*sizes, f"attention_remat={remat}"])
+        models[remat] = build_model(config, Vocab())
+        assert models[remat].cell.attention.rematerialize is remat
+        assert type(models[remat]).from_config(models[remat].get_config()).attention_remat is remat
+    src, tgt = batch()
+    models[True]((src, tgt))
+    models[False]((src, tgt))
+    models[False].set_weights(models[True].get_weights())
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(models[False]((src, tgt))),
+                               keras.ops.convert_to_numpy(models[True]((src, tgt))), atol=1e-6)

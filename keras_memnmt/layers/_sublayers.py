@@ -30,6 +30,7 @@ def additive_attention(cell: keras.layers.Layer) -> AdditiveAttention:
     """The source attention (``cell.attention_units`` hidden units), named ``attention``."""
     return AdditiveAttention(
         cell.attention_units,
+        rematerialize=cell.attention_remat,
         kernel_initializer=clone_initializer(cell.kernel_initializer),
         dtype=cell.dtype_policy,
         name="attention",

@@ -80,6 +80,8 @@ class RNNsearchCell(sublayers.DecoderCellMixin, keras.layers.Layer, DropoutRNNCe
         feedback_attention: bool, use `tanh(W [s_{t-1}; e])` as the attention
             query (MemDec §2.1) instead of `s_{t-1}` (Bahdanau).
         output_dropout: float in [0, 1), dropout in the readout.
+        attention_remat: bool, `rematerialize` of the source attention (recompute its
+            `(B, Tx, A)` tanh in the backward pass: less memory, same values).
         dropout: float in [0, 1), variational dropout on the input embedding.
         init_state: "mean" or "summary", how `s_0` is computed (see above).
         kernel_initializer: initializer of the input kernels.
@@ -123,6 +125,7 @@ class RNNsearchCell(sublayers.DecoderCellMixin, keras.layers.Layer, DropoutRNNCe
         annotation_units: int,
         feedback_attention: bool = True,
         output_dropout: float = 0.5,
+        attention_remat: bool = True,
         dropout: float = 0.0,
         init_state: str = "mean",
         kernel_initializer: Any = "glorot_uniform",
@@ -139,6 +142,7 @@ class RNNsearchCell(sublayers.DecoderCellMixin, keras.layers.Layer, DropoutRNNCe
         self.annotation_units = check_positive_int("annotation_units", annotation_units)
         self.feedback_attention = check_bool("feedback_attention", feedback_attention)
         self.output_dropout = check_rate("output_dropout", output_dropout)
+        self.attention_remat = check_bool("attention_remat", attention_remat)
         self.dropout = check_rate("dropout", dropout)
         self.init_state = check_choice("init_state", init_state, INIT_STATES)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
@@ -292,6 +296,7 @@ class RNNsearchCell(sublayers.DecoderCellMixin, keras.layers.Layer, DropoutRNNCe
                 "annotation_units": self.annotation_units,
                 "feedback_attention": self.feedback_attention,
                 "output_dropout": self.output_dropout,
+                "attention_remat": self.attention_remat,
                 "dropout": self.dropout,
                 "init_state": self.init_state,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),

@@ -26,6 +26,10 @@ class Seq2Seq(keras.Model):
         decoder_units: decoder state size.
         dropout: dropout on the embeddings (training only).
         output_dropout: dropout on the deep-output layer (RNNsearch paper: 0.5).
+        attention_remat: recompute the source attention's ``(B, Tx, A)`` tanh in the
+            backward pass instead of keeping one per target step (``keras.remat``,
+            see :class:`~keras_memnmt.layers.AdditiveAttention`); less training memory,
+            the same values. Models without additive attention (Cho) ignore it.
 
     Call arguments:
         inputs: ``(source_ids (B, Tx), target_in_ids (B, T))`` int ids.
@@ -43,6 +47,7 @@ class Seq2Seq(keras.Model):
         decoder_units: int = 512,
         dropout: float = 0.0,
         output_dropout: float = 0.5,
+        attention_remat: bool = True,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -55,6 +60,7 @@ class Seq2Seq(keras.Model):
         self.decoder_units = decoder_units
         self.dropout = dropout
         self.output_dropout = output_dropout
+        self.attention_remat = attention_remat
         self.encoder = BidirectionalEncoder(source_vocab_size, embedding_dim, encoder_units, dropout,
                                             name="encoder")
         self.target_embedding = keras.layers.Embedding(target_vocab_size, embedding_dim,
@@ -178,4 +184,5 @@ class Seq2Seq(keras.Model):
             "decoder_units": self.decoder_units,
             "dropout": self.dropout,
             "output_dropout": self.output_dropout,
+            "attention_remat": self.attention_remat,
         }

@@ -51,6 +51,7 @@ class TrainConfig:
     warm_start_new: str = "zeros"  # MemDec warm start: GRU rows of r and W^r "zeros" or "initializer"
     dropout: float = 0.0  # embedding dropout
     output_dropout: float = 0.5  # dropout on the deep output (paper: 0.5)
+    attention_remat: bool = True  # recompute the attention tanh in the backward pass (less memory)
     # --- optimization ---
     optimizer: str = "adam"  # "adam" or "adadelta" (paper: eps 1e-6, rho 0.95)
     learning_rate: float = 1e-3  # Adam step size (Adadelta: 1.0)

@@ -67,6 +67,7 @@ def build_model(config: TrainConfig, vocab: SubwordVocab) -> keras.Model:
         embedding_dim=config.embedding_dim, encoder_units=config.encoder_units,
         decoder_units=config.decoder_units, dropout=config.dropout,
         output_dropout=config.output_dropout, readout_units=config.readout_units,
+        attention_remat=config.attention_remat,
     )
     if config.model == "rnnsearch":
         common.update(attention_units=config.attention_units, feedback_attention=config.feedback_attention)
@@ -81,7 +82,8 @@ def memdec_options(config: TrainConfig) -> dict:
                 address_nonlinearity=config.address_nonlinearity,
                 addressing=config.addressing, shared_addressing=config.shared_addressing,
                 init_noise_std=config.init_noise_std,
-                init_noise=config.init_noise, query_state=config.query_state)
+                init_noise=config.init_noise, query_state=config.query_state,
+                attention_remat=config.attention_remat)
 
 
 def pretrained_memdec(config: TrainConfig, out_dir: str, data_dir: str | None, log=print):
