@@ -2,7 +2,8 @@
 
 Sentences are sorted by length, batched and padded to multiples of
 ``pad_multiple`` (few distinct shapes, so compiled decoding is reused), decoded
-with :meth:`Seq2Seq.generate`, detokenized in-graph and put back in input order.
+with :meth:`Seq2Seq.generate`, detokenized (``SentencePieceVocab.decode``) and put
+back in input order.
 """
 
 from __future__ import annotations
