@@ -21,3 +21,32 @@ def randomize_weights(layer: keras.layers.Layer, seed: int = 0, scale: float = 0
     rng = np.random.default_rng(seed)
     for weight in layer.trainable_weights:
         weight.assign(rng.normal(scale=scale, size=tuple(weight.shape)).astype(weight.dtype))
+
+
+def value_and_grads(fn, *arrays: np.ndarray) -> tuple[float, list[np.ndarray]]:
+    """``fn(*tensors)`` (a scalar) and its gradients w.r.t. every array, by this backend's autodiff.
+
+    Keeps the input dtypes (float16 in → float16 gradient), so tests can check them.
+    """
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        xs = [tf.constant(a) for a in arrays]
+        with tf.GradientTape() as tape:
+            tape.watch(xs)
+            value = fn(*xs)
+        return float(value), [g.numpy() for g in tape.gradient(value, xs)]
+    if backend == "jax":
+        import jax
+
+        value, grads = jax.value_and_grad(fn, argnums=tuple(range(len(arrays))))(*arrays)
+        return float(value), [np.asarray(g) for g in grads]
+    if backend == "torch":
+        import torch
+
+        xs = [torch.tensor(a, requires_grad=True) for a in arrays]
+        value = fn(*xs)
+        value.backward()
+        return float(value.detach()), [x.grad.numpy() for x in xs]
+    raise NotImplementedError(f"no gradient helper for backend {backend}")
