@@ -1,14 +1,13 @@
 """tf.data pipeline: text pairs → padded ``((source_ids, target_in_ids), target_out_ids)`` batches.
 
-Steps (all but the first inside tf.data, so the same pipeline feeds ``model.fit`` under
-TensorFlow, JAX and PyTorch):
+Steps (the first two up front in NumPy, the rest inside tf.data, so the same
+pipeline feeds ``model.fit`` under TensorFlow, JAX and PyTorch):
 
-1. tokenize both sides once, up front (``SentencePieceVocab.encode``), into a
-   ragged-tensor dataset;
-2. append eos to the source; ``target_in = [bos] + y``, ``target_out = y + [eos]``;
-3. drop pairs longer than ``max_length`` subword tokens on either side — the
-   number dropped is counted beforehand and returned in :class:`PipelineStats`
-   (and logged by the CLI), never silent;
+1. tokenize both sides once (``SentencePieceVocab.encode``);
+2. drop pairs longer than ``max_length`` subword tokens on either side — the
+   number dropped is counted and returned in :class:`PipelineStats` (and logged
+   by the CLI), never silent — and make a ragged-tensor dataset of the rest;
+3. append eos to the source; ``target_in = [bos] + y``, ``target_out = y + [eos]``;
 4. cache, then a seeded shuffle (reshuffled every epoch);
 5. bucket by length and batch by sentences or by tokens, padding with 0 up to
    the bucket boundary (a small fixed set of shapes, so jit compiles each once);
@@ -18,6 +17,7 @@ TensorFlow, JAX and PyTorch):
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import numpy as np
 
@@ -58,27 +58,24 @@ class PipelineStats:
         }
 
 
-def _encode(corpus: ParallelCorpus, vocab: SubwordVocab, chunk: int = 8192):
+def _encode(corpus: ParallelCorpus, vocab: SubwordVocab):
     """Subword ids (no bos/eos) of both sides: two ``(values, row_lengths)`` pairs of arrays."""
     out = []
     for side, texts in ((vocab.source, corpus.source), (vocab.target, corpus.target)):
-        values, lengths = [], []
-        for start in range(0, len(texts), chunk):
-            for row in side.encode(texts[start:start + chunk]):
-                values.extend(row)
-                lengths.append(len(row))
-        out.append((np.asarray(values, np.int32), np.asarray(lengths, np.int64)))
+        rows = side.encode(texts)
+        lengths = np.fromiter(map(len, rows), np.int64, len(rows))
+        out.append((np.fromiter(itertools.chain.from_iterable(rows), np.int32, int(lengths.sum())), lengths))
     return out
 
 
-def _text_dataset(encoded):
-    """(source ids, target ids) per pair, from :func:`_encode`'s arrays."""
+def _text_dataset(encoded, keep: np.ndarray):
+    """(source ids, target ids) of the pairs where ``keep`` is True, from :func:`_encode`'s arrays."""
     import tensorflow as tf
 
-    (src, src_len), (tgt, tgt_len) = encoded
-    return tf.data.Dataset.from_tensor_slices((
-        tf.RaggedTensor.from_row_lengths(src, src_len),
-        tf.RaggedTensor.from_row_lengths(tgt, tgt_len),
+    rows = np.flatnonzero(keep)
+    return tf.data.Dataset.from_tensor_slices(tuple(
+        tf.gather(tf.RaggedTensor.from_row_lengths(values, lengths), rows)
+        for values, lengths in encoded
     ))
 
 
@@ -88,11 +85,16 @@ def token_lengths(corpus: ParallelCorpus, vocab: SubwordVocab) -> tuple[np.ndarr
     return src_len, tgt_len
 
 
+def _short_enough(src_len: np.ndarray, tgt_len: np.ndarray, max_length: int) -> np.ndarray:
+    """The pairs the pipeline keeps: at most ``max_length`` subword tokens on both sides."""
+    return (src_len <= max_length) & (tgt_len <= max_length)
+
+
 def corpus_stats(corpus: ParallelCorpus, vocab: SubwordVocab, max_length: int,
                  lengths: tuple[np.ndarray, np.ndarray] | None = None) -> PipelineStats:
     """What :func:`make_dataset` keeps and drops; ``lengths``: precomputed :func:`token_lengths`."""
     src_len, tgt_len = lengths if lengths is not None else token_lengths(corpus, vocab)
-    keep = (src_len <= max_length) & (tgt_len <= max_length)
+    keep = _short_enough(src_len, tgt_len, max_length)
     return PipelineStats(
         pairs=len(corpus),
         kept=int(keep.sum()),
@@ -161,7 +163,8 @@ def make_dataset(
             f"batch_size={batch_size} tokens cannot hold one sentence of max_length={max_length}"
         )
     encoded = _encode(corpus, vocab)
-    stats = stats or corpus_stats(corpus, vocab, max_length, (encoded[0][1], encoded[1][1]))
+    (_, src_len), (_, tgt_len) = encoded
+    stats = stats or corpus_stats(corpus, vocab, max_length, (src_len, tgt_len))
     if stats.kept == 0:
         raise CorpusError(
             f"all {stats.pairs} pairs of {corpus.name or 'the corpus'} are longer than "
@@ -172,11 +175,7 @@ def make_dataset(
         src = tf.concat([src, [EOS_ID]], 0)
         return src, tf.concat([[BOS_ID], tgt], 0), tf.concat([tgt, [EOS_ID]], 0)
 
-    def short_enough(src, tgt_in, tgt_out):
-        return tf.logical_and(tf.size(src) <= max_length + 1, tf.size(tgt_out) <= max_length + 1)
-
-    ds = _text_dataset(encoded).map(add_specials, num_parallel_calls=tf.data.AUTOTUNE)
-    ds = ds.filter(short_enough).cache()
+    ds = _text_dataset(encoded, _short_enough(src_len, tgt_len, max_length)).map(add_specials, num_parallel_calls=tf.data.AUTOTUNE).cache()
     if shuffle:
         ds = ds.shuffle(min(stats.kept, 100_000), seed=seed, reshuffle_each_iteration=True)
     bounds = bucket_boundaries(max_length, bucket_width)
