@@ -4,9 +4,12 @@ Prints one ``name=value`` line per figure; never asserts. Run once per backend:
 
     KERAS_BACKEND=jax python benchmarks/throughput.py --data-dir ../shared/data/multi30k
 
-Default sizes are the toolkit-comparison size of the RNNsearch issue: embeddings
-256, bidirectional GRU 256+256 encoder, GRU 512 decoder, additive attention,
-batch 64 sentences, SentencePiece vocabularies of 8k.
+Settings come from a recipe (``--recipe``, default ``multi30k_rnnsearch``: the
+toolkit-comparison size of the RNNsearch issue, embeddings 256, bidirectional GRU
+256+256 encoder, GRU 512 decoder, additive attention, batch 64 sentences,
+SentencePiece vocabularies of 8k, and the recipe's length buckets and label
+smoothing), so the figures are those of the training the README reports;
+``--recipe none`` starts from ``TrainConfig``'s defaults instead (bucket width 8).
 
 Figures, per model (``--model rnnsearch,memdec`` benchmarks several in one run,
 each line prefixed by the model's name): training sentence pairs/s and target
@@ -26,6 +29,7 @@ peak during the model's build and training alone (library code included), and
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import resource
 import time
@@ -87,6 +91,9 @@ def main() -> None:
     p.add_argument("--data-dir", default=os.environ.get("MEMNMT_DATA", "../shared/data/multi30k"))
     p.add_argument("--model", default="rnnsearch",
                    help="model(s), comma-separated: rnnsearch, cho, memdec")
+    p.add_argument("--recipe", default="multi30k_rnnsearch",
+                   help="recipe whose data and model settings are measured (bucket width, batch, "
+                        "sizes, label smoothing); 'none': TrainConfig's defaults")
     p.add_argument("--vocab-size", type=int, default=8000)
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--warmup-steps", type=int, default=60)
@@ -111,7 +118,18 @@ def main() -> None:
 
     print(f"backend={keras.backend.backend()}")
     print(f"malloc_tuned={int(malloc_tuned)}")
-    config = apply_overrides(TrainConfig(vocab_size=args.vocab_size, batch_size=args.batch_size), args.set)
+    if args.recipe == "none":
+        base = TrainConfig()
+    else:
+        from keras_memnmt.cli import load_recipe
+
+        base = load_recipe(args.recipe)
+    config = apply_overrides(dataclasses.replace(base, vocab_size=args.vocab_size,
+                                                 batch_size=args.batch_size), args.set)
+    print(f"recipe={args.recipe}")
+    from keras_memnmt.data.pipeline import default_bucket_width
+
+    print(f"bucket_width={config.bucket_width or default_bucket_width()}")
     train = load_multi30k("en", "de", "train", data_dir=args.data_dir)
     vocab = SubwordVocab.train(train.source, train.target, size=config.vocab_size)
     ds, _ = make_dataset(train, vocab, batch_size=config.batch_size, batch_by=config.batch_by,
