@@ -56,8 +56,7 @@ def main() -> None:
     train = load_multi30k("en", "de", "train", data_dir=args.data_dir)
     vocab = SubwordVocab.train(train.source, train.target, size=config.vocab_size)
     ds, _ = make_dataset(train, vocab, batch_size=config.batch_size, batch_by="sentences",
-                         # width 8 unless set: its buckets pad to exactly 16, 24, 32, 40, ...
-                         max_length=config.max_length, bucket_width=config.bucket_width or 8)
+                         max_length=config.max_length, bucket_width=config.bucket_width)
     first_full = {}
     for batch in ds.as_numpy_iterator():
         (src, _), tgt = batch

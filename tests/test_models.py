@@ -65,6 +65,31 @@ def test_generate_greedy_and_beam_shapes():
     assert set(np.unique(g)) <= set(range(25))
 
 
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_generate_is_the_same_at_every_padded_width(beam_size):
+    """Extra pad columns change nothing; TensorFlow traces one search for both widths
+    (its output buffers sized for a width cap), and that search gives the tokens of the
+    per-width search that return_attention takes."""
+    model = make("rnnsearch")
+    src, _ = batch()
+    wide = np.pad(src, ((0, 0), (0, 7)))  # width 6 -> 13
+    runs = [model.generate(x, beam_size=beam_size, max_length_a=1.0, max_length_b=3)
+            for x in (src, wide)]
+    with_attention = model.generate(src, beam_size=beam_size, max_length_a=1.0, max_length_b=3,
+                                    return_attention=True)
+    tokens = [keras.ops.convert_to_numpy(r["tokens"]) for r in runs + [with_attention]]
+    width = min(t.shape[-1] for t in tokens)
+    for t in tokens:
+        assert (t[..., width:] == 0).all()  # only padding beyond the shortest buffer
+        np.testing.assert_array_equal(t[..., :width], tokens[0][..., :width])
+    for r in runs[1:] + [with_attention]:
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(r["scores"]),
+                                   keras.ops.convert_to_numpy(runs[0]["scores"]), atol=1e-5)
+    if keras.backend.backend() == "tensorflow":
+        shared = [f for key, f in model._compiled_generate.items() if not key[6]]
+        assert len(shared) == 1 and shared[0].experimental_get_tracing_count() == 1
+
+
 def test_bad_arguments():
     with pytest.raises(ValueError, match="target_vocab_size"):
         RNNsearch(30, 2)

@@ -115,33 +115,13 @@ def bucket_boundaries(max_length: int, bucket_width: int) -> list[int]:
     return bounds
 
 
-# Bucket width per backend when none is given (``default_bucket_width``). Measured
-# with benchmarks/throughput.py, RNNsearch recipe, 2-core CPU (README, Benchmarks,
-# tenth session): padded positions per pair 17.9 / 16.9 / 16.4 at widths 4 / 2 / 1,
-# and TensorFlow 224 / 251 / 273 pairs/s. TensorFlow (Keras traces the train step
-# with relaxed shapes after the first few) and PyTorch (eager) run every padded
-# length on the same program, so exact lengths cost nothing. JAX compiles and keeps
-# one program per batch shape: about 5 s and 70-90 MB of resident memory each, so
-# there width 4 (21 shapes on Multi30k) trades some padding for compilations.
-BUCKET_WIDTH = {"tensorflow": 1, "torch": 1, "jax": 4}
-
-
-def default_bucket_width(backend: str | None = None) -> int:
-    """The length-bucket width for a backend (default: the current Keras backend)."""
-    if backend is None:
-        import keras
-
-        backend = keras.backend.backend()
-    return BUCKET_WIDTH.get(backend, 4)
-
-
 def make_dataset(
     corpus: ParallelCorpus,
     vocab: SubwordVocab,
     batch_size: int = 64,
     batch_by: str = "sentences",
     max_length: int = 80,
-    bucket_width: int | None = None,
+    bucket_width: int = 8,
     shuffle: bool = True,
     seed: int = 0,
     stats: PipelineStats | None = None,
@@ -157,8 +137,7 @@ def make_dataset(
         max_length: pairs with more subword tokens than this on either side
             (before bos/eos) are dropped and counted.
         bucket_width: width of the length buckets; batches are padded to the
-            bucket's upper boundary. None: :func:`default_bucket_width` for the
-            current backend (1 on TensorFlow and PyTorch, 4 on JAX).
+            bucket's upper boundary.
         shuffle: shuffle pairs (seeded, reshuffled every epoch).
         seed: the shuffle seed.
         stats: precomputed :func:`corpus_stats` (computed here when None).
@@ -176,8 +155,6 @@ def make_dataset(
 
     if batch_by not in BATCH_BY:
         raise ValueError(f"batch_by must be one of {BATCH_BY}, got {batch_by!r}")
-    if bucket_width is None:
-        bucket_width = default_bucket_width()
     for name, value in (("batch_size", batch_size), ("max_length", max_length), ("bucket_width", bucket_width)):
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")

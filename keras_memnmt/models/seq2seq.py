@@ -15,6 +15,11 @@ from keras_memnmt.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from keras_memnmt.models.encoder import BidirectionalEncoder, embedding_initializer
 
 
+def _width_cap(width: int) -> int:
+    """The source width a TensorFlow search is traced for: 64, or the next power of 2."""
+    return max(64, 1 << (width - 1).bit_length())
+
+
 class Seq2Seq(keras.Model):
     """Encoder–decoder base class: subclasses only say which decoder cell to build.
 
@@ -114,10 +119,14 @@ class Seq2Seq(keras.Model):
         program on TensorFlow (``tf.function``) and JAX (``jax.jit``, weights
         passed in through a ``StatelessScope`` as keras-hub's samplers do, so a
         model that keeps training never decodes with stale weights); PyTorch
-        runs it eagerly.
+        runs it eagerly. JAX compiles one program per ``(B, width)`` shape;
+        TensorFlow traces one per batch size for every source width up to 64 (or
+        the next power of 2), except with ``return_attention``, whose ``(B, L, Tx)``
+        buffers need the width: it traces one per shape.
 
         Returns:
-            dict with ``tokens (B, n_best, L)`` (pad after eos), ``scores (B, n_best)``
+            dict with ``tokens (B, n_best, L)`` (pad after eos; on TensorFlow without
+            attention ``L`` is the bound for the width cap), ``scores (B, n_best)``
             and, if asked, ``attention (B, n_best, L, Tx)``.
         """
         if beam_size < 1 or n_best < 1 or n_best > beam_size:
@@ -134,16 +143,27 @@ class Seq2Seq(keras.Model):
             with torch.no_grad():
                 return self._generate(source_ids, *options)
         cache = self.__dict__.setdefault("_compiled_generate", {})
-        if options not in cache:
-            cache[options] = self._compile_generate(options)
-        return cache[options](source_ids)
+        key = options
+        if backend == "tensorflow" and not return_attention:
+            key = options + (int(source_ids.shape[0]), _width_cap(int(source_ids.shape[1])))
+        if key not in cache:
+            cache[key] = self._compile_generate(options, *key[len(options):])
+        return cache[key](source_ids)
 
-    def _compile_generate(self, options):
+    def _compile_generate(self, options, batch=None, width_cap=None):
         if keras.backend.backend() == "tensorflow":
             import tensorflow as tf
 
-            # one trace per (batch, width) shape; translate() pads to a few widths
-            return tf.function(lambda src: self._generate(src, *options))
+            if width_cap is None:  # with attention: its (B, L, Tx) buffers need a static Tx
+                return tf.function(lambda src: self._generate(src, *options))
+            # One trace for every source width up to `width_cap` (tracing and optimizing
+            # the search graph takes seconds, so a trace per padded width made the first
+            # pass over a test set several times slower than the second). The width is
+            # left unknown; the output buffers are sized for `width_cap`, and the loop
+            # still stops once every sentence has finished.
+            spec = tf.TensorSpec([batch, None], tf.int32)
+            return tf.function(lambda src: self._generate(src, *options, width_cap=width_cap),
+                               input_signature=[spec])
         import jax
 
         @jax.jit
@@ -157,10 +177,12 @@ class Seq2Seq(keras.Model):
                                [v.value for v in self.non_trainable_variables])
 
     def _generate(self, source_ids, beam_size, max_length_a, max_length_b, length_penalty, alpha,
-                  n_best, return_attention) -> dict:
+                  n_best, return_attention, width_cap=None) -> dict:
         from keras_memnmt.decoding import beam_search, greedy_search
 
-        batch, width = source_ids.shape  # static under jit / tf.function
+        batch, width = source_ids.shape  # static, except the width in TensorFlow's shared trace
+        if width is None:
+            width = width_cap
         source_len = ops.sum(ops.cast(ops.not_equal(source_ids, PAD_ID), "float32"), axis=1)  # (B,)
         per_sentence = ops.cast(max_length_a * source_len + max_length_b, "int32")  # (B,)
         steps = int(max_length_a * width + max_length_b)  # static buffer width

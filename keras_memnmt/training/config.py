@@ -26,8 +26,7 @@ class TrainConfig:
     max_length: int = 80  # drop training pairs longer than this many subword tokens (counted)
     batch_size: int = 64  # sentences per batch, or tokens per batch when batch_by == "tokens"
     batch_by: str = "sentences"  # "sentences" or "tokens"
-    bucket_width: int | None = None  # length-bucket width (batches padded to its boundary); None:
-    # the backend's default (1 on TensorFlow and PyTorch, 4 on JAX: data.default_bucket_width)
+    bucket_width: int = 8  # length-bucket width; batches are padded to the bucket boundary
     # --- model ---
     model: str = "rnnsearch"  # architecture: "rnnsearch", "cho" or "memdec"
     embedding_dim: int = 256  # source and target embedding size
