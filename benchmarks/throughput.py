@@ -119,14 +119,15 @@ def main() -> None:
 
     print(f"backend={keras.backend.backend()}")
     print(f"malloc_tuned={int(malloc_tuned)}")
-    if args.recipe == "none":
-        base = TrainConfig()
-    else:
-        from keras_memnmt.cli import load_recipe
+    from keras_memnmt.cli import load_recipe
+    from keras_memnmt.training.config import ConfigError
 
-        base = load_recipe(args.recipe)
-    config = apply_overrides(dataclasses.replace(base, vocab_size=args.vocab_size,
-                                                 batch_size=args.batch_size), args.set)
+    try:  # an unknown recipe or a bad --set: the message, not a traceback
+        base = TrainConfig() if args.recipe == "none" else load_recipe(args.recipe)
+        config = apply_overrides(dataclasses.replace(base, vocab_size=args.vocab_size,
+                                                     batch_size=args.batch_size), args.set)
+    except ConfigError as error:
+        p.error(str(error))
     print(f"recipe={args.recipe}")
     print(f"bucket_width={config.bucket_width}")
     train = load_multi30k("en", "de", "train", data_dir=args.data_dir)

@@ -64,7 +64,8 @@ def _encode(corpus: ParallelCorpus, vocab: SubwordVocab):
     for side, texts in ((vocab.source, corpus.source), (vocab.target, corpus.target)):
         rows = side.encode(texts)
         lengths = np.fromiter(map(len, rows), np.int64, len(rows))
-        out.append((np.fromiter(itertools.chain.from_iterable(rows), np.int32, int(lengths.sum())), lengths))
+        values = np.fromiter(itertools.chain.from_iterable(rows), np.int32, int(lengths.sum()))
+        out.append((values, lengths))
     return out
 
 
@@ -175,7 +176,8 @@ def make_dataset(
         src = tf.concat([src, [EOS_ID]], 0)
         return src, tf.concat([[BOS_ID], tgt], 0), tf.concat([tgt, [EOS_ID]], 0)
 
-    ds = _text_dataset(encoded, _short_enough(src_len, tgt_len, max_length)).map(add_specials, num_parallel_calls=tf.data.AUTOTUNE).cache()
+    ds = _text_dataset(encoded, _short_enough(src_len, tgt_len, max_length))
+    ds = ds.map(add_specials, num_parallel_calls=tf.data.AUTOTUNE).cache()
     if shuffle:
         ds = ds.shuffle(min(stats.kept, 100_000), seed=seed, reshuffle_each_iteration=True)
     bounds = bucket_boundaries(max_length, bucket_width)

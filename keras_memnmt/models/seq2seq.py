@@ -142,19 +142,21 @@ class Seq2Seq(keras.Model):
 
             with torch.no_grad():
                 return self._generate(source_ids, *options)
+        # TensorFlow shares one trace per (batch, width cap); with attention, whose (B, L, Tx)
+        # buffers need a static Tx, and on JAX, the compiled function specializes per shape.
+        shared = backend == "tensorflow" and not return_attention
+        batch, width = (int(d) for d in source_ids.shape)
+        key = (options, batch, _width_cap(width)) if shared else (options, None, None)
         cache = self.__dict__.setdefault("_compiled_generate", {})
-        key = options
-        if backend == "tensorflow" and not return_attention:
-            key = options + (int(source_ids.shape[0]), _width_cap(int(source_ids.shape[1])))
         if key not in cache:
-            cache[key] = self._compile_generate(options, *key[len(options):])
+            cache[key] = self._compile_generate(*key)
         return cache[key](source_ids)
 
     def _compile_generate(self, options, batch=None, width_cap=None):
         if keras.backend.backend() == "tensorflow":
             import tensorflow as tf
 
-            if width_cap is None:  # with attention: its (B, L, Tx) buffers need a static Tx
+            if width_cap is None:  # one trace per (batch, width) shape
                 return tf.function(lambda src: self._generate(src, *options))
             # One trace for every source width up to `width_cap` (tracing and optimizing
             # the search graph takes seconds, so a trace per padded width made the first
