@@ -37,9 +37,10 @@ def main() -> None:
     args = p.parse_args()
     widths = sorted(int(w) for w in args.widths.split(","))
 
-    from keras_memnmt.runtime import tune_malloc
+    from keras_memnmt.runtime import import_tensorflow_without_jax, tune_malloc
 
     malloc_tuned = tune_malloc()  # as the `memnmt` command does (MEMNMT_MALLOC_TUNING=0: off)
+    tf_without_jax = import_tensorflow_without_jax()  # as the `memnmt` command does
 
     import keras
     import tensorflow as tf
@@ -51,6 +52,7 @@ def main() -> None:
     config = apply_overrides(TrainConfig(vocab_size=args.vocab_size, batch_size=args.batch_size), args.set)
     print(f"backend={keras.backend.backend()}")
     print(f"malloc_tuned={int(malloc_tuned)}")
+    print(f"tensorflow_imported_without_jax={int(tf_without_jax)}")
     print(f"model={config.model}")
     print(f"label_smoothing={config.label_smoothing}")
     train = load_multi30k("en", "de", "train", data_dir=args.data_dir)

@@ -108,9 +108,10 @@ def main() -> None:
     if not models or unknown:
         p.error(f"--model: unknown model(s) {unknown or args.model!r}; choose from rnnsearch, cho, memdec")
 
-    from keras_memnmt.runtime import tune_malloc
+    from keras_memnmt.runtime import import_tensorflow_without_jax, tune_malloc
 
     malloc_tuned = tune_malloc()  # as the `memnmt` command does (MEMNMT_MALLOC_TUNING=0: off)
+    tf_without_jax = import_tensorflow_without_jax()  # as the `memnmt` command does
 
     import keras
 
@@ -119,6 +120,7 @@ def main() -> None:
 
     print(f"backend={keras.backend.backend()}")
     print(f"malloc_tuned={int(malloc_tuned)}")
+    print(f"tensorflow_imported_without_jax={int(tf_without_jax)}")
     from keras_memnmt.cli import load_recipe
     from keras_memnmt.training.config import ConfigError
 

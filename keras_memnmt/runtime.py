@@ -59,3 +59,31 @@ def tune_malloc(
     if arena_max > 0:
         settings.append((_M_ARENA_MAX, arena_max))
     return all([bool(mallopt(option, value)) for option, value in settings])
+
+
+def import_tensorflow_without_jax() -> bool:
+    """Imports TensorFlow without the jax import that TF Lite makes as it loads.
+
+    Why: ``tensorflow/lite/python/util.py`` runs ``from jax import jit`` inside a
+    ``try`` at import time, for TF Lite's jax converter. Where jax is installed next to
+    TensorFlow (as in this project's development and CI environment, which has all three
+    backends), every process that imports TensorFlow then loads jaxlib too: after
+    ``import tensorflow`` the resident size is 658 MB with it and 549 MB without
+    (eleventh session, README Benchmarks). The pipeline imports TensorFlow for
+    ``tf.data`` on every backend and no code here converts to TF Lite, so the
+    `memnmt` command and the benchmarks call this first. The block lasts for this
+    import only: a later ``import jax`` (the JAX backend) works as usual.
+
+    Returns whether it applied: False when TensorFlow or jax is already imported
+    or TensorFlow is not installed.
+    """
+    if "tensorflow" in sys.modules or "jax" in sys.modules:
+        return False
+    sys.modules["jax"] = None  # makes `from jax import ...` raise ImportError
+    try:
+        import tensorflow  # noqa: F401
+    except ImportError:
+        return False
+    finally:
+        del sys.modules["jax"]
+    return True

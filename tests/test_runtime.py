@@ -61,3 +61,24 @@ def test_tune_malloc_serves_large_blocks_from_the_heap():
         out = subprocess.run([sys.executable, "-c", MMAP_CHECK], env=env, capture_output=True,
                              text=True, check=True).stdout
         assert out == mmapped, (setting, out)
+
+
+JAX_CHECK = """
+import sys
+from keras_memnmt.runtime import import_tensorflow_without_jax
+
+applied = import_tensorflow_without_jax()
+loaded = sorted({name.split(".")[0] for name in sys.modules if name.split(".")[0] in ("jax", "jaxlib")})
+import jax  # still importable afterwards
+again = import_tensorflow_without_jax()
+sys.stdout.write(f"{applied} {loaded} {again} {jax.numpy.add(1, 2)}")
+"""
+
+
+def test_tensorflow_is_imported_without_loading_jax():
+    """TF Lite's `from jax import jit` at import would load jaxlib (109 MB) into every process."""
+    pytest.importorskip("jax")
+    pytest.importorskip("tensorflow")
+    out = subprocess.run([sys.executable, "-c", JAX_CHECK], capture_output=True, text=True,
+                         check=True).stdout
+    assert out == "True [] False 3"
