@@ -76,7 +76,11 @@ def beam_search(
        c. A candidate is *final* if its token is eos or `i + 1` reaches its
           sentence's limit (force-finished, no eos).
        d. Alive: the best `K` non-final candidates `(B, K)`; the states
-          `(B*K, ·)` follow their source beams via `ops.take` on axis 0.
+          `(B*K, ·)` follow their source beams via `ops.take` on axis 0,
+          except a state `next_fn` returns as the very tensor it was given
+          (pass-through encoder memory): it started as `K` equal copies per
+          sentence and stays so, and moving rows within a sentence would
+          copy it unchanged.
        e. Finished: a final candidate among the `K` best of this step (the
           beam proper; fairseq's rule) is frozen with
           `score = raw / lp(i + 1)`; the finished buffer `(B, K)` keeps the
@@ -226,7 +230,12 @@ def beam_search(
         new = {
             "step": length,
             "last": ops.reshape(ops.take_along_axis(cand_token, keep, axis=1), (b * k,)),
-            "states": [ops.take(s, rows, axis=0) for s in new_states],  # (B*K, ·)
+            # States that next_fn passed through untouched (the encoder memory, about
+            # 30 MB at B*K = 320 rows) equal across a sentence's beams: left in place.
+            "states": [
+                s if s is old else ops.take(s, rows, axis=0)
+                for s, old in zip(new_states, carry["states"], strict=True)
+            ],  # (B*K, ·)
             "alive_tokens": _gather(cand_tokens, keep, b),  # (B, K, L)
             "alive_raw": alive_raw,
         }

@@ -13,6 +13,9 @@ The step callback contract (the model provides it)::
     new_states  list of (N, ·)        same shapes and dtypes as `states`
     attention   (N, Tx) float | None  attention weights of this step
 
+A state that does not change (pass-through memory) should be returned as the
+very tensor `next_fn` was given: beam search then does not reorder it.
+
 `N` is the batch `B` in greedy search and `B * K` in beam search (row
 `b * K + k` is beam `k` of sentence `b`). The first call of each search gets
 `N = B` (every beam starts from the same bos state), later calls `N = B * K`.
