@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import importlib.abc
 import os
 import sys
 
@@ -61,29 +62,53 @@ def tune_malloc(
     return all([bool(mallopt(option, value)) for option, value in settings])
 
 
+# Modules that import jax only if it is there, for features no code here uses: TF Lite's
+# jax converter, and the jax.monitoring patch of Keras's Orbax checkpoint callback
+# (which `import tensorflow` loads, through Keras's TensorFlow trainer).
+_OPTIONAL_JAX_IMPORTERS = ("tensorflow.lite.python.util", "keras.src.callbacks.orbax_checkpoint")
+
+
+class _SkipOptionalJax(importlib.abc.MetaPathFinder):
+    """Fails `import jax` made by one of `_OPTIONAL_JAX_IMPORTERS`; other importers are untouched."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname == "jax":
+            frame = sys._getframe(1)
+            while frame is not None:
+                importer = frame.f_globals.get("__name__")
+                if importer in _OPTIONAL_JAX_IMPORTERS:
+                    raise ImportError(f"keras_memnmt.runtime: jax is not loaded for {importer}")
+                frame = frame.f_back
+        return None  # the usual finders decide
+
+
 def import_tensorflow_without_jax() -> bool:
-    """Imports TensorFlow without the jax import that TF Lite makes as it loads.
+    """Imports TensorFlow without the optional jax imports made as it loads.
 
-    Why: ``tensorflow/lite/python/util.py`` runs ``from jax import jit`` inside a
-    ``try`` at import time, for TF Lite's jax converter. Where jax is installed next to
-    TensorFlow (as in this project's development and CI environment, which has all three
-    backends), every process that imports TensorFlow then loads jaxlib too: after
-    ``import tensorflow`` the resident size is 658 MB with it and 549 MB without
-    (eleventh session, README Benchmarks). The pipeline imports TensorFlow for
-    ``tf.data`` on every backend and no code here converts to TF Lite, so the
-    `memnmt` command and the benchmarks call this first. The block lasts for this
-    import only: a later ``import jax`` (the JAX backend) works as usual.
+    Why: ``tensorflow/lite/python/util.py`` (TF Lite's jax converter) and Keras's
+    ``callbacks/orbax_checkpoint.py`` (which ``import tensorflow`` loads through Keras's
+    TensorFlow trainer) each try ``import jax`` at import time. Where jax is installed
+    next to TensorFlow (as in this project's development and CI environment, which has
+    all three backends), every TensorFlow- or PyTorch-backend process then loads
+    jaxlib: after ``import tensorflow`` the resident size is 658 MB with it and 549 MB
+    without (eleventh session, README Benchmarks). No code here uses either feature, so
+    the `memnmt` command and the benchmarks call this first. Only those two imports
+    fail; with ``KERAS_BACKEND=jax`` nothing is blocked, and any later ``import jax``
+    works.
 
-    Returns whether it applied: False when TensorFlow or jax is already imported
-    or TensorFlow is not installed.
+    Returns whether TensorFlow was imported here: False when it already was, or is
+    not installed.
     """
-    if "tensorflow" in sys.modules or "jax" in sys.modules:
+    if "tensorflow" in sys.modules:
         return False
-    sys.modules["jax"] = None  # makes `from jax import ...` raise ImportError
+    finder = None if os.environ.get("KERAS_BACKEND") == "jax" else _SkipOptionalJax()
+    if finder:
+        sys.meta_path.insert(0, finder)
     try:
         import tensorflow  # noqa: F401
     except ImportError:
         return False
     finally:
-        del sys.modules["jax"]
+        if finder:
+            sys.meta_path.remove(finder)
     return True
