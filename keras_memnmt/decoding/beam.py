@@ -19,9 +19,8 @@ from keras_memnmt.decoding.common import (
     check_ids,
     check_length_penalty,
     first_call,
-    is_banned,
+    log_probs,
     resolve_max_length,
-    top_k,
     write_step,
 )
 from keras_memnmt.decoding.common import length_penalty as _length_penalty
@@ -65,14 +64,12 @@ def beam_search(
        `[0, -inf, ..., -inf]` `(B, K)`, so only beam 0 is expanded first.
     2. Each step `i` (inside `keras.ops.while_loop` from the second on,
        where `next_fn` is called on the alive beams' last tokens `(B*K,)`):
-       a. `log p = logits - logsumexp(logits)` `(B*K, V)`, pad and bos
-          `-inf`; `cand = alive_raw[:, :, None] + log p`, of which only each
-          beam's `R = C + 2` best tokens are formed (`common.top_k` on the
-          logits, then pad and bos dropped): a sentence's `C` best candidates
-          are among its beams' `C` best each. `(B, K*R)`.
+       a. `log p = log_softmax(logits)` `(B*K, V)`, pad and bos set to
+          `-inf`; `cand = alive_raw[:, :, None] + log p` reshaped to
+          `(B, K*V)`.
        b. `top_k(cand, C)` gives each candidate's raw score, source beam
-          `index // R` and token `(B, C)`; its sequence is the source beam's
-          `(B, C, L)` with the token written at column `i`.
+          `index // V` and token `index % V` `(B, C)`; its sequence is the
+          source beam's `(B, C, L)` with the token written at column `i`.
        c. A candidate is *final* if its token is eos or `i + 1` reaches its
           sentence's limit (force-finished, no eos).
        d. Alive: the best `K` non-final candidates `(B, K)`; the states
@@ -170,7 +167,6 @@ def beam_search(
     check_attention(attention, return_attention)
     vocab = logits.shape[-1]
     c = min(2 * k, k * vocab)
-    per_beam = min(c + len(banned), vocab)  # R: tokens kept per beam before the sentence's top C
     logits = ops.repeat(logits, k, axis=0)  # (B*K, V)
     states = [ops.repeat(s, k, axis=0) for s in states]  # (B*K, ·)
     first_alive = ops.where(ops.arange(k) == 0, 0.0, NEG_INF)  # (K,)
@@ -197,20 +193,14 @@ def beam_search(
         # 2. One step for every sentence.
         step, done = carry["step"], carry["done"]
         length = step + 1
-        # a. Each beam's best tokens, as log-probabilities: the sentence's C best
-        # candidates are among its beams' C best each (banned ids, at most
-        # len(banned) of them, are dropped from the row's C + len(banned) best).
-        logits = ops.cast(logits, "float32")
-        lse = ops.logsumexp(logits, axis=-1)  # (B*K,)
-        row_best, row_token = top_k(logits, per_beam)  # (B*K, R)
-        row_logp = ops.where(is_banned(row_token, banned), NEG_INF, row_best - lse[:, None])  # (B*K, R)
-        cand = ops.reshape(carry["alive_raw"][:, :, None] + ops.reshape(row_logp, (b, k, per_beam)),
-                           (b, k * per_beam))  # (B, K*R)
+        # a. Candidate raw scores.
+        logp = ops.reshape(log_probs(logits, banned), (b, k, vocab))  # (B, K, V)
+        cand = ops.reshape(carry["alive_raw"][:, :, None] + logp, (b, k * vocab))  # (B, K*V)
         # b. The C best candidates, their source beams, tokens and sequences.
         cand_raw, cand_index = ops.top_k(cand, c)  # (B, C)
         cand_index = ops.cast(cand_index, "int32")
-        cand_beam = cand_index // per_beam  # (B, C)
-        cand_token = ops.take_along_axis(ops.reshape(row_token, (b, k * per_beam)), cand_index, axis=1)
+        cand_beam = cand_index // vocab  # (B, C)
+        cand_token = cand_index % vocab  # (B, C)
         cand_tokens = _gather(carry["alive_tokens"], cand_beam, b)  # (B, C, L)
         cand_tokens = write_step(cand_tokens, cand_token, step, time_axis=-1)
         if return_attention:

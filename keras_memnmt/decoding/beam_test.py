@@ -137,18 +137,6 @@ def test_beam_matches_reference(kind, early_stopping):
             np.testing.assert_allclose([score, raw], score_np(model, s, tokens, kind), rtol=1e-5)
 
 
-def test_beam_matches_reference_wide_vocabulary():
-    """A vocabulary wide enough for `common.top_k`'s two-stage search (700 tokens)."""
-    from keras_memnmt.decoding.common import _group_count
-
-    assert _group_count(700, 2 * 3 + 2)  # C + the banned ids per beam: the two-stage path
-    model = FakeDecoder(seed=11, vocab_size=700, num_sentences=6, eos_bias=2.0)
-    out = run_beam(model, MANY, beam_size=3, max_length=5, length_penalty="gnmt", n_best=2)
-    for row, s in enumerate(MANY):
-        expected = reference_beam(model, s, 3, 5, "gnmt", n_best=2, early_stopping=True)
-        assert_same_hypotheses(hypotheses(out, row), expected)
-
-
 def test_beam_matches_reference_n_best_one():
     """With `n_best=1` the bound (f. ii) watches the best finished hypothesis only."""
     model = FakeDecoder(seed=8, vocab_size=7, num_sentences=6)
