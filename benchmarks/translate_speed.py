@@ -42,12 +42,15 @@ def main() -> int:
 
     import keras
 
-    from keras_memnmt.data import load_multi30k
+    from keras_memnmt.data import CorpusError, DownloadError, load_multi30k
     from keras_memnmt.inference import score, translate
     from keras_memnmt.training.trainer import load_run
 
-    model, vocab, config = load_run(args.run)
-    test = load_multi30k(config.src, config.tgt, args.split, data_dir=args.data_dir)
+    try:  # a missing or incomplete run, an unknown or missing split: the message, not a traceback
+        model, vocab, config = load_run(args.run)
+        test = load_multi30k(config.src, config.tgt, args.split, data_dir=args.data_dir)
+    except (FileNotFoundError, ValueError, CorpusError, DownloadError) as error:
+        p.error(str(error))
     print(f"backend={keras.backend.backend()}")
     print(f"sentences={len(test.source)}")
     for beam in beams:

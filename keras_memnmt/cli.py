@@ -20,12 +20,6 @@ def _setup_process() -> None:
     tune_malloc()  # before the backends allocate; see its docstring
 
 
-def _import_backends() -> None:
-    from keras_memnmt.runtime import import_tensorflow_without_jax
-
-    import_tensorflow_without_jax()  # 109 MB less where jax is installed; see its docstring
-
-
 def _add_corpus_args(p: argparse.ArgumentParser, split_default: str = "train") -> None:
     p.add_argument("--data-dir", help="folder with Multi30k-style {split}.{lang}.gz files "
                    "(default: $MEMNMT_DATA, else the cache, else download)")
@@ -272,7 +266,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     _setup_process()
     args = build_parser().parse_args(argv)
-    _import_backends()  # after parsing: `--help` and usage errors stay fast
+    from keras_memnmt.runtime import import_tensorflow_without_jax
+
+    # After parsing, so `--help` and usage errors stay fast; 109 MB less where jax is
+    # installed (see its docstring).
+    import_tensorflow_without_jax()
     from keras_memnmt.data import CorpusError, DownloadError
 
     try:
