@@ -18,21 +18,25 @@ from keras_memnmt.decoding.common import (
     check_attention,
     check_ids,
     check_length_penalty,
+    compact_done,
+    finish,
     first_call,
     log_probs,
+    resolve_compact,
     resolve_max_length,
+    while_loop,
     write_step,
 )
 from keras_memnmt.decoding.common import length_penalty as _length_penalty
 
 
-def _gather(x: Tensor, index: Tensor, batch_size: int) -> Tensor:
-    """`x (B, N, ...)`, `index (B, M)` in `[0, N)` -> `(B, M, ...)`."""
+def _gather(x: Tensor, index: Tensor) -> Tensor:
+    """`x (B, N, ...)`, `index (B, M)` in `[0, N)` -> `(B, M, ...)`; `B` may be dynamic."""
     n, m = x.shape[1], index.shape[1]
-    rows = ops.arange(batch_size, dtype="int32")[:, None] * n + ops.cast(index, "int32")
-    flat = ops.reshape(x, (batch_size * n, *x.shape[2:]))  # (B*N, ...)
-    taken = ops.take(flat, ops.reshape(rows, (batch_size * m,)), axis=0)  # (B*M, ...)
-    return ops.reshape(taken, (batch_size, m, *x.shape[2:]))  # (B, M, ...)
+    rows = ops.arange(ops.shape(index)[0], dtype="int32")[:, None] * n + ops.cast(index, "int32")
+    flat = ops.reshape(x, (-1, *x.shape[2:]))  # (B*N, ...)
+    taken = ops.take(flat, ops.reshape(rows, (-1,)), axis=0)  # (B*M, ...)
+    return ops.reshape(taken, (-1, m, *x.shape[2:]))  # (B, M, ...)
 
 
 def beam_search(
@@ -50,6 +54,7 @@ def beam_search(
     return_attention: bool = False,
     early_stopping: bool = True,
     max_steps: int | None = None,
+    compact: bool | None = None,
 ) -> dict[str, Tensor]:
     """Beam search with an alive beam and a finished buffer, as one compiled loop.
 
@@ -90,6 +95,9 @@ def beam_search(
           `raw <= 0` the largest divisor gives the largest score, so
           stopping here never changes the `n_best` returned); or (iii),
           with `early_stopping`, `K` hypotheses have finished.
+       g. With `compact`, once at least 1/8 of the sentences in the loop are
+          done (and not all), their finished buffers go to the results and
+          their rows leave the loop (see "Compaction" in `common`).
     3. The loop ends after `L` steps or once every sentence is done; the
        first `n_best` entries of the finished buffer are returned (empty
        entries, possible only with a tiny vocabulary, have score `-inf`,
@@ -136,6 +144,9 @@ def beam_search(
         early_stopping: stop a sentence once `K` hypotheses have finished.
         max_steps: static width `L` of the outputs; required only when
             `max_length` is a traced tensor (see `resolve_max_length`).
+        compact: drop done sentences from the loop (step 2g); the results are
+            the same either way. Default: on, except on JAX, where it is an
+            error (see `common`).
 
     Returns:
         dict with
@@ -158,6 +169,7 @@ def beam_search(
     def lp(lengths):
         return _length_penalty(lengths, penalty_kind, alpha)
 
+    compact = resolve_compact(compact)
     steps, limit = resolve_max_length(max_length, batch_size, max_steps)  # L, (B,)
     b, k = batch_size, beam_size
     banned = (pad_id, bos_id)
@@ -170,10 +182,15 @@ def beam_search(
     logits = ops.repeat(logits, k, axis=0)  # (B*K, V)
     states = [ops.repeat(s, k, axis=0) for s in states]  # (B*K, ·)
     first_alive = ops.where(ops.arange(k) == 0, 0.0, NEG_INF)  # (K,)
+    # Leading dimension: B*K rows for `last` and `states`, B sentences for the rest
+    # (A*K and A once compaction has dropped done sentences).
     carry = {
         "step": ops.convert_to_tensor(0, dtype="int32"),
         "last": ops.full((b * k,), bos_id, dtype="int32"),  # (B*K,)
         "states": states,
+        "sentence": ops.arange(b, dtype="int32"),  # (B,) each sentence's batch row
+        "limit": limit,  # (B,)
+        "max_lp": lp(limit),  # (B,)
         "alive_tokens": ops.full((b, k, steps), pad_id, dtype="int32"),  # (B, K, L)
         "alive_raw": ops.cast(ops.tile(first_alive[None, :], (b, 1)), "float32"),  # (B, K)
         "fin_tokens": ops.full((b, k, steps), pad_id, dtype="int32"),  # (B, K, L)
@@ -187,61 +204,63 @@ def beam_search(
         tx = attention.shape[-1]
         carry["alive_attention"] = ops.zeros((b, k, steps, tx), dtype="float32")
         carry["fin_attention"] = ops.zeros((b, k, steps, tx), dtype="float32")
-    max_lp = lp(limit)  # (B,)
 
     def expand(carry, logits, new_states, attention):
-        # 2. One step for every sentence.
-        step, done = carry["step"], carry["done"]
+        # 2. One step for every sentence of the carry (A of them below; A = B
+        # without compaction).
+        step, done, limit = carry["step"], carry["done"], carry["limit"]
         length = step + 1
         # a. Candidate raw scores.
-        logp = ops.reshape(log_probs(logits, banned), (b, k, vocab))  # (B, K, V)
-        cand = ops.reshape(carry["alive_raw"][:, :, None] + logp, (b, k * vocab))  # (B, K*V)
+        logp = ops.reshape(log_probs(logits, banned), (-1, k, vocab))  # (A, K, V)
+        cand = ops.reshape(carry["alive_raw"][:, :, None] + logp, (-1, k * vocab))  # (A, K*V)
         # b. The C best candidates, their source beams, tokens and sequences.
-        cand_raw, cand_index = ops.top_k(cand, c)  # (B, C)
+        cand_raw, cand_index = ops.top_k(cand, c)  # (A, C)
         cand_index = ops.cast(cand_index, "int32")
-        cand_beam = cand_index // vocab  # (B, C)
-        cand_token = cand_index % vocab  # (B, C)
-        cand_tokens = _gather(carry["alive_tokens"], cand_beam, b)  # (B, C, L)
+        cand_beam = cand_index // vocab  # (A, C)
+        cand_token = cand_index % vocab  # (A, C)
+        cand_tokens = _gather(carry["alive_tokens"], cand_beam)  # (A, C, L)
         cand_tokens = write_step(cand_tokens, cand_token, step, time_axis=-1)
         if return_attention:
-            step_attention = ops.reshape(ops.cast(attention, "float32"), (b, k, -1))  # (B, K, Tx)
-            cand_attention = _gather(carry["alive_attention"], cand_beam, b)  # (B, C, L, Tx)
+            step_attention = ops.reshape(ops.cast(attention, "float32"), (-1, k, tx))  # (A, K, Tx)
+            cand_attention = _gather(carry["alive_attention"], cand_beam)  # (A, C, L, Tx)
             cand_attention = write_step(
-                cand_attention, _gather(step_attention, cand_beam, b), step, time_axis=2
+                cand_attention, _gather(step_attention, cand_beam), step, time_axis=2
             )
         # c. Final candidates: eos, or the sentence's limit reached.
-        final = (cand_token == eos_id) | (length >= limit)[:, None]  # (B, C)
+        final = (cand_token == eos_id) | (length >= limit)[:, None]  # (A, C)
         valid = cand_raw > NEG_INF
         # d. Alive: the K best non-final candidates; states follow their beams.
-        alive_raw, keep = ops.top_k(ops.where(final, NEG_INF, cand_raw), k)  # (B, K)
+        alive_raw, keep = ops.top_k(ops.where(final, NEG_INF, cand_raw), k)  # (A, K)
         keep = ops.cast(keep, "int32")
-        source = ops.take_along_axis(cand_beam, keep, axis=1)  # (B, K)
-        rows = ops.reshape(ops.arange(b, dtype="int32")[:, None] * k + source, (b * k,))
+        source = ops.take_along_axis(cand_beam, keep, axis=1)  # (A, K)
+        rows = ops.arange(ops.shape(source)[0], dtype="int32")[:, None] * k + source
+        rows = ops.reshape(rows, (-1,))  # (A*K,)
         new = {
+            **carry,  # sentence, limit, max_lp
             "step": length,
-            "last": ops.reshape(ops.take_along_axis(cand_token, keep, axis=1), (b * k,)),
+            "last": ops.reshape(ops.take_along_axis(cand_token, keep, axis=1), (-1,)),
             # States that next_fn passed through untouched (the encoder memory, about
             # 30 MB at B*K = 320 rows) equal across a sentence's beams: left in place.
             "states": [
                 s if s is old else ops.take(s, rows, axis=0)
                 for s, old in zip(new_states, carry["states"], strict=True)
-            ],  # (B*K, ·)
-            "alive_tokens": _gather(cand_tokens, keep, b),  # (B, K, L)
+            ],  # (A*K, ·)
+            "alive_tokens": _gather(cand_tokens, keep),  # (A, K, L)
             "alive_raw": alive_raw,
         }
         if return_attention:
-            new["alive_attention"] = _gather(cand_attention, keep, b)  # (B, K, L, Tx)
+            new["alive_attention"] = _gather(cand_attention, keep)  # (A, K, L, Tx)
         # e. Finished: final candidates within the K best, merged into the buffer.
         rank = ops.arange(c, dtype="int32")[None, :]  # (1, C)
-        finishing = final & valid & (rank < k) & ops.logical_not(done)[:, None]  # (B, C)
-        new_scores = ops.where(finishing, cand_raw / lp(length), NEG_INF)  # (B, C)
+        finishing = final & valid & (rank < k) & ops.logical_not(done)[:, None]  # (A, C)
+        new_scores = ops.where(finishing, cand_raw / lp(length), NEG_INF)  # (A, C)
         fin_scores, pick = ops.top_k(
             ops.concatenate([carry["fin_scores"], new_scores], axis=1), k
-        )  # (B, K), indices into the K + C merged entries
+        )  # (A, K), indices into the K + C merged entries
         pick = ops.cast(pick, "int32")
 
         def merge(old, new_entries):
-            return _gather(ops.concatenate([old, new_entries], axis=1), pick, b)
+            return _gather(ops.concatenate([old, new_entries], axis=1), pick)
 
         new["fin_scores"] = fin_scores
         new["fin_raw"] = merge(carry["fin_raw"], ops.where(finishing, cand_raw, NEG_INF))
@@ -250,35 +269,38 @@ def beam_search(
         if return_attention:
             new["fin_attention"] = merge(carry["fin_attention"], cand_attention)
         # f. Which sentences are done.
-        best_alive = alive_raw[:, 0]  # (B,)
-        nth = fin_scores[:, n_best - 1]  # (B,)
+        best_alive = alive_raw[:, 0]  # (A,)
+        nth = fin_scores[:, n_best - 1]  # (A,)
         stop = (length >= limit) | (best_alive == NEG_INF)
-        stop = stop | ((nth > NEG_INF) & (nth > best_alive / max_lp))
+        stop = stop | ((nth > NEG_INF) & (nth > best_alive / carry["max_lp"]))
         if early_stopping:
             stop = stop | (ops.sum(ops.cast(fin_scores > NEG_INF, "int32"), axis=1) >= k)
         new["done"] = done | stop
         return new
 
     carry = expand(carry, logits, states, attention)
+    finished = ("fin_tokens", "fin_scores", "fin_raw", "fin_lengths", "fin_attention")
+    store = {name: carry[name] for name in finished if name in carry}  # (B, ·) each
 
     # 3. The remaining steps as one compiled loop.
-    def cond(carry):
+    def cond(carry, store):
         return (carry["step"] < steps) & ops.logical_not(ops.all(carry["done"]))
 
-    def body(carry):
+    def body(carry, store):
         logits, new_states, attention = next_fn(carry["last"], carry["states"])
-        return (expand(carry, logits, new_states, attention),)
+        carry = expand(carry, logits, new_states, attention)
+        return compact_done(carry, store, k) if compact else (carry, store)  # g.
 
-    (carry,) = ops.while_loop(cond, body, (carry,))
-    found = carry["fin_scores"][:, :n_best] > NEG_INF  # (B, n_best)
+    store = finish(*while_loop(cond, body, carry, store, varying=compact), compact)
+    found = store["fin_scores"][:, :n_best] > NEG_INF  # (B, n_best)
     outputs = {
-        "tokens": ops.where(found[:, :, None], carry["fin_tokens"][:, :n_best], pad_id),
-        "scores": carry["fin_scores"][:, :n_best],
-        "raw_scores": carry["fin_raw"][:, :n_best],
-        "lengths": ops.where(found, carry["fin_lengths"][:, :n_best], 0),
+        "tokens": ops.where(found[:, :, None], store["fin_tokens"][:, :n_best], pad_id),
+        "scores": store["fin_scores"][:, :n_best],
+        "raw_scores": store["fin_raw"][:, :n_best],
+        "lengths": ops.where(found, store["fin_lengths"][:, :n_best], 0),
     }
     if return_attention:
         outputs["attention"] = ops.where(
-            found[:, :, None, None], carry["fin_attention"][:, :n_best], 0.0
+            found[:, :, None, None], store["fin_attention"][:, :n_best], 0.0
         )
     return outputs

@@ -226,11 +226,11 @@ MANY_SEED = 7
 MANY_KWARGS = dict(beam_size=4, n_best=4, max_steps=5, return_attention=True)
 
 
-def decode_many(sentences: list[int], tx: int | None = None) -> dict:
+def decode_many(sentences: list[int], tx: int | None = None, **kwargs) -> dict:
     """Beam 4, 4 best, with attention, each sentence up to its limit in `LIMITS`."""
     model = FakeDecoder(seed=MANY_SEED, num_sentences=6)
     limits = keras.ops.convert_to_tensor(LIMITS[sentences])
-    return run_beam(model, sentences, tx, max_length=limits, **MANY_KWARGS)
+    return run_beam(model, sentences, tx, max_length=limits, **MANY_KWARGS, **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -252,6 +252,38 @@ def test_batch_size_invariance(many):
                 np.testing.assert_array_equal(out[key][row], many[key][s])
             for key in ("scores", "raw_scores", "attention"):
                 np.testing.assert_allclose(out[key][row], many[key][s], rtol=1e-6, atol=1e-7)
+
+
+def test_compaction_drops_done_sentences(many):
+    """With `compact`, done sentences leave the loop: `next_fn` sees fewer rows, and
+    every result is the same as without it. (`many` is decoded with the default,
+    which is `compact` except on JAX.)"""
+    if keras.backend.backend() == "jax":
+        with pytest.raises(ValueError, match="compact"):
+            decode_many(MANY, compact=True)
+        return
+    model = FakeDecoder(seed=MANY_SEED, num_sentences=6)
+    rows = []
+
+    def next_fn(tokens, states):
+        rows.append(int(tokens.shape[0]))
+        return model.next_fn(tokens, states)
+
+    for compact in (True, False):
+        rows.clear()
+        limits = keras.ops.convert_to_tensor(LIMITS)
+        out = to_numpy(beam_search(next_fn, model.initial_states(MANY), 6, max_length=limits,
+                                   compact=compact, **MANY_KWARGS))
+        for key in ("tokens", "lengths"):
+            np.testing.assert_array_equal(out[key], many[key])
+        for key in ("scores", "raw_scores", "attention"):
+            np.testing.assert_allclose(out[key], many[key], rtol=1e-6, atol=1e-7)
+        assert rows[:2] == [6, 6 * 4]  # the first call on bos, then K beams per sentence
+        if compact:
+            assert rows[-1] < 6 * 4  # done sentences left
+            assert all(n % 4 == 0 for n in rows[1:]) and rows[1:] == sorted(rows[1:], reverse=True)
+        else:
+            assert set(rows[1:]) == {6 * 4}
 
 
 def test_padded_memory_invariance(many):

@@ -20,6 +20,17 @@ very tensor `next_fn` was given: beam search then does not reorder it.
 `b * K + k` is beam `k` of sentence `b`). The first call of each search gets
 `N = B` (every beam starts from the same bos state), later calls `N = B * K`.
 
+Compaction (both searches, `compact=True`, the default except on JAX): once
+at least 1/8 of the sentences in the loop are done (and not all), their
+results are written to a `(B, ·)` store at their batch rows and their rows
+leave the loop's tensors, so `next_fn` is called on fewer rows (about 40% fewer
+over a test set sorted by source length, beam 5). The loop's batch dimension
+then changes from one iteration to the next: TensorFlow's `tf.while_loop`
+allows that with shape invariants and PyTorch's loop is Python, but JAX's
+`lax.while_loop` keeps every shape. A search's carry names the rows by
+convention: `last` and `states` have one row per hypothesis, everything else
+one per sentence, `sentence` its batch row.
+
 Vocabulary decision: the pad and bos ids are never generated. Their
 log-probabilities are set to `-inf` *after* the log-softmax over the full
 vocabulary, so every reported score stays the model's own log-probability.
@@ -30,6 +41,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import keras
 import numpy as np
 from keras import ops
 
@@ -162,3 +174,67 @@ def check_attention(attention: Tensor | None, return_attention: bool) -> None:
             "return_attention=True but next_fn returned attention=None; the step "
             "callback must return a (batch, Tx) attention tensor"
         )
+
+
+COMPACT_RATIO = 8  # compact once at least 1/COMPACT_RATIO of the loop's sentences are done
+
+
+def resolve_compact(compact: bool | None) -> bool:
+    """`None` -> on, except on JAX; `True` on JAX is an error (see the module docstring)."""
+    jax = keras.backend.backend() == "jax"
+    if compact and jax:
+        raise ValueError("compact=True needs a loop whose shapes may change; JAX's has fixed shapes")
+    return not jax if compact is None else bool(compact)
+
+
+def retire(carry: dict, store: dict) -> dict:
+    """Write the results in the carry's sentences to their batch rows of `store`."""
+    index = carry["sentence"][:, None]  # (A, 1)
+    return {name: ops.scatter_update(value, index, carry[name]) for name, value in store.items()}
+
+
+def compact_done(carry: dict, store: dict, hypotheses: int) -> tuple[dict, dict]:
+    """Retire the carry's sentences and keep those not done, if enough are done.
+
+    `hypotheses` is the number of rows per sentence in `last` and `states`.
+    """
+
+    def drop():
+        kept_store = retire(carry, store)
+        keep = ops.cast(ops.nonzero(ops.logical_not(carry["done"]))[0], "int32")  # (A',)
+        rows = ops.arange(hypotheses, dtype="int32")[None, :] + keep[:, None] * hypotheses
+        rows = ops.reshape(rows, (-1,))  # (A' * hypotheses,)
+        kept = {}
+        for name, value in carry.items():
+            if name == "step":
+                kept[name] = value
+            elif name == "states":
+                kept[name] = [ops.take(s, rows, axis=0) for s in value]
+            else:
+                kept[name] = ops.take(value, rows if name == "last" else keep, axis=0)
+        return kept, kept_store
+
+    done = ops.sum(ops.cast(carry["done"], "int32"))
+    count = ops.shape(carry["done"])[0]
+    due = (done > 0) & (done < count) & (done * COMPACT_RATIO >= count)
+    return ops.cond(due, drop, lambda: (carry, store))
+
+
+def while_loop(cond, body, carry: dict, store: dict, varying: bool) -> tuple[dict, dict]:
+    """`ops.while_loop` over `(carry, store)`; with `varying`, the carry's batch
+    dimension may change between iterations (TensorFlow: shape invariants;
+    PyTorch: always; never with JAX, see `resolve_compact`)."""
+    if varying and keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        relaxed = tf.nest.map_structure(
+            lambda x: tf.TensorShape([None, *x.shape[1:]]) if x.shape.rank else x.shape, carry
+        )
+        fixed = tf.nest.map_structure(lambda x: x.shape, store)
+        return tf.while_loop(cond, body, (carry, store), shape_invariants=(relaxed, fixed))
+    return ops.while_loop(cond, body, (carry, store))
+
+
+def finish(carry: dict, store: dict, compact: bool) -> dict:
+    """The `(B, ·)` results after the loop."""
+    return retire(carry, store) if compact else {name: carry[name] for name in store}

@@ -9,9 +9,13 @@ from keras_memnmt.decoding.common import (
     Tensor,
     check_attention,
     check_ids,
+    compact_done,
+    finish,
     first_call,
     log_probs,
+    resolve_compact,
     resolve_max_length,
+    while_loop,
     write_step,
 )
 
@@ -26,6 +30,7 @@ def greedy_search(
     pad_id: int = 0,
     return_attention: bool = False,
     max_steps: int | None = None,
+    compact: bool | None = None,
 ) -> dict[str, Tensor]:
     """Pick the most probable token at every step, as one compiled loop.
 
@@ -50,6 +55,9 @@ def greedy_search(
        d. The token is written at column `i` of the `(B, L)` token buffer
           (pad for sentences that finished earlier), the attention at
           `[:, i]` of the `(B, L, Tx)` buffer (zeros once finished).
+       e. With `compact`, once at least 1/8 of the sentences in the loop
+          have finished (and not all), their results are set aside and their
+          rows leave the loop (see "Compaction" in `common`).
     3. The loop ends after `L` steps or once every sentence has finished.
 
     Example (a model whose `next_fn` ignores its states):
@@ -75,6 +83,9 @@ def greedy_search(
         return_attention: also return the attention of every step.
         max_steps: static width `L` of the outputs; required only when
             `max_length` is a traced tensor (see `resolve_max_length`).
+        compact: drop finished sentences from the loop (step 2e); the
+            results are the same either way. Default: on, except on JAX, where
+            it is an error (see `common`).
 
     Returns:
         dict with
@@ -84,6 +95,7 @@ def greedy_search(
         `attention` `(B, L, Tx)` float32, if `return_attention`.
     """
     check_ids(bos_id, eos_id, pad_id)
+    compact = resolve_compact(compact)
     steps, limit = resolve_max_length(max_length, batch_size, max_steps)  # L, (B,)
     banned = (pad_id, bos_id)
 
@@ -94,6 +106,8 @@ def greedy_search(
         "step": ops.convert_to_tensor(0, dtype="int32"),
         "last": ops.full((batch_size,), bos_id, dtype="int32"),  # (B,)
         "states": states,
+        "sentence": ops.arange(batch_size, dtype="int32"),  # (B,) each sentence's batch row
+        "limit": limit,  # (B,)
         "tokens": ops.full((batch_size, steps), pad_id, dtype="int32"),  # (B, L)
         "scores": ops.zeros((batch_size,), dtype="float32"),  # (B,)
         "lengths": ops.zeros((batch_size,), dtype="int32"),  # (B,)
@@ -104,18 +118,20 @@ def greedy_search(
         carry["attention"] = ops.zeros((batch_size, steps, tx), dtype="float32")  # (B, L, Tx)
 
     def select(carry, logits, new_states, attention):
-        # 2. One step: choose, score, finish, write.
-        step, done = carry["step"], carry["done"]
+        # 2. One step: choose, score, finish, write (B rows below; fewer once
+        # compaction has dropped finished sentences).
+        step, done, limit = carry["step"], carry["done"], carry["limit"]
         logp = log_probs(logits, banned)  # (B, V)
         cand = carry["scores"][:, None] + logp  # (B, V), as beam search ranks them
         top_score, top_token = ops.top_k(cand, 1)  # (B, 1) each
-        top_score = ops.reshape(top_score, (batch_size,))  # (B,)
-        top_token = ops.reshape(ops.cast(top_token, "int32"), (batch_size,))  # (B,)
+        top_score = ops.reshape(top_score, (-1,))  # (B,)
+        top_token = ops.reshape(ops.cast(top_token, "int32"), (-1,))  # (B,)
         active = ops.logical_not(done)
         token = ops.where(active, top_token, pad_id)
         scores = ops.where(active, top_score, carry["scores"])
         finishing = active & ((token == eos_id) | (step + 1 >= limit))
         new = {
+            **carry,  # sentence, limit
             "step": step + 1,
             "last": token,
             "states": list(new_states),
@@ -132,16 +148,16 @@ def greedy_search(
 
     carry = select(carry, logits, states, attention)
 
+    store = {name: carry[name] for name in ("tokens", "scores", "lengths", "attention")
+             if name in carry}  # (B, ·) each
+
     # 3. The remaining steps as one compiled loop.
-    def cond(carry):
+    def cond(carry, store):
         return (carry["step"] < steps) & ops.logical_not(ops.all(carry["done"]))
 
-    def body(carry):
+    def body(carry, store):
         logits, new_states, attention = next_fn(carry["last"], carry["states"])
-        return (select(carry, logits, new_states, attention),)
+        carry = select(carry, logits, new_states, attention)
+        return compact_done(carry, store, 1) if compact else (carry, store)  # e.
 
-    (carry,) = ops.while_loop(cond, body, (carry,))
-    outputs = {key: carry[key] for key in ("tokens", "scores", "lengths")}
-    if return_attention:
-        outputs["attention"] = carry["attention"]
-    return outputs
+    return finish(*while_loop(cond, body, carry, store, varying=compact), compact)

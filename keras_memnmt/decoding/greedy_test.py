@@ -138,3 +138,34 @@ def test_compiled():
     if backend == "jax":  # a traced per-sentence limit needs a static buffer width
         with pytest.raises(ValueError, match="max_steps"):
             jax.jit(lambda limits: greedy_search(model.next_fn, states, 6, limits))(LIMITS)
+
+
+def test_compaction_drops_finished_sentences():
+    """With `compact`, finished sentences leave the loop (`next_fn` sees fewer rows);
+    every result equals the search without it. Sentence 3 (limit 1) finishes first."""
+    model = FakeDecoder(seed=4, num_sentences=6, eos_bias=0.5)
+    limits = keras.ops.convert_to_tensor(LIMITS)
+    if keras.backend.backend() == "jax":
+        with pytest.raises(ValueError, match="compact"):
+            run_greedy(model, max_length=limits, compact=True)
+        return
+    rows = []
+
+    def next_fn(tokens, states):
+        rows.append(int(tokens.shape[0]))
+        return model.next_fn(tokens, states)
+
+    outs = {}
+    for compact in (True, False):
+        rows.clear()
+        out = greedy_search(next_fn, model.initial_states(SENTENCES), 6, limits,
+                            return_attention=True, compact=compact)
+        outs[compact] = {key: keras.ops.convert_to_numpy(value) for key, value in out.items()}
+        if compact:
+            assert rows[0] == 6 and rows[-1] < 6 and rows == sorted(rows, reverse=True)
+        else:
+            assert set(rows) == {6}
+    for key in ("tokens", "lengths"):
+        np.testing.assert_array_equal(outs[True][key], outs[False][key])
+    for key in ("scores", "attention"):
+        np.testing.assert_allclose(outs[True][key], outs[False][key], rtol=1e-6, atol=1e-7)

@@ -123,6 +123,9 @@ class Seq2Seq(keras.Model):
         TensorFlow traces one per batch size for every source width up to 64 (or
         the next power of 2), except with ``return_attention``, whose ``(B, L, Tx)``
         buffers need the width: it traces one per shape.
+        On TensorFlow and PyTorch finished sentences leave the search's loop as
+        it goes (``compact`` in ``keras_memnmt.decoding``); JAX's loop keeps its
+        shapes.
 
         Returns:
             dict with ``tokens (B, n_best, L)`` (pad after eos; on TensorFlow without
