@@ -2,7 +2,9 @@
 
 Both searches drive a step callback
 `next_fn(tokens (N,), states [(N, ·), ...]) -> (logits (N, V), new_states, attention (N, Tx) | None)`
-inside one `keras.ops.while_loop`; see `keras_memnmt.decoding.common`.
+inside one compiled loop (`keras.ops.while_loop`; on TensorFlow a `tf.while_loop` with
+shape invariants, so that finished sentences can leave it); see
+`keras_memnmt.decoding.common`.
 """
 
 from keras_memnmt.decoding.beam import beam_search
