@@ -24,6 +24,7 @@ from keras_memnmt.decoding.common import (
     log_probs,
     resolve_compact,
     resolve_max_length,
+    results_store,
     while_loop,
     write_step,
 )
@@ -280,7 +281,7 @@ def beam_search(
 
     carry = expand(carry, logits, states, attention)
     finished = ("fin_tokens", "fin_scores", "fin_raw", "fin_lengths", "fin_attention")
-    store = {name: carry[name] for name in finished if name in carry}  # (B, ·) each
+    store = results_store(carry, finished, compact)
 
     # 3. The remaining steps as one compiled loop.
     def cond(carry, store):
@@ -291,7 +292,7 @@ def beam_search(
         carry = expand(carry, logits, new_states, attention)
         return compact_done(carry, store, k) if compact else (carry, store)  # g.
 
-    store = finish(*while_loop(cond, body, carry, store, varying=compact), compact)
+    store = finish(*while_loop(cond, body, carry, store, varying=compact), finished)
     found = store["fin_scores"][:, :n_best] > NEG_INF  # (B, n_best)
     outputs = {
         "tokens": ops.where(found[:, :, None], store["fin_tokens"][:, :n_best], pad_id),

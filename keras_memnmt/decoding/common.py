@@ -221,7 +221,7 @@ def compact_done(carry: dict, store: dict, hypotheses: int) -> tuple[dict, dict]
 
 
 def while_loop(cond, body, carry: dict, store: dict, varying: bool) -> tuple[dict, dict]:
-    """`ops.while_loop` over `(carry, store)`; with `varying`, the carry's batch
+    """`ops.while_loop` over `(carry, store)` (see `results_store`); with `varying`, the carry's batch
     dimension may change between iterations (TensorFlow: shape invariants;
     PyTorch: always; never with JAX, see `resolve_compact`)."""
     if varying and keras.backend.backend() == "tensorflow":
@@ -235,6 +235,12 @@ def while_loop(cond, body, carry: dict, store: dict, varying: bool) -> tuple[dic
     return ops.while_loop(cond, body, (carry, store))
 
 
-def finish(carry: dict, store: dict, compact: bool) -> dict:
-    """The `(B, ·)` results after the loop."""
-    return retire(carry, store) if compact else {name: carry[name] for name in store}
+def results_store(carry: dict, names: tuple[str, ...], compact: bool) -> dict:
+    """The `(B, ·)` store of the results `names` in the carry; empty without compaction,
+    where the carry keeps every sentence and is the result itself."""
+    return {name: carry[name] for name in names if name in carry} if compact else {}
+
+
+def finish(carry: dict, store: dict, names: tuple[str, ...]) -> dict:
+    """The `(B, ·)` results `names` after the loop."""
+    return retire(carry, store) if store else {name: carry[name] for name in names if name in carry}

@@ -15,6 +15,7 @@ from keras_memnmt.decoding.common import (
     log_probs,
     resolve_compact,
     resolve_max_length,
+    results_store,
     while_loop,
     write_step,
 )
@@ -148,8 +149,8 @@ def greedy_search(
 
     carry = select(carry, logits, states, attention)
 
-    store = {name: carry[name] for name in ("tokens", "scores", "lengths", "attention")
-             if name in carry}  # (B, ·) each
+    results = ("tokens", "scores", "lengths", "attention")
+    store = results_store(carry, results, compact)
 
     # 3. The remaining steps as one compiled loop.
     def cond(carry, store):
@@ -160,4 +161,4 @@ def greedy_search(
         carry = select(carry, logits, new_states, attention)
         return compact_done(carry, store, 1) if compact else (carry, store)  # e.
 
-    return finish(*while_loop(cond, body, carry, store, varying=compact), compact)
+    return finish(*while_loop(cond, body, carry, store, varying=compact), results)
