@@ -41,13 +41,22 @@ class MaskedCrossEntropy(keras.losses.Loss):
         eps = float(self.label_smoothing)
         scale = mask / ops.maximum(ops.sum(mask), 1.0)  # (B, T)
 
-        # Written with its gradient: autodiff through log_softmax, take_along_axis and
-        # the smoothing mean keeps several (B, T, V) tensors alive at once (64·40·8000
-        # floats = 82 MB each); here the backward pass keeps the logits and builds one.
+        # Written with its gradient, and with as few passes over the `(B, T, V)` logits as
+        # we could: they are the largest tensors of a training step (64·20·8000 floats =
+        # 41 MB), and without XLA (TensorFlow, PyTorch) every elementwise op is its own
+        # pass. The forward keeps `e = exp(z - max z)` (as many bytes as the logits it
+        # replaces) so the backward is `e·w/Σe - ε·w/V` plus a write of the target entries
+        # in place (`scatter_update`) instead of a `(B, T, V)` comparison and `where`.
+        # Forward and backward of the loss with the `(64·20, 256) x (256, 8000)` projection
+        # under it: TensorFlow 68.8 -> 49.8 ms, JAX 45.9 -> 43.9, PyTorch 106.6 -> 97.6
+        # (README, Benchmarks, thirteenth session).
         @ops.custom_gradient
         def masked_ce(raw_logits):
             logits = ops.cast(raw_logits, "float32")
-            lse = ops.logsumexp(logits, axis=-1)  # (B, T)
+            top = ops.max(logits, axis=-1, keepdims=True)  # (B, T, 1)
+            e = ops.exp(logits - top)  # (B, T, V), kept for the backward pass
+            total = ops.sum(e, axis=-1)  # (B, T)
+            lse = ops.log(total) + ops.squeeze(top, -1)  # log Σ_v exp z_v
             picked = ops.squeeze(ops.take_along_axis(logits, ops.expand_dims(y_true, -1), axis=-1), -1)
             nll = lse - picked  # -log p(y_t)
             if eps:
@@ -56,14 +65,18 @@ class MaskedCrossEntropy(keras.losses.Loss):
 
             def grad(*args, upstream=None):
                 upstream = args[0] if upstream is None else upstream
-                vocab = ops.shape(logits)[-1]
-                probs = ops.exp(logits - ops.expand_dims(lse, -1))  # softmax (B, T, V)
-                is_target = ops.equal(ops.arange(vocab, dtype="int32"), ops.expand_dims(y_true, -1))
-                g = ops.where(is_target, probs - (1.0 - eps), probs)
+                vocab = ops.shape(e)[-1]
+                weight = ops.cast(upstream, "float32") * scale  # (B, T)
+                g = e * ops.expand_dims(weight / total, -1)  # p(v)·w
                 if eps:
-                    g = g - eps / vocab
-                g = g * ops.expand_dims(ops.cast(upstream, "float32") * scale, -1)
-                return ops.cast(g, raw_logits.dtype)
+                    g = g - ops.expand_dims(weight * (eps / vocab), -1)
+                # The target entries: (p(y_t) - ε/V - (1 - ε))·w.
+                target = weight * (ops.exp(picked - lse) - eps / vocab - (1.0 - eps))
+                rows = ops.reshape(g, (-1, vocab))
+                where = ops.stack([ops.arange(ops.shape(rows)[0], dtype="int32"),
+                                   ops.reshape(y_true, (-1,))], axis=1)
+                rows = ops.scatter_update(rows, where, ops.reshape(target, (-1,)))
+                return ops.cast(ops.reshape(rows, ops.shape(e)), raw_logits.dtype)
 
             return loss, grad
 
