@@ -33,6 +33,7 @@ from keras_memnmt.data import (
 from keras_memnmt.inference import score, translate
 from keras_memnmt.training.config import ConfigError, TrainConfig
 from keras_memnmt.training.losses import MaskedCrossEntropy
+from keras_memnmt.training.optimizers import FusedAdam
 
 RUN_FILES = ("config.json", "vocab/vocab.json")
 
@@ -125,7 +126,8 @@ def build_optimizer(config: TrainConfig) -> keras.optimizers.Optimizer:
     if config.optimizer == "adadelta":  # the paper's setting
         return keras.optimizers.Adadelta(learning_rate=config.learning_rate, rho=0.95, epsilon=1e-6,
                                          global_clipnorm=config.clipnorm)
-    return keras.optimizers.Adam(learning_rate=config.learning_rate, global_clipnorm=config.clipnorm)
+    # Keras's Adam, with one fused kernel per variable on TensorFlow (see optimizers.py).
+    return FusedAdam(learning_rate=config.learning_rate, global_clipnorm=config.clipnorm)
 
 
 def compile_model(model: keras.Model, config: TrainConfig) -> None:

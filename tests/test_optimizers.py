@@ -1,0 +1,81 @@
+"""FusedAdam: Adam's update (with global-norm clipping) against NumPy, on every backend."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_memnmt.training.optimizers import FusedAdam
+
+SHAPES = [(5, 3), (3,), (7, 2)]
+
+
+def _grads(steps):
+    rng = np.random.default_rng(1)
+    return [[rng.normal(0.0, 2.0, shape).astype("float32") for shape in SHAPES] for _ in range(steps)]
+
+
+def _numpy_adam(weights, grads, lr, clip, beta_1=0.9, beta_2=0.999, eps=1e-7):
+    """Keras 3's Adam in float64: m, v, bias correction in the rate, eps added to sqrt(v)."""
+    weights = [w.astype("float64") for w in weights]
+    m = [np.zeros_like(w) for w in weights]
+    v = [np.zeros_like(w) for w in weights]
+    for t, step_grads in enumerate(grads, start=1):
+        g = [x.astype("float64") for x in step_grads]
+        if clip:
+            norm = np.sqrt(sum((x**2).sum() for x in g))
+            g = [x * min(1.0, clip / norm) for x in g]
+        alpha = lr * np.sqrt(1 - beta_2**t) / (1 - beta_1**t)
+        for i, x in enumerate(g):
+            m[i] += (x - m[i]) * (1 - beta_1)
+            v[i] += (x**2 - v[i]) * (1 - beta_2)
+            weights[i] -= alpha * m[i] / (np.sqrt(v[i]) + eps)
+    return weights
+
+
+@pytest.mark.parametrize("clip", [None, 1.0])
+def test_update_matches_numpy_adam(clip):
+    rng = np.random.default_rng(0)
+    start = [rng.normal(size=shape).astype("float32") for shape in SHAPES]
+    variables = [keras.Variable(w) for w in start]
+    optimizer = FusedAdam(learning_rate=0.01, global_clipnorm=clip)
+    grads = _grads(4)
+    for step_grads in grads:
+        optimizer.apply([keras.ops.convert_to_tensor(g) for g in step_grads], variables)
+    want = _numpy_adam(start, grads, 0.01, clip)
+    for variable, expected in zip(variables, want):
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(variable), expected, rtol=1e-5, atol=1e-6)
+    if clip:  # the gradients' norm is about 10: clipping changed the update
+        unclipped = _numpy_adam(start, grads, 0.01, None)
+        assert max(np.abs(a - b).max() for a, b in zip(want, unclipped)) > 1e-3
+
+
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="tf.IndexedSlices gradients")
+def test_sparse_gradient_gets_the_dense_update():
+    import tensorflow as tf
+
+    rng = np.random.default_rng(0)
+    start = rng.normal(size=(6, 4)).astype("float32")
+    rows = np.array([1, 4, 1])  # row 1 twice: the slices add up
+    values = [rng.normal(size=(3, 4)).astype("float32") for _ in range(3)]
+    dense = []
+    for value in values:
+        full = np.zeros_like(start)
+        np.add.at(full, rows, value)
+        dense.append([full])
+    for clip in (None, 1.0):
+        variable = keras.Variable(start)
+        optimizer = FusedAdam(learning_rate=0.01, global_clipnorm=clip)
+        for value in values:
+            optimizer.apply([tf.IndexedSlices(tf.constant(value), tf.constant(rows), tf.constant(start.shape))],
+                            [variable])
+        (want,) = _numpy_adam([start], dense, 0.01, clip)
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(variable), want, rtol=1e-5, atol=1e-6)
+
+
+def test_config_round_trip():
+    optimizer = FusedAdam(learning_rate=3e-4, beta_1=0.8, global_clipnorm=1.0)
+    restored = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(optimizer))
+    assert isinstance(restored, FusedAdam)
+    config = restored.get_config()
+    assert (config["beta_1"], config["global_clipnorm"]) == (0.8, 1.0)
+    assert np.isclose(config["learning_rate"], 3e-4)
