@@ -11,6 +11,7 @@ from __future__ import annotations
 import keras
 
 from keras_memnmt.layers.attention import AdditiveAttention
+from keras_memnmt.layers.gru import GRUCell
 from keras_memnmt.layers.readout import DeepOutput, clone_initializer
 
 
@@ -37,9 +38,9 @@ def additive_attention(cell: keras.layers.Layer) -> AdditiveAttention:
     )
 
 
-def gru_cell(cell: keras.layers.Layer) -> keras.layers.GRUCell:
-    """The state update ``keras.layers.GRUCell(cell.units)``, named ``gru``."""
-    return keras.layers.GRUCell(
+def gru_cell(cell: keras.layers.Layer) -> GRUCell:
+    """The state update ``GRUCell(cell.units)`` (Keras's, split by ``ops.split``), named ``gru``."""
+    return GRUCell(
         cell.units,
         kernel_initializer=clone_initializer(cell.kernel_initializer),
         recurrent_initializer=clone_initializer(cell.recurrent_initializer),

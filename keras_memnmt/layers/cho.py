@@ -38,7 +38,8 @@ class ChoDecoderCell(sublayers.DecoderCellMixin, keras.layers.Layer, DropoutRNNC
     - `c` enters the GRU through the input (`[e; c]`, Eq. 14) rather than
       through separate `C` matrices per gate — the same function.
     - `g` is a tanh deep output instead of Cho et al.'s maxout (see
-      `DeepOutput`); GRU is `keras.layers.GRUCell` (`reset_after=True`).
+      `DeepOutput`); GRU is Keras's GRUCell (`layers.gru.GRUCell`,
+      `reset_after=True`).
     - `dropout` is variational dropout on the input embedding, as in
       `RNNsearchCell`.
 

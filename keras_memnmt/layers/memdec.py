@@ -226,7 +226,7 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
         flag to `initial_states` for the training noise to be drawn.
     - `w_0` is uniform `1/n` (the paper does not say).
     - `m != units` is allowed (the paper uses `m = units = 1024`).
-    - The GRU is `keras.layers.GRUCell` (`reset_after=True`, as in
+    - The GRU is Keras's GRUCell (`layers.gru.GRUCell`, `reset_after=True`, as in
       `RNNsearchCell`); Eq. 7's inputs are concatenated as `[e; c_t; r_{t-1}]`.
     - Dropout: only in the readout (`output_dropout`, MemDec §4); no embedding
       dropout in the cell.

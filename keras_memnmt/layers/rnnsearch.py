@@ -50,7 +50,8 @@ class RNNsearchCell(sublayers.DecoderCellMixin, keras.layers.Layer, DropoutRNNCe
       `summary` with `init_state="summary"`.
     - Feedback attention uses the tanh form of H (MemDec §2.1: "we chose the
       latter for simplicity"), with a bias.
-    - GRU: `keras.layers.GRUCell` with its default `reset_after=True` (the
+    - GRU: Keras's GRUCell (`layers.gru.GRUCell`, the same step split by
+      `ops.split`) with its default `reset_after=True` (the
       reset gate multiplies `U_h s_{t-1} + b`, CuDNN style) rather than Cho et
       al.'s original reset-before-matmul.
     - `dropout` is variational dropout on the input embedding `e` (one mask per

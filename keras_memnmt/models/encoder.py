@@ -6,6 +6,7 @@ import keras
 from keras import ops
 
 from keras_memnmt.data.vocab import PAD_ID
+from keras_memnmt.layers.gru import GRUCell
 
 
 def embedding_initializer() -> keras.initializers.Initializer:
@@ -55,7 +56,9 @@ class BidirectionalEncoder(keras.layers.Layer):
                                                 embeddings_initializer=embedding_initializer())
         self.embedding_dropout = keras.layers.Dropout(dropout)
         self.birnn = keras.layers.Bidirectional(
-            keras.layers.GRU(units, return_sequences=True, return_state=True), name="birnn"
+            # keras.layers.GRU's cell, split by ops.split (layers/gru.py); same weights.
+            keras.layers.RNN(GRUCell(units), return_sequences=True, return_state=True, name="gru"),
+            name="birnn",
         )
 
     def build(self, input_shape):
