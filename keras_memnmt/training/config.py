@@ -53,7 +53,7 @@ class TrainConfig:
     output_dropout: float = 0.5  # dropout on the deep output (paper: 0.5)
     attention_remat: bool = True  # recompute the attention tanh in the backward pass (less memory)
     # --- optimization ---
-    optimizer: str = "adam"  # "adam" or "adadelta" (paper: eps 1e-6, rho 0.95)
+    optimizer: str = "adam"  # "adam" (FusedAdam) or "adadelta" (paper: eps 1e-6, rho 0.95)
     learning_rate: float = 1e-3  # Adam step size (Adadelta: 1.0)
     clipnorm: float = 1.0  # global gradient-norm clipping (paper: 1.0)
     label_smoothing: float = 0.0  # cross-entropy label smoothing
