@@ -79,3 +79,15 @@ def test_config_round_trip():
     config = restored.get_config()
     assert (config["beta_1"], config["global_clipnorm"]) == (0.8, 1.0)
     assert np.isclose(config["learning_rate"], 3e-4)
+
+
+def test_recipes_get_fused_adam_on_tensorflow_only():
+    # PyTorch: Keras replaces keras.optimizers.Adam (not a subclass) by its foreach Adam.
+    from keras_memnmt.training.config import TrainConfig
+    from keras_memnmt.training.trainer import build_optimizer
+
+    optimizer = build_optimizer(TrainConfig())
+    assert isinstance(optimizer, keras.optimizers.Adam)
+    assert isinstance(optimizer, FusedAdam) == (keras.backend.backend() == "tensorflow")
+    if keras.backend.backend() == "torch":
+        assert type(optimizer).__module__.startswith("keras.src.backend.torch")

@@ -9,7 +9,10 @@ profile of one training step showed about 40 ms of the two cores' time in the
 optimizer (README, Benchmarks, thirteenth session). TensorFlow has the fused kernel
 (``ResourceApplyAdam``, the update of the Keras 2 / ``tf.compat.v1`` Adam, with the
 same formula as Keras 3's Adam), and ``tf.nn.l2_loss`` sums the squares in one pass.
-On the other backends :class:`FusedAdam` is Keras's Adam unchanged.
+Only for TensorFlow: on PyTorch, Keras swaps ``keras.optimizers.Adam`` itself (not a
+subclass) for its ``torch._foreach`` Adam, and JAX fuses the generic update already, so
+``training.build_optimizer`` gives those backends ``keras.optimizers.Adam``. Elsewhere
+:class:`FusedAdam` runs Keras's generic update (same values).
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ class FusedAdam(keras.optimizers.Adam):
     On TensorFlow it is ``tf.raw_ops.ResourceApplyAdam`` per variable (sparse
     gradients, the embeddings', are made dense first, as Keras's own update does),
     and ``global_clipnorm`` sums the squares with ``tf.nn.l2_loss``. With
-    ``amsgrad`` it falls back to Keras's update. Other backends: Keras's Adam.
+    ``amsgrad``, or on another backend, it runs Keras's generic Adam update (on
+    PyTorch slower than ``keras.optimizers.Adam``'s ``torch._foreach`` version).
     """
 
     def _fused(self) -> bool:

@@ -126,8 +126,10 @@ def build_optimizer(config: TrainConfig) -> keras.optimizers.Optimizer:
     if config.optimizer == "adadelta":  # the paper's setting
         return keras.optimizers.Adadelta(learning_rate=config.learning_rate, rho=0.95, epsilon=1e-6,
                                          global_clipnorm=config.clipnorm)
-    # Keras's Adam, with one fused kernel per variable on TensorFlow (see optimizers.py).
-    return FusedAdam(learning_rate=config.learning_rate, global_clipnorm=config.clipnorm)
+    # One fused kernel per variable on TensorFlow (see optimizers.py); Keras's Adam elsewhere
+    # (PyTorch: Keras's torch._foreach Adam, which it picks only for keras.optimizers.Adam).
+    adam = FusedAdam if keras.backend.backend() == "tensorflow" else keras.optimizers.Adam
+    return adam(learning_rate=config.learning_rate, global_clipnorm=config.clipnorm)
 
 
 def compile_model(model: keras.Model, config: TrainConfig) -> None:
