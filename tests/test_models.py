@@ -156,3 +156,29 @@ def test_attention_remat_reaches_the_attention_and_keeps_the_outputs(model_name)
     models[False].set_weights(models[True].get_weights())
     np.testing.assert_allclose(keras.ops.convert_to_numpy(models[False]((src, tgt))),
                                keras.ops.convert_to_numpy(models[True]((src, tgt))), atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["rnnsearch", "cho"])
+def test_annotation_dropout_drops_annotations_in_training_only(kind):
+    """Inference is the model without it (same weights); in training each annotation
+    entry is either dropped or scaled by 1 / (1 - p), and the summary is untouched."""
+    model, plain = make(kind, annotation_dropout=0.5), make(kind)
+    src, tgt = batch()
+    model((src, tgt))
+    plain((src, tgt))
+    plain.set_weights(model.get_weights())
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(model((src, tgt))),
+                               keras.ops.convert_to_numpy(plain((src, tgt))), atol=1e-6)
+    ann, _, summary = (keras.ops.convert_to_numpy(x) for x in model.encoder(src, training=True))
+    base, _, base_summary = (keras.ops.convert_to_numpy(x) for x in plain.encoder(src, training=False))
+    np.testing.assert_allclose(summary, base_summary, atol=1e-6)
+    real = base != 0.0  # padded source positions are zero either way
+    kept = np.isclose(ann, 2.0 * base, atol=1e-6) & real
+    dropped = (ann == 0.0) & real
+    assert np.all(kept | dropped | ~real)
+    assert 0.3 < dropped.sum() / real.sum() < 0.7
+    trained = keras.ops.convert_to_numpy(model((src, tgt), training=True))
+    # Cho's decoder reads only the summary, so there the option changes nothing.
+    same = np.allclose(trained, keras.ops.convert_to_numpy(plain((src, tgt), training=True)), atol=1e-6)
+    assert same == (kind == "cho")
+    assert type(model).from_config(model.get_config()).encoder.annotation_dropout == 0.5

@@ -91,6 +91,8 @@ def test_missing_or_incomplete_model_dir(tmp_path, capsys):
     ("epoch=3", "no such config field"),
     ("epochs=three", "expected int"),
     ("model=transformer", "expected one of"),
+    ("annotation_dropout=1.0", "expected a rate in [0, 1)"),
+    ("dropout=-0.1", "expected a rate in [0, 1)"),
     ("epochs", "KEY=VALUE"),
     ("pretrain_checkpoint=step1", "needs pretrain_run"),
     ("pretrain_learning_rate=-1", "expected a number >= 0"),

@@ -31,6 +31,12 @@ class BidirectionalEncoder(keras.layers.Layer):
         embedding_dim: source embedding size.
         units: GRU units per direction (annotations have ``2 * units``).
         dropout: dropout on the embeddings (training only).
+        annotation_dropout: dropout on the annotations ``h_j`` (training only; our
+            option, not in the papers: nmtpytorch's ``dropout_ctx``, which its
+            Multi30k baselines set to 0.5). The attention keys, the context vectors
+            and MemDec's memory initialization all see the dropped annotations; the
+            ``summary`` (the decoder's initial state, and the Cho decoder's only view
+            of the source, which it therefore leaves unchanged) does not.
 
     Call arguments:
         source_ids: ``(B, Tx)`` int ids, ``0`` = padding.
@@ -41,20 +47,24 @@ class BidirectionalEncoder(keras.layers.Layer):
     """
 
     def __init__(self, vocab_size: int, embedding_dim: int = 256, units: int = 256,
-                 dropout: float = 0.0, **kwargs):
+                 dropout: float = 0.0, annotation_dropout: float = 0.0, **kwargs):
         super().__init__(**kwargs)
         for name, value in (("vocab_size", vocab_size), ("embedding_dim", embedding_dim), ("units", units)):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        if not 0.0 <= annotation_dropout < 1.0:
+            raise ValueError(f"annotation_dropout must be in [0, 1), got {annotation_dropout}")
         self.vocab_size = vocab_size
         self.embedding_dim = embedding_dim
         self.units = units
         self.dropout = dropout
+        self.annotation_dropout = annotation_dropout
         self.embedding = keras.layers.Embedding(vocab_size, embedding_dim, name="source_embedding",
                                                 embeddings_initializer=embedding_initializer())
         self.embedding_dropout = keras.layers.Dropout(dropout)
+        self.annotation_dropout_layer = keras.layers.Dropout(annotation_dropout)
         self.birnn = keras.layers.Bidirectional(
             # keras.layers.GRU's cell, split by ops.split (layers/gru.py); same weights.
             keras.layers.RNN(GRUCell(units), return_sequences=True, return_state=True, name="gru"),
@@ -70,8 +80,10 @@ class BidirectionalEncoder(keras.layers.Layer):
         x = self.embedding_dropout(self.embedding(source_ids), training=training)  # (B, Tx, E)
         annotations, forward_h, backward_h = self.birnn(x, mask=mask, training=training)
         summary = ops.concatenate([forward_h, backward_h], axis=-1)  # (B, 2u)
+        if self.annotation_dropout > 0.0:
+            annotations = self.annotation_dropout_layer(annotations, training=training)
         return annotations, ops.cast(mask, annotations.dtype), summary
 
     def get_config(self) -> dict:
         return {**super().get_config(), "vocab_size": self.vocab_size, "embedding_dim": self.embedding_dim,
-                "units": self.units, "dropout": self.dropout}
+                "units": self.units, "dropout": self.dropout, "annotation_dropout": self.annotation_dropout}

@@ -31,6 +31,8 @@ class Seq2Seq(keras.Model):
         decoder_units: decoder state size.
         dropout: dropout on the embeddings (training only).
         output_dropout: dropout on the deep-output layer (RNNsearch paper: 0.5).
+        annotation_dropout: dropout on the encoder's annotations (training only; see
+            :class:`~keras_memnmt.models.encoder.BidirectionalEncoder`).
         attention_remat: recompute the source attention's ``(B, Tx, A)`` tanh in the
             backward pass instead of keeping one per target step (``keras.remat``,
             see :class:`~keras_memnmt.layers.AdditiveAttention`); less training memory,
@@ -53,6 +55,7 @@ class Seq2Seq(keras.Model):
         dropout: float = 0.0,
         output_dropout: float = 0.5,
         attention_remat: bool = True,
+        annotation_dropout: float = 0.0,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -66,8 +69,9 @@ class Seq2Seq(keras.Model):
         self.dropout = dropout
         self.output_dropout = output_dropout
         self.attention_remat = attention_remat
+        self.annotation_dropout = annotation_dropout
         self.encoder = BidirectionalEncoder(source_vocab_size, embedding_dim, encoder_units, dropout,
-                                            name="encoder")
+                                            annotation_dropout=annotation_dropout, name="encoder")
         self.target_embedding = keras.layers.Embedding(target_vocab_size, embedding_dim,
                                                        embeddings_initializer=embedding_initializer(),
                                                        name="target_embedding")
@@ -216,4 +220,5 @@ class Seq2Seq(keras.Model):
             "dropout": self.dropout,
             "output_dropout": self.output_dropout,
             "attention_remat": self.attention_remat,
+            "annotation_dropout": self.annotation_dropout,
         }

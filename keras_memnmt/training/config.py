@@ -51,6 +51,7 @@ class TrainConfig:
     warm_start_new: str = "zeros"  # MemDec warm start: GRU rows of r and W^r "zeros" or "initializer"
     dropout: float = 0.0  # embedding dropout
     output_dropout: float = 0.5  # dropout on the deep output (paper: 0.5)
+    annotation_dropout: float = 0.0  # dropout on the encoder annotations h_j (nmtpytorch's dropout_ctx)
     attention_remat: bool = True  # recompute the attention tanh in the backward pass (less memory)
     # --- optimization ---
     optimizer: str = "adam"  # "adam" (FusedAdam) or "adadelta" (paper: eps 1e-6, rho 0.95)
@@ -129,6 +130,9 @@ def validate(config: TrainConfig) -> TrainConfig:
         value = getattr(config, name)
         if value is not None and not value >= 0.0:  # 0 freezes the weights (tests use it)
             raise ConfigError(f"config field {name}={value!r}: expected a number >= 0")
+    for name in ("dropout", "output_dropout", "annotation_dropout"):
+        if not 0.0 <= getattr(config, name) < 1.0:
+            raise ConfigError(f"config field {name}={getattr(config, name)!r}: expected a rate in [0, 1)")
     if not 0.0 < config.lr_decay <= 1.0:
         raise ConfigError(f"config field lr_decay={config.lr_decay!r}: expected a factor in (0, 1]")
     if config.pretrain_checkpoint is not None and config.pretrain_run is None:

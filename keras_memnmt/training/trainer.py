@@ -68,7 +68,7 @@ def build_model(config: TrainConfig, vocab: SubwordVocab) -> keras.Model:
         embedding_dim=config.embedding_dim, encoder_units=config.encoder_units,
         decoder_units=config.decoder_units, dropout=config.dropout,
         output_dropout=config.output_dropout, readout_units=config.readout_units,
-        attention_remat=config.attention_remat,
+        attention_remat=config.attention_remat, annotation_dropout=config.annotation_dropout,
     )
     if config.model == "rnnsearch":
         common.update(attention_units=config.attention_units, feedback_attention=config.feedback_attention)
