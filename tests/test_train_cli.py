@@ -211,7 +211,8 @@ def test_memdec_sizes_recipe_is_a_study():
 
 @pytest.mark.slow
 def test_memdec_warm_starts_from_a_chosen_checkpoint(tmp_path, capsys):
-    """`pretrain_checkpoint` picks a kept RNNsearch checkpoint instead of best.keras."""
+    """`pretrain_checkpoint` picks a kept RNNsearch checkpoint instead of best.keras;
+    the fine-tuning config sets the dropout rates."""
     import numpy as np
 
     from keras_memnmt.training.trainer import load_model
@@ -231,7 +232,11 @@ def test_memdec_warm_starts_from_a_chosen_checkpoint(tmp_path, capsys):
     out = str(tmp_path / "memdec")
     assert main(["train", "multi30k_memdec", "--out", out, *data, "--set", f"pretrain_run={pre}",
                  "--set", f"pretrain_checkpoint={chosen}", "--set", "memory_size=2",
-                 "--set", "max_steps=1", "--set", "validate_every=1", "--set", "learning_rate=0"]) == 0
+                 "--set", "max_steps=1", "--set", "validate_every=1", "--set", "learning_rate=0",
+                 "--set", "dropout=0.1", "--set", "output_dropout=0.3", "--set", "annotation_dropout=0.4"]) == 0
     assert f"({chosen};" in capsys.readouterr().err
+    # The fine-tuning recipe's dropout rates, not the pre-trained model's, train MemDec.
+    memdec = load_model(out)
+    assert (memdec.dropout, memdec.output_dropout, memdec.annotation_dropout) == (0.1, 0.3, 0.4)
     # learning_rate=0: the fine-tuned embedding is still exactly the chosen checkpoint's.
     np.testing.assert_array_equal(embedding(load_model(out)), kept[chosen])

@@ -119,7 +119,12 @@ def pretrained_memdec(config: TrainConfig, out_dir: str, data_dir: str | None, l
         shutil.copytree(os.path.join(run, "vocab"), vocab_dir, dirs_exist_ok=True)
     log(f"MemDec warm start from {run} ({config.pretrain_checkpoint or 'best.keras'}; "
         f"new read weights: {config.warm_start_new})")
-    return memdec_from_rnnsearch(rnnsearch, new_weights=config.warm_start_new, **memdec_options(config)), vocab
+    # The fine-tuning config sets the regularization: without these, the copied RNNsearch
+    # config's rates trained MemDec and `--set dropout=...` was silently ignored.
+    rates = dict(dropout=config.dropout, output_dropout=config.output_dropout,
+                 annotation_dropout=config.annotation_dropout)
+    return memdec_from_rnnsearch(rnnsearch, new_weights=config.warm_start_new, **memdec_options(config),
+                                 **rates), vocab
 
 
 def build_optimizer(config: TrainConfig) -> keras.optimizers.Optimizer:
