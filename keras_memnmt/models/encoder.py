@@ -52,10 +52,9 @@ class BidirectionalEncoder(keras.layers.Layer):
         for name, value in (("vocab_size", vocab_size), ("embedding_dim", embedding_dim), ("units", units)):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
-        if not 0.0 <= annotation_dropout < 1.0:
-            raise ValueError(f"annotation_dropout must be in [0, 1), got {annotation_dropout}")
+        for name, rate in (("dropout", dropout), ("annotation_dropout", annotation_dropout)):
+            if not 0.0 <= rate < 1.0:
+                raise ValueError(f"{name} must be in [0, 1), got {rate}")
         self.vocab_size = vocab_size
         self.embedding_dim = embedding_dim
         self.units = units
@@ -80,8 +79,7 @@ class BidirectionalEncoder(keras.layers.Layer):
         x = self.embedding_dropout(self.embedding(source_ids), training=training)  # (B, Tx, E)
         annotations, forward_h, backward_h = self.birnn(x, mask=mask, training=training)
         summary = ops.concatenate([forward_h, backward_h], axis=-1)  # (B, 2u)
-        if self.annotation_dropout > 0.0:
-            annotations = self.annotation_dropout_layer(annotations, training=training)
+        annotations = self.annotation_dropout_layer(annotations, training=training)  # rate 0: a no-op
         return annotations, ops.cast(mask, annotations.dtype), summary
 
     def get_config(self) -> dict:

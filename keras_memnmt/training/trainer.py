@@ -66,15 +66,20 @@ def build_model(config: TrainConfig, vocab: SubwordVocab) -> keras.Model:
 
     common = dict(
         embedding_dim=config.embedding_dim, encoder_units=config.encoder_units,
-        decoder_units=config.decoder_units, dropout=config.dropout,
-        output_dropout=config.output_dropout, readout_units=config.readout_units,
-        attention_remat=config.attention_remat, annotation_dropout=config.annotation_dropout,
+        decoder_units=config.decoder_units, readout_units=config.readout_units,
+        attention_remat=config.attention_remat, **dropout_rates(config),
     )
     if config.model == "rnnsearch":
         common.update(attention_units=config.attention_units, feedback_attention=config.feedback_attention)
     if config.model == "memdec":
         common.update(attention_units=config.attention_units, **memdec_options(config))
     return MODELS[config.model](vocab.source.vocab_size, vocab.target.vocab_size, **common)
+
+
+def dropout_rates(config: TrainConfig) -> dict:
+    """The config's dropout rates, as every Seq2Seq model takes them (a warm start too)."""
+    return dict(dropout=config.dropout, output_dropout=config.output_dropout,
+                annotation_dropout=config.annotation_dropout)
 
 
 def memdec_options(config: TrainConfig) -> dict:
@@ -119,12 +124,9 @@ def pretrained_memdec(config: TrainConfig, out_dir: str, data_dir: str | None, l
         shutil.copytree(os.path.join(run, "vocab"), vocab_dir, dirs_exist_ok=True)
     log(f"MemDec warm start from {run} ({config.pretrain_checkpoint or 'best.keras'}; "
         f"new read weights: {config.warm_start_new})")
-    # The fine-tuning config sets the regularization: without these, the copied RNNsearch
-    # config's rates trained MemDec and `--set dropout=...` was silently ignored.
-    rates = dict(dropout=config.dropout, output_dropout=config.output_dropout,
-                 annotation_dropout=config.annotation_dropout)
+    # The fine-tuning config's rates, not the copied RNNsearch config's, train MemDec.
     return memdec_from_rnnsearch(rnnsearch, new_weights=config.warm_start_new, **memdec_options(config),
-                                 **rates), vocab
+                                 **dropout_rates(config)), vocab
 
 
 def build_optimizer(config: TrainConfig) -> keras.optimizers.Optimizer:
