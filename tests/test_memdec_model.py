@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from keras_memnmt.models import MemDec, RNNsearch, memdec_from_rnnsearch
+from keras_memnmt.testing.utils import assert_stepping_matches
 
 SIZES = dict(embedding_dim=8, encoder_units=6, decoder_units=10, readout_units=7, attention_units=9,
              output_dropout=0.0)
@@ -28,10 +29,7 @@ def test_memdec_teacher_forcing_equals_stepping_and_round_trip(tmp_path, query_s
     model = MemDec(30, 25, memory_size=4, memory_dim=5, query_state=query_state, **SIZES)
     src, tgt = batch()
     logits = np_(model((src, tgt)))
-    states = model.encode(src)
-    for t in range(tgt.shape[1]):
-        step_logits, states, _ = model.decode_step(keras.ops.convert_to_tensor(tgt[:, t]), states)
-        np.testing.assert_allclose(np_(step_logits), logits[:, t], atol=1e-5)
+    assert_stepping_matches(model, src, tgt, logits)
     model.save(str(tmp_path / "m.keras"))
     loaded = keras.saving.load_model(str(tmp_path / "m.keras"), compile=False)
     np.testing.assert_allclose(np_(loaded((src, tgt))), logits, atol=1e-6)
@@ -134,6 +132,22 @@ def test_warm_start_with_query_state_is_the_rnnsearch_it_comes_from():
     # Without the W^s term (Eq. 5 as printed) the query loses s_{t-1}: a different model.
     printed = memdec_from_rnnsearch(rnnsearch, memory_size=4, init_noise_std=1.0)
     assert np.abs(np_(printed((src, tgt))) - expected).max() > 1e-3
+
+
+def test_tied_warm_start_is_the_tied_rnnsearch_it_comes_from(tmp_path):
+    """tie_embeddings reaches MemDec with the copy: with query_state=True the warm-started
+    MemDec gives the tied RNNsearch's logits; stepping equals teacher forcing; round trip."""
+    sizes = {**SIZES, "readout_units": SIZES["embedding_dim"]}
+    rnnsearch = RNNsearch(30, 25, tie_embeddings=True, **sizes)
+    src, tgt = batch()
+    expected = np_(rnnsearch((src, tgt)))
+    memdec = memdec_from_rnnsearch(rnnsearch, memory_size=4, query_state=True)
+    assert memdec.tie_embeddings and memdec.cell.deep_output.logits is None
+    np.testing.assert_allclose(np_(memdec((src, tgt))), expected, atol=1e-5)
+    assert_stepping_matches(memdec, src, tgt, expected)
+    memdec.save(str(tmp_path / "m.keras"))
+    loaded = keras.saving.load_model(str(tmp_path / "m.keras"), compile=False)
+    np.testing.assert_allclose(np_(loaded((src, tgt))), expected, atol=1e-5)
 
 
 def test_warm_start_bad_new_weights():

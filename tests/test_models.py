@@ -6,14 +6,16 @@ import pytest
 
 from keras_memnmt.data import BOS_ID
 from keras_memnmt.models import ChoEncoderDecoder, RNNsearch
+from keras_memnmt.testing import reference
+from keras_memnmt.testing.utils import assert_stepping_matches
 
 SIZES = dict(embedding_dim=8, encoder_units=6, decoder_units=10, readout_units=7, output_dropout=0.0)
 
 
 def make(kind, **kw):
     if kind == "rnnsearch":
-        return RNNsearch(30, 25, attention_units=9, **SIZES, **kw)
-    return ChoEncoderDecoder(30, 25, **SIZES, **kw)
+        return RNNsearch(30, 25, attention_units=9, **{**SIZES, **kw})
+    return ChoEncoderDecoder(30, 25, **{**SIZES, **kw})
 
 
 def batch(seed=0):
@@ -32,10 +34,7 @@ def test_teacher_forcing_equals_stepping_the_cell(kind):
     src, tgt = batch()
     logits = keras.ops.convert_to_numpy(model((src, tgt)))
     assert logits.shape == (3, 5, 25)
-    states = model.encode(src)
-    for t in range(tgt.shape[1]):
-        step_logits, states, _ = model.decode_step(keras.ops.convert_to_tensor(tgt[:, t]), states)
-        np.testing.assert_allclose(keras.ops.convert_to_numpy(step_logits), logits[:, t], atol=1e-5)
+    assert_stepping_matches(model, src, tgt, logits)
 
 
 @pytest.mark.parametrize("kind", ["rnnsearch", "cho"])
@@ -182,3 +181,52 @@ def test_annotation_dropout_drops_annotations_in_training_only(kind):
     same = np.allclose(trained, keras.ops.convert_to_numpy(plain((src, tgt), training=True)), atol=1e-6)
     assert same == (kind == "cho")
     assert type(model).from_config(model.get_config()).encoder.annotation_dropout == 0.5
+
+
+@pytest.mark.parametrize("kind", ["rnnsearch", "cho"])
+def test_tied_output_projects_with_the_target_embedding(kind, tmp_path):
+    """tie_embeddings: logits = tanh(o W_o + b_o) E^T + b_y (NumPy, fed the model's weights,
+    E the target embedding); no output kernel of its own; the decoders' step gives the
+    same logits; the .keras round trip is identical."""
+    model = make(kind, tie_embeddings=True, readout_units=8)
+    src, tgt = batch()
+    logits = keras.ops.convert_to_numpy(model((src, tgt)))
+    deep = model.cell.deep_output
+    assert deep.logits is None
+    w_o, b_o, b_y = (keras.ops.convert_to_numpy(w) for w in
+                     (deep.hidden.kernel, deep.hidden.bias, deep.logits_bias))
+    assert len(deep.weights) == 3 and b_y.shape == (25,)
+    embeddings = keras.ops.convert_to_numpy(model.target_embedding.embeddings)  # (V, E)
+    outputs = keras.ops.convert_to_numpy(
+        model.decoder_rnn(model.target_embedding(tgt), initial_state=model.encode(src)))
+    np.testing.assert_allclose(logits, reference.readout(outputs, w_o, b_o, embeddings.T, b_y), atol=1e-5)
+    assert_stepping_matches(model, src, tgt, logits)
+    model.save(str(tmp_path / "m.keras"))
+    loaded = keras.saving.load_model(str(tmp_path / "m.keras"), compile=False)
+    assert loaded.tie_embeddings and loaded.get_config() == model.get_config()
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(loaded((src, tgt))), logits, atol=1e-6)
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_tied_output_trains_every_embedding_row(tied):
+    """One SGD step: tied, the output projection moves the embedding rows of words that
+    are never decoder inputs; untied, only the looked-up rows move."""
+    model = make("rnnsearch", tie_embeddings=tied, readout_units=8)
+    src, tgt = batch()
+    labels = np.roll(tgt, -1, axis=1)
+    model.compile(keras.optimizers.SGD(0.5), keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model((src, tgt))
+    before = keras.ops.convert_to_numpy(model.target_embedding.embeddings).copy()
+    model.train_on_batch((src, tgt), labels)
+    moved = np.abs(keras.ops.convert_to_numpy(model.target_embedding.embeddings) - before).max(axis=1) > 0
+    unseen = np.setdiff1d(np.arange(25), tgt)
+    assert moved[np.unique(tgt)].all()
+    assert moved[unseen].all() if tied else not moved[unseen].any()
+
+
+def test_tied_output_needs_matching_sizes():
+    with pytest.raises(ValueError, match="readout_units=7, embedding_dim=8"):
+        make("rnnsearch", tie_embeddings=True)
+    deep = make("rnnsearch", tie_embeddings=True, readout_units=8).cell.deep_output
+    with pytest.raises(ValueError, match="needs output_embedding"):
+        deep(np.zeros((2, 3), "float32"))

@@ -104,6 +104,11 @@ def test_bad_recipe_fields_are_clear_errors(override, message, capsys):
     assert message in capsys.readouterr().err
 
 
+def test_tied_embeddings_need_readout_units_equal_to_embedding_dim(capsys):
+    assert main(["train", "quickstart", "--set", "tie_embeddings=true", "--set", "readout_units=64"]) == 2
+    assert "tie_embeddings=True needs readout_units == embedding_dim" in capsys.readouterr().err
+
+
 def test_addressing_and_its_legacy_name_cannot_disagree(capsys):
     assert main(["train", "multi30k_memdec", "--set", "shared_addressing=true"]) == 2
     assert "give addressing only" in capsys.readouterr().err
@@ -240,3 +245,8 @@ def test_memdec_warm_starts_from_a_chosen_checkpoint(tmp_path, capsys):
     assert (memdec.dropout, memdec.output_dropout, memdec.annotation_dropout) == (0.1, 0.3, 0.4)
     # learning_rate=0: the fine-tuned embedding is still exactly the chosen checkpoint's.
     np.testing.assert_array_equal(embedding(load_model(out)), kept[chosen])
+    # A tied MemDec cannot start from an untied RNNsearch: the output layers differ.
+    assert main(["train", "multi30k_memdec", "--out", str(tmp_path / "tied"), *data, "--set",
+                 f"pretrain_run={pre}", "--set", "tie_embeddings=true", "--set", "readout_units=16",
+                 "--set", "memory_size=2"]) == 2
+    assert "tie_embeddings=False, this config tie_embeddings=True" in capsys.readouterr().err

@@ -56,6 +56,7 @@ def deep_output(cell: keras.layers.Layer, seed: int | None) -> DeepOutput:
         cell.readout_units,
         cell.target_vocab_size,
         output_dropout=cell.output_dropout,
+        tied=cell.tied_output,
         kernel_initializer=clone_initializer(cell.kernel_initializer),
         bias_initializer=clone_initializer(cell.bias_initializer),
         seed=seed,
@@ -78,12 +79,14 @@ class DecoderCellMixin:
         output, new_states, _ = self.step(inputs, states, training=training)
         return output, new_states
 
-    def readout(self, outputs, training: bool = False):
+    def readout(self, outputs, training: bool = False, output_embedding=None):
         """Deep output (Eq. 9): ``(..., output_size) -> (..., target_vocab_size)`` logits.
 
         Applied to the whole ``(B, T, ·)`` sequence in training and per step in decoding.
+        ``output_embedding``: the target ``ReversibleEmbedding``, given exactly when the
+        cell was built with ``tied_output=True``.
         """
-        return self.deep_output(outputs, training=training)
+        return self.deep_output(outputs, training=training, output_embedding=output_embedding)
 
     def get_initial_state(self, batch_size: int | None = None) -> list:
         raise ValueError(

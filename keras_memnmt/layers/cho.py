@@ -12,7 +12,7 @@ from keras import ops
 from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
 
 from keras_memnmt.layers import _sublayers as sublayers
-from keras_memnmt.layers._checks import check_positive_int, check_rate
+from keras_memnmt.layers._checks import check_bool, check_positive_int, check_rate
 
 
 @keras.saving.register_keras_serializable(package="keras_memnmt")
@@ -53,6 +53,8 @@ class ChoDecoderCell(sublayers.DecoderCellMixin, keras.layers.Layer, DropoutRNNC
         readout_units: int, size of the deep-output tanh layer.
         annotation_units: int, size `D` of the encoder summary.
         output_dropout: float in [0, 1), dropout in the readout.
+        tied_output: bool, the readout's output kernel is the target embedding
+            matrix, passed to `readout(..., output_embedding=)` (see `DeepOutput`).
         dropout: float in [0, 1), variational dropout on the input embedding.
         kernel_initializer: initializer of the input kernels.
         recurrent_initializer: initializer of the GRU recurrent kernel.
@@ -79,6 +81,7 @@ class ChoDecoderCell(sublayers.DecoderCellMixin, keras.layers.Layer, DropoutRNNC
         readout_units: int,
         annotation_units: int,
         output_dropout: float = 0.5,
+        tied_output: bool = False,
         dropout: float = 0.0,
         kernel_initializer: Any = "glorot_uniform",
         recurrent_initializer: Any = "orthogonal",
@@ -92,6 +95,7 @@ class ChoDecoderCell(sublayers.DecoderCellMixin, keras.layers.Layer, DropoutRNNC
         self.readout_units = check_positive_int("readout_units", readout_units)
         self.annotation_units = check_positive_int("annotation_units", annotation_units)
         self.output_dropout = check_rate("output_dropout", output_dropout)
+        self.tied_output = check_bool("tied_output", tied_output)
         self.dropout = check_rate("dropout", dropout)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.recurrent_initializer = keras.initializers.get(recurrent_initializer)
@@ -190,6 +194,7 @@ class ChoDecoderCell(sublayers.DecoderCellMixin, keras.layers.Layer, DropoutRNNC
                 "readout_units": self.readout_units,
                 "annotation_units": self.annotation_units,
                 "output_dropout": self.output_dropout,
+                "tied_output": self.tied_output,
                 "dropout": self.dropout,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
                 "recurrent_initializer": keras.initializers.serialize(self.recurrent_initializer),

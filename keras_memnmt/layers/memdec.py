@@ -299,6 +299,8 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
         query_state: bool; True adds `W^s s_{t-1}` to the pre-state of Eq. 5
             (not in the paper, see above). Default False.
         output_dropout: float in [0, 1), dropout in the readout.
+        tied_output: bool, the readout's output kernel is the target embedding
+            matrix, passed to `readout(..., output_embedding=)` (see `DeepOutput`).
         attention_remat: bool, `rematerialize` of the source attention (recompute its
             `(B, Tx, A)` tanh in the backward pass: less memory, same values).
         init_state: "mean" or "summary", how `s_0` is computed (as in
@@ -354,6 +356,7 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
         write: bool = True,
         query_state: bool = False,
         output_dropout: float = 0.5,
+        tied_output: bool = False,
         attention_remat: bool = True,
         init_state: str = "mean",
         kernel_initializer: Any = "glorot_uniform",
@@ -383,6 +386,7 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
         self.write = check_bool("write", write)
         self.query_state = check_bool("query_state", query_state)
         self.output_dropout = check_rate("output_dropout", output_dropout)
+        self.tied_output = check_bool("tied_output", tied_output)
         self.attention_remat = check_bool("attention_remat", attention_remat)
         self.init_state = check_choice("init_state", init_state, INIT_STATES)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
@@ -645,6 +649,7 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
                 "write": self.write,
                 "query_state": self.query_state,
                 "output_dropout": self.output_dropout,
+                "tied_output": self.tied_output,
                 "attention_remat": self.attention_remat,
                 "init_state": self.init_state,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import keras
+from keras import ops
 
-from keras_memnmt.layers._checks import check_positive_int, check_rate
+from keras_memnmt.layers._checks import check_bool, check_positive_int, check_rate
 
 
 def clone_initializer(initializer: Any) -> keras.initializers.Initializer:
@@ -32,10 +33,19 @@ class DeepOutput(keras.layers.Layer):
     per-step output — so the same code serves a whole teacher-forced sequence
     `(B, T, F)` and a single decoding step `(B, F)`.
 
+    Tied output (`tied=True`, our option, not in the papers): `W_y` is the
+    transposed target embedding matrix, `logits = t E^T + b_y` (weight tying,
+    Press & Wolf 2017; nmtpytorch's `tied_emb` in its Multi30k systems). The
+    embedding belongs to the model, so it comes in at call time as the
+    `keras.layers.ReversibleEmbedding` whose `reverse=True` call computes `t E^T`;
+    `readout_units` must equal the embedding size. Only `b_y` is this layer's.
+
     Args:
         readout_units: int, size of the tanh hidden layer `t`.
         target_vocab_size: int, number of logits.
         output_dropout: float in [0, 1), dropout rate on `t`.
+        tied: bool, take `W_y` from the `output_embedding` call argument (above)
+            instead of a kernel of its own.
         kernel_initializer: initializer of `W_o` and `W_y`.
         bias_initializer: initializer of `b_o` and `b_y`.
         seed: optional int, seed of the dropout.
@@ -44,11 +54,15 @@ class DeepOutput(keras.layers.Layer):
     Call arguments:
         inputs: `(..., F)`, the decoder cell outputs.
         training: bool, whether dropout is active.
+        output_embedding: with `tied=True` (only then), the target
+            `keras.layers.ReversibleEmbedding` (`tie_weights=True`) of width
+            `readout_units`.
 
     Returns:
         `(..., target_vocab_size)` unnormalized logits.
 
-    Sublayers: `hidden` (Dense, tanh), `dropout_layer`, `logits`.
+    Sublayers: `hidden` (Dense, tanh), `dropout_layer`, `logits` (Dense; `None` when
+    tied, which has the weight `logits_bias` instead).
     """
 
     def __init__(
@@ -56,6 +70,7 @@ class DeepOutput(keras.layers.Layer):
         readout_units: int,
         target_vocab_size: int,
         output_dropout: float = 0.5,
+        tied: bool = False,
         kernel_initializer: Any = "glorot_uniform",
         bias_initializer: Any = "zeros",
         seed: int | None = None,
@@ -65,6 +80,7 @@ class DeepOutput(keras.layers.Layer):
         self.readout_units = check_positive_int("readout_units", readout_units)
         self.target_vocab_size = check_positive_int("target_vocab_size", target_vocab_size)
         self.output_dropout = check_rate("output_dropout", output_dropout)
+        self.tied = check_bool("tied", tied)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.seed = seed
@@ -79,7 +95,7 @@ class DeepOutput(keras.layers.Layer):
         self.dropout_layer = keras.layers.Dropout(
             self.output_dropout, seed=seed, dtype=self.dtype_policy, name="dropout"
         )
-        self.logits = keras.layers.Dense(
+        self.logits = None if self.tied else keras.layers.Dense(
             self.target_vocab_size,
             kernel_initializer=clone_initializer(self.kernel_initializer),
             bias_initializer=clone_initializer(self.bias_initializer),
@@ -89,12 +105,22 @@ class DeepOutput(keras.layers.Layer):
 
     def build(self, input_shape: tuple) -> None:
         self.hidden.build(tuple(input_shape))
-        self.logits.build(tuple(input_shape[:-1]) + (self.readout_units,))
+        if self.tied:
+            self.logits_bias = self.add_weight(shape=(self.target_vocab_size,),
+                                               initializer=clone_initializer(self.bias_initializer),
+                                               name="logits_bias")
+        else:
+            self.logits.build(tuple(input_shape[:-1]) + (self.readout_units,))
         self.built = True
 
-    def call(self, inputs: Any, training: bool = False) -> Any:
+    def call(self, inputs: Any, training: bool = False, output_embedding: Any = None) -> Any:
+        if self.tied != (output_embedding is not None):
+            raise ValueError("a tied DeepOutput needs output_embedding (the target ReversibleEmbedding)"
+                             if self.tied else "output_embedding is only for a tied DeepOutput (tied=True)")
         hidden = self.hidden(inputs)  # (..., readout_units)
         hidden = self.dropout_layer(hidden, training=training)
+        if self.tied:  # t E^T + b_y
+            return ops.add(output_embedding(hidden, reverse=True), self.logits_bias)
         return self.logits(hidden)  # (..., target_vocab_size)
 
     def compute_output_shape(self, input_shape: tuple) -> tuple:
@@ -107,6 +133,7 @@ class DeepOutput(keras.layers.Layer):
                 "readout_units": self.readout_units,
                 "target_vocab_size": self.target_vocab_size,
                 "output_dropout": self.output_dropout,
+                "tied": self.tied,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
                 "bias_initializer": keras.initializers.serialize(self.bias_initializer),
                 "seed": self.seed,

@@ -81,6 +81,8 @@ class RNNsearchCell(sublayers.DecoderCellMixin, keras.layers.Layer, DropoutRNNCe
         feedback_attention: bool, use `tanh(W [s_{t-1}; e])` as the attention
             query (MemDec §2.1) instead of `s_{t-1}` (Bahdanau).
         output_dropout: float in [0, 1), dropout in the readout.
+        tied_output: bool, the readout's output kernel is the target embedding
+            matrix, passed to `readout(..., output_embedding=)` (see `DeepOutput`).
         attention_remat: bool, `rematerialize` of the source attention (recompute its
             `(B, Tx, A)` tanh in the backward pass: less memory, same values).
         dropout: float in [0, 1), variational dropout on the input embedding.
@@ -126,6 +128,7 @@ class RNNsearchCell(sublayers.DecoderCellMixin, keras.layers.Layer, DropoutRNNCe
         annotation_units: int,
         feedback_attention: bool = True,
         output_dropout: float = 0.5,
+        tied_output: bool = False,
         attention_remat: bool = True,
         dropout: float = 0.0,
         init_state: str = "mean",
@@ -143,6 +146,7 @@ class RNNsearchCell(sublayers.DecoderCellMixin, keras.layers.Layer, DropoutRNNCe
         self.annotation_units = check_positive_int("annotation_units", annotation_units)
         self.feedback_attention = check_bool("feedback_attention", feedback_attention)
         self.output_dropout = check_rate("output_dropout", output_dropout)
+        self.tied_output = check_bool("tied_output", tied_output)
         self.attention_remat = check_bool("attention_remat", attention_remat)
         self.dropout = check_rate("dropout", dropout)
         self.init_state = check_choice("init_state", init_state, INIT_STATES)
@@ -297,6 +301,7 @@ class RNNsearchCell(sublayers.DecoderCellMixin, keras.layers.Layer, DropoutRNNCe
                 "annotation_units": self.annotation_units,
                 "feedback_attention": self.feedback_attention,
                 "output_dropout": self.output_dropout,
+                "tied_output": self.tied_output,
                 "attention_remat": self.attention_remat,
                 "dropout": self.dropout,
                 "init_state": self.init_state,

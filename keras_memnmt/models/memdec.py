@@ -55,6 +55,7 @@ class MemDec(Seq2Seq):
             addressing=self.addressing, init_noise_std=self.init_noise_std,
             init_noise=self.init_noise, noise_at_inference=self.noise_at_inference,
             query_state=self.query_state, output_dropout=self.output_dropout,
+            tied_output=self.tie_embeddings,
             attention_remat=self.attention_remat, name="memdec_cell",
         )
 

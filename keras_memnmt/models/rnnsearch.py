@@ -37,6 +37,7 @@ class RNNsearch(Seq2Seq):
             self.decoder_units, self.target_vocab_size, attention_units=self.attention_units,
             readout_units=self.readout_units, annotation_units=2 * self.encoder_units,
             feedback_attention=self.feedback_attention, output_dropout=self.output_dropout,
+            tied_output=self.tie_embeddings,
             attention_remat=self.attention_remat,
             name="rnnsearch_cell",
         )
@@ -63,6 +64,7 @@ class ChoEncoderDecoder(Seq2Seq):
         return ChoDecoderCell(
             self.decoder_units, self.target_vocab_size, readout_units=self.readout_units,
             annotation_units=2 * self.encoder_units, output_dropout=self.output_dropout,
+            tied_output=self.tie_embeddings,
             name="cho_cell",
         )
 

@@ -37,6 +37,9 @@ class Seq2Seq(keras.Model):
             backward pass instead of keeping one per target step (``keras.remat``,
             see :class:`~keras_memnmt.layers.AdditiveAttention`); less training memory,
             the same values. Models without additive attention (Cho) ignore it.
+        tie_embeddings: the output layer's kernel is the target embedding matrix
+            (weight tying, our option; see :class:`~keras_memnmt.layers.DeepOutput`):
+            one ``V x E`` matrix fewer. Needs the cell's ``readout_units == embedding_dim``.
 
     Call arguments:
         inputs: ``(source_ids (B, Tx), target_in_ids (B, T))`` int ids.
@@ -56,6 +59,7 @@ class Seq2Seq(keras.Model):
         output_dropout: float = 0.5,
         attention_remat: bool = True,
         annotation_dropout: float = 0.0,
+        tie_embeddings: bool = False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -70,13 +74,21 @@ class Seq2Seq(keras.Model):
         self.output_dropout = output_dropout
         self.attention_remat = attention_remat
         self.annotation_dropout = annotation_dropout
+        self.tie_embeddings = tie_embeddings
         self.encoder = BidirectionalEncoder(source_vocab_size, embedding_dim, encoder_units, dropout,
                                             annotation_dropout=annotation_dropout, name="encoder")
-        self.target_embedding = keras.layers.Embedding(target_vocab_size, embedding_dim,
-                                                       embeddings_initializer=embedding_initializer(),
-                                                       name="target_embedding")
+        # Tied, an Embedding that also projects back (`reverse=True`, the output layer):
+        # Keras's ReversibleEmbedding, which keras-hub re-exports. Untied, a plain Embedding:
+        # .keras files key a model's layers by class name, so older runs keep loading.
+        embedding = keras.layers.ReversibleEmbedding if tie_embeddings else keras.layers.Embedding
+        self.target_embedding = embedding(target_vocab_size, embedding_dim,
+                                          embeddings_initializer=embedding_initializer(),
+                                          name="target_embedding")
         self.target_dropout = keras.layers.Dropout(dropout)
         self.cell = self.make_cell()
+        if tie_embeddings and self.cell.readout_units != embedding_dim:
+            raise ValueError(f"tie_embeddings needs readout_units == embedding_dim, got "
+                             f"readout_units={self.cell.readout_units}, embedding_dim={embedding_dim}")
         self.decoder_rnn = keras.layers.RNN(self.cell, return_sequences=True, name="decoder")
 
     def make_cell(self) -> keras.layers.Layer:
@@ -94,16 +106,21 @@ class Seq2Seq(keras.Model):
         states = self.encode(source_ids, training=training)
         embedded = self.target_dropout(self.target_embedding(target_in), training=training)  # (B,T,E)
         outputs = self.decoder_rnn(embedded, initial_state=states, training=training)  # (B,T,O)
-        return self.cell.readout(outputs, training=training)  # (B, T, V)
+        return self.readout(outputs, training=training)  # (B, T, V)
 
     def decode_step(self, tokens, states):
         """One decoding step: previous tokens ``(B,)`` → ``(logits (B,V), states, attention)``.
 
-        The same ``cell.step`` and ``cell.readout`` that ``call`` runs in training.
+        The same ``cell.step`` and :meth:`readout` that ``call`` runs in training.
         """
         embedded = self.target_embedding(tokens)  # (B, E)
         output, new_states, attention = self.cell.step(embedded, states, training=False)
-        return self.cell.readout(output, training=False), list(new_states), attention
+        return self.readout(output, training=False), list(new_states), attention
+
+    def readout(self, outputs, training=False):
+        """The cell's deep output (Eq. 9), given the target embedding when the output is tied."""
+        tied = self.target_embedding if self.tie_embeddings else None
+        return self.cell.readout(outputs, training=training, output_embedding=tied)
 
     def generate(
         self,
@@ -221,4 +238,5 @@ class Seq2Seq(keras.Model):
             "output_dropout": self.output_dropout,
             "attention_remat": self.attention_remat,
             "annotation_dropout": self.annotation_dropout,
+            "tie_embeddings": self.tie_embeddings,
         }

@@ -50,3 +50,13 @@ def value_and_grads(fn, *arrays: np.ndarray) -> tuple[float, list[np.ndarray]]:
         value.backward()
         return float(value.detach()), [x.grad.numpy() for x in xs]
     raise NotImplementedError(f"no gradient helper for backend {backend}")
+
+
+def assert_stepping_matches(model: keras.Model, source_ids: np.ndarray, target_in: np.ndarray,
+                            logits: np.ndarray, atol: float = 1e-5) -> None:
+    """``model.decode_step`` (the decoders' path), fed ``target_in`` one token at a time from
+    ``model.encode``, gives the teacher-forced ``logits (B, T, V)`` of ``model.call``."""
+    states = model.encode(source_ids)
+    for t in range(target_in.shape[1]):
+        step_logits, states, _ = model.decode_step(keras.ops.convert_to_tensor(target_in[:, t]), states)
+        np.testing.assert_allclose(numpy(step_logits), logits[:, t], atol=atol)

@@ -53,6 +53,7 @@ class TrainConfig:
     output_dropout: float = 0.5  # dropout on the deep output (paper: 0.5)
     annotation_dropout: float = 0.0  # dropout on the encoder annotations h_j (nmtpytorch's dropout_ctx)
     attention_remat: bool = True  # recompute the attention tanh in the backward pass (less memory)
+    tie_embeddings: bool = False  # output kernel = target embedding (needs readout_units == embedding_dim)
     # --- optimization ---
     optimizer: str = "adam"  # "adam" (FusedAdam) or "adadelta" (paper: eps 1e-6, rho 0.95)
     learning_rate: float = 1e-3  # Adam step size (Adadelta: 1.0)
@@ -142,6 +143,9 @@ def validate(config: TrainConfig) -> TrainConfig:
         raise ConfigError(f"config fields addressing={config.addressing!r} and shared_addressing="
                           f"{config.shared_addressing!r}: give addressing only (shared_addressing is "
                           "its legacy name)")
+    if config.tie_embeddings and config.readout_units != config.embedding_dim:
+        raise ConfigError(f"config field tie_embeddings=True needs readout_units == embedding_dim, got "
+                          f"readout_units={config.readout_units}, embedding_dim={config.embedding_dim}")
     if config.lr_patience < 1:
         raise ConfigError(f"config field lr_patience={config.lr_patience!r}: expected an int >= 1")
     return config

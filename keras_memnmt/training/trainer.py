@@ -67,7 +67,8 @@ def build_model(config: TrainConfig, vocab: SubwordVocab) -> keras.Model:
     common = dict(
         embedding_dim=config.embedding_dim, encoder_units=config.encoder_units,
         decoder_units=config.decoder_units, readout_units=config.readout_units,
-        attention_remat=config.attention_remat, **dropout_rates(config),
+        attention_remat=config.attention_remat, tie_embeddings=config.tie_embeddings,
+        **dropout_rates(config),
     )
     if config.model == "rnnsearch":
         common.update(attention_units=config.attention_units, feedback_attention=config.feedback_attention)
@@ -119,6 +120,9 @@ def pretrained_memdec(config: TrainConfig, out_dir: str, data_dir: str | None, l
     rnnsearch, vocab, pre_config = load_run(run, config.pretrain_checkpoint)
     if pre_config.model != "rnnsearch":
         raise ConfigError(f"pretrain_run {run} holds a {pre_config.model!r} model, not rnnsearch")
+    if pre_config.tie_embeddings != config.tie_embeddings:  # the deep outputs' weights differ
+        raise ConfigError(f"pretrain_run {run} has tie_embeddings={pre_config.tie_embeddings}, this "
+                          f"config tie_embeddings={config.tie_embeddings}: they must agree")
     vocab_dir = os.path.join(out_dir, "vocab")
     if not os.path.isfile(os.path.join(vocab_dir, "vocab.json")):
         shutil.copytree(os.path.join(run, "vocab"), vocab_dir, dirs_exist_ok=True)
