@@ -186,8 +186,8 @@ def test_annotation_dropout_drops_annotations_in_training_only(kind):
 @pytest.mark.parametrize("kind", ["rnnsearch", "cho"])
 def test_tied_output_projects_with_the_target_embedding(kind, tmp_path):
     """tie_embeddings: logits = tanh(o W_o + b_o) E^T + b_y (NumPy, fed the model's weights,
-    E the target embedding); no output kernel of its own; the decoders' step gives the
-    same logits; the .keras round trip is identical."""
+    E the target embedding, the decoder fed sqrt(E)-scaled lookups); no output kernel of its
+    own; the decoders' step gives the same logits; the .keras round trip is identical."""
     model = make(kind, tie_embeddings=True, readout_units=8)
     src, tgt = batch()
     logits = keras.ops.convert_to_numpy(model((src, tgt)))
@@ -197,8 +197,9 @@ def test_tied_output_projects_with_the_target_embedding(kind, tmp_path):
                      (deep.hidden.kernel, deep.hidden.bias, deep.logits_bias))
     assert len(deep.weights) == 3 and b_y.shape == (25,)
     embeddings = keras.ops.convert_to_numpy(model.target_embedding.embeddings)  # (V, E)
+    assert 0.25 < embeddings.std() < 0.5  # N(0, 1/E), E = 8; the lookups are scaled by sqrt(E)
     outputs = keras.ops.convert_to_numpy(
-        model.decoder_rnn(model.target_embedding(tgt), initial_state=model.encode(src)))
+        model.decoder_rnn(embeddings[tgt] * 8**0.5, initial_state=model.encode(src)))  # sqrt(E)
     np.testing.assert_allclose(logits, reference.readout(outputs, w_o, b_o, embeddings.T, b_y), atol=1e-5)
     assert_stepping_matches(model, src, tgt, logits)
     model.save(str(tmp_path / "m.keras"))
