@@ -126,7 +126,7 @@ class Seq2Seq(keras.Model):
     def embed_target(self, tokens):
         """Target ids → the decoder's input embeddings (scaled by ``sqrt(E)`` when tied)."""
         embedded = self.target_embedding(tokens)
-        return embedded if self.target_scale == 1.0 else ops.multiply(embedded, self.target_scale)
+        return ops.multiply(embedded, self.target_scale) if self.tie_embeddings else embedded
 
     def readout(self, outputs, training=False):
         """The cell's deep output (Eq. 9), given the target embedding when the output is tied."""
