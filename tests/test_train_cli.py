@@ -9,7 +9,7 @@ import pytest
 from keras_memnmt.cli import load_recipe, main
 
 TINY = ["--set", "embedding_dim=16", "--set", "encoder_units=8", "--set", "decoder_units=16",
-        "--set", "attention_units=8", "--set", "readout_units=8", "--set", "vocab_size=200",
+        "--set", "attention_units=8", "--set", "readout_units=16", "--set", "vocab_size=200",
         "--set", "max_steps=2", "--set", "validate_every=2", "--set", "val_limit=4",
         "--set", "test_limit=4", "--set", "beam_size=2"]
 
