@@ -394,6 +394,7 @@ def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=pr
         **score(hyps, test_c.target),
         "best_val_bleu": validation.best_bleu,
         "train_seconds": round(train_seconds, 1),  # excluding validation
+        # Wall clock of this invocation only: a --resume run counts from its restart.
         "total_seconds": round(time.perf_counter() - t_start, 1),
         "backend": keras.backend.backend(),
         "validations": validation.history,
