@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 
 import keras
 import pytest
@@ -205,6 +206,31 @@ def test_memdec_recipe_pretrains_then_fine_tunes(tmp_path):
     cell = load_model(out).cell
     assert (cell.memory_size, cell.address_units) == (3, 6)
     assert cell.read_addressing.memory_kernel.shape == (cell.memory_dim, 6)
+
+
+@pytest.mark.slow
+def test_memdec_recipe_resumes_an_interrupted_pretraining_stage(tmp_path):
+    """`--resume` continues the one-command recipe's RNNsearch stage where it stopped."""
+    from keras_memnmt.training.trainer import WRITTEN_BY_TRAIN
+
+    out = str(tmp_path / "memdec")
+    stage = os.path.join(out, "pretrain_rnnsearch")
+    args = ["train", "multi30k_memdec", "--out", out, "--set", "corpus=synthetic", "--set", "synthetic_size=100",
+            *TINY, "--set", "validate_every=1", "--set", "pretrain_epochs=1", "--set", "memory_size=2"]
+    assert main([*args, "--set", "max_steps=1"]) == 0
+    # As if the process had been killed after the stage's first validation: the stage
+    # has its model.keras but no results.json, and MemDec has not started.
+    os.remove(os.path.join(stage, "results.json"))
+    for name in set(WRITTEN_BY_TRAIN) - {"pretrain_rnnsearch", "config.json"}:
+        path = os.path.join(out, name)
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        elif os.path.exists(path):
+            os.remove(path)
+    assert main([*args, "--set", "max_steps=2", "--resume"]) == 0
+    assert [h["step"] for h in json.load(open(os.path.join(stage, "validations.json")))] == [1, 2]
+    assert os.path.isfile(os.path.join(stage, "results.json"))
+    assert [h["step"] for h in json.load(open(os.path.join(out, "validations.json")))] == [1, 2]
 
 
 def test_memdec_sizes_recipe_is_a_study():

@@ -93,15 +93,18 @@ def memdec_options(config: TrainConfig) -> dict:
                 attention_remat=config.attention_remat)
 
 
-def pretrained_memdec(config: TrainConfig, out_dir: str, data_dir: str | None, log=print):
+def pretrained_memdec(config: TrainConfig, out_dir: str, data_dir: str | None, log=print,
+                      resume: bool = False):
     """MemDec §4.2: ``(model, vocab)`` warm-started from an RNNsearch run (trained first if needed).
 
     The RNNsearch run is ``config.pretrain_run`` when given, else it is trained
     here for ``config.pretrain_epochs`` epochs into ``out_dir/pretrain_rnnsearch``
-    (reused if already there) at ``config.pretrain_learning_rate`` (default: the
-    fine-tuning rate ``config.learning_rate``). Its ``best.keras`` is copied, or the kept checkpoint
-    ``config.pretrain_checkpoint`` (so that MemDec and a continued RNNsearch can
-    start from the same weights). MemDec then shares its vocabulary.
+    at ``config.pretrain_learning_rate`` (default: the fine-tuning rate
+    ``config.learning_rate``). A finished stage (its ``results.json``) is reused;
+    with ``resume``, an interrupted one continues from its ``model.keras``. Its
+    ``best.keras`` is copied, or the kept checkpoint ``config.pretrain_checkpoint``
+    (so that MemDec and a continued RNNsearch can start from the same weights).
+    MemDec then shares its vocabulary.
     """
     import shutil
 
@@ -116,7 +119,7 @@ def pretrained_memdec(config: TrainConfig, out_dir: str, data_dir: str | None, l
             stage = dataclasses.replace(config, model="rnnsearch", epochs=config.pretrain_epochs,
                                         pretrain_epochs=0, pretrain_learning_rate=None, learning_rate=rate,
                                         keep_checkpoints=False)
-            train(stage, run, data_dir=data_dir, log=log)
+            train(stage, run, data_dir=data_dir, log=log, resume=resume)
     rnnsearch, vocab, pre_config = load_run(run, config.pretrain_checkpoint)
     if pre_config.model != "rnnsearch":
         raise ConfigError(f"pretrain_run {run} holds a {pre_config.model!r} model, not rnnsearch")
@@ -339,7 +342,7 @@ def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=pr
 
     warm_model = None
     if config.model == "memdec" and (config.pretrain_run or config.pretrain_epochs) and not resuming:
-        warm_model, _ = pretrained_memdec(config, out_dir, data_dir, log)
+        warm_model, _ = pretrained_memdec(config, out_dir, data_dir, log, resume=resume)
     vocab_dir = os.path.join(out_dir, "vocab")
     if os.path.isfile(os.path.join(vocab_dir, "vocab.json")):
         vocab = SubwordVocab.load(vocab_dir)
