@@ -3,6 +3,7 @@
 import json
 import os
 import shutil
+import warnings
 
 import keras
 import pytest
@@ -157,6 +158,21 @@ def test_resume_continues_a_run(tmp_path, monkeypatch):
     assert first_seeds and len(first_seeds) == len(resumed_seeds)
     assert first_seeds != resumed_seeds
     assert first_batch.shape != resumed_batch.shape or (first_batch != resumed_batch).any()
+
+
+def test_full_epochs_train_without_keras_false_alarms(tmp_path):
+    """Keras warns "Your input ran out of data; interrupting training" at the end of the
+    first epoch of a dataset of unknown length, and that `shuffle` is ignored for tf.data:
+    both are false alarms here, and the trainer keeps them out of the log."""
+    out = str(tmp_path / "epochs")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert main(["train", "quickstart", "--out", out, "--set", "corpus=synthetic", "--set", "synthetic_size=100",
+                     *TINY, "--set", "max_steps=none", "--set", "validate_every=0", "--set", "epochs=2"]) == 0
+    with open(os.path.join(out, "validations.json")) as f:
+        assert len(json.load(f)) == 2  # one per epoch
+    messages = [str(w.message) for w in caught]
+    assert not [m for m in messages if "ran out of data" in m or "`shuffle=True`" in m], messages
 
 
 def test_resume_refuses_a_different_model(tmp_path, capsys):

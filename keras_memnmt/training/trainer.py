@@ -19,6 +19,7 @@ import math
 import os
 import sys
 import time
+import warnings
 
 import keras
 
@@ -384,8 +385,16 @@ def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=pr
         ds = ds.repeat()
         fit_kwargs = {"epochs": math.ceil(config.max_steps / per_epoch),
                       "steps_per_epoch": min(per_epoch, config.max_steps)}
-    model.fit(ds, callbacks=callbacks, verbose=1 if sys.stderr.isatty() else 2,
-              initial_epoch=initial_epoch, **fit_kwargs)
+    with warnings.catch_warnings():
+        # The bucketed dataset's length is unknown until it has been read once, so Keras
+        # ends the first full epoch by running out of data and warns "Your input ran out
+        # of data; interrupting training", though the epoch is complete and training goes
+        # on. (With max_steps the dataset repeats and cannot run out.)
+        warnings.filterwarnings("ignore", message="Your input ran out of data")
+        # shuffle=False: the pipeline shuffles; Keras ignores `shuffle` for a tf.data
+        # dataset and warns when it is left at its default True.
+        model.fit(ds, callbacks=callbacks, verbose=1 if sys.stderr.isatty() else 2,
+                  initial_epoch=initial_epoch, shuffle=False, **fit_kwargs)
     train_seconds = validation.history[-1]["train_seconds"] if validation.history else 0.0
 
     best = load_model(out_dir)
