@@ -98,6 +98,7 @@ def test_missing_or_incomplete_model_dir(tmp_path, capsys):
     ("epochs", "KEY=VALUE"),
     ("pretrain_checkpoint=step1", "needs pretrain_run"),
     ("pretrain_learning_rate=-1", "expected a number >= 0"),
+    ("pretrain_epochs=3", "train MemDec's RNNsearch stage"),
     ("learning_rate=-1e-3", "expected a number >= 0"),
     ("addressing=both", "expected one of"),
 ])
@@ -254,6 +255,35 @@ def test_memdec_sizes_recipe_is_a_study():
 
     assert load_study("multi30k_memdec_sizes") == {"memory_size": [4, 6, 8, 10, 12]}
     assert load_recipe("multi30k_memdec_sizes").model == "memdec"
+
+
+def test_rnnsearch_warm_starts_from_a_run_of_the_same_model(run_dir, tmp_path, capsys):
+    """`pretrain_run` on a non-MemDec model (the control for MemDec's fine-tuning, §4.2):
+    the run's weights and vocabulary, this config's dropout, and a fresh optimizer."""
+    import numpy as np
+
+    from keras_memnmt.training.trainer import load_model
+
+    data = ["--set", "corpus=synthetic", "--set", "synthetic_size=200", *TINY, "--set", f"pretrain_run={run_dir}",
+            "--set", "max_steps=1", "--set", "validate_every=1"]
+    out = str(tmp_path / "continued")
+    assert main(["train", "quickstart", "--out", out, *data, "--set", "learning_rate=0",
+                 "--set", "output_dropout=0.35"]) == 0
+    assert f"rnnsearch warm start from {run_dir} (best.keras; fresh optimizer)" in capsys.readouterr().err
+    before, after = load_model(run_dir), load_model(out)
+    assert after.output_dropout == 0.35 != before.output_dropout
+    for a, b in zip(before.weights, after.weights, strict=True):
+        if "seed_generator" not in a.path and "optimizer" not in a.path:
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=a.path)  # rate 0: unchanged
+    latest = keras.saving.load_model(os.path.join(out, "model.keras"))  # saved with its optimizer
+    assert int(keras.ops.convert_to_numpy(latest.optimizer.iterations)) == 1  # not the run's 2 steps carried on
+    with open(os.path.join(run_dir, "vocab", "vocab.json")) as f, open(os.path.join(out, "vocab", "vocab.json")) as g:
+        assert f.read() == g.read()
+    # Another architecture is a clear error before anything trains.
+    other = str(tmp_path / "other")
+    assert main(["train", "quickstart", "--out", other, *data, "--set", "decoder_units=24"]) == 2
+    assert "cannot continue: decoder_units=16 (now 24)" in capsys.readouterr().err
+    assert not os.path.exists(os.path.join(other, "model.keras"))
 
 
 @pytest.mark.slow

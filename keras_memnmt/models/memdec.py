@@ -4,9 +4,7 @@ pre-training from a trained RNNsearch model (paper §4.2)."""
 from __future__ import annotations
 
 import keras
-import numpy as np
 
-from keras_memnmt.data.vocab import BOS_ID
 from keras_memnmt.layers._checks import check_choice
 from keras_memnmt.layers.memdec import MemDecCell, resolve_addressing
 from keras_memnmt.models.rnnsearch import RNNsearch
@@ -69,12 +67,6 @@ class MemDec(Seq2Seq):
                 "query_state": self.query_state}
 
 
-def _build(model: Seq2Seq) -> None:
-    """Creates every weight by one call on a dummy batch."""
-    dummy = np.full((1, 2), BOS_ID + 2, "int32")
-    model((dummy, dummy))
-
-
 def memdec_from_rnnsearch(rnnsearch: RNNsearch, new_weights: str = "zeros", **memdec_kwargs) -> MemDec:
     """A MemDec model initialized from a trained RNNsearch (MemDec paper §4.2).
 
@@ -109,8 +101,8 @@ def memdec_from_rnnsearch(rnnsearch: RNNsearch, new_weights: str = "zeros", **me
     for key in ("name", "trainable", "dtype", "feedback_attention"):
         config.pop(key, None)
     memdec = MemDec(**{**config, **memdec_kwargs})
-    _build(rnnsearch)
-    _build(memdec)
+    rnnsearch.build_weights()
+    memdec.build_weights()
     src, dst = rnnsearch.cell, memdec.cell
     for a, b in ((rnnsearch.encoder, memdec.encoder), (rnnsearch.target_embedding, memdec.target_embedding),
                  (src.init_dense, dst.init_dense), (src.attention, dst.attention),

@@ -97,6 +97,11 @@ class Seq2Seq(keras.Model):
                              f"readout_units={self.cell.readout_units}, embedding_dim={embedding_dim}")
         self.decoder_rnn = keras.layers.RNN(self.cell, return_sequences=True, name="decoder")
 
+    def build_weights(self) -> None:
+        """Creates every weight by one call on a dummy batch (before weights are copied in)."""
+        dummy = ops.full((1, 2), BOS_ID + 2, "int32")
+        self((dummy, dummy))
+
     def make_cell(self) -> keras.layers.Layer:
         """The decoder cell (see keras_memnmt/layers); subclasses override this."""
         raise NotImplementedError

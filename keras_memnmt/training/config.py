@@ -44,8 +44,8 @@ class TrainConfig:
     init_noise_std: float = 0.1  # MemDec Eq. 14: std of the memory-initialization noise
     init_noise: str = "fixed"  # MemDec Eq. 14: "fixed" (drawn once) or "sample" (per sentence)
     query_state: bool = False  # MemDec Eq. 5 plus W^s s_{t-1} (our addition: a lossless warm start)
-    pretrain_run: str | None = None  # MemDec: warm start from this RNNsearch run directory
-    pretrain_checkpoint: str | None = None  # MemDec: that run's checkpoint (e.g. step3688; None = best.keras)
+    pretrain_run: str | None = None  # warm start from this run dir (MemDec: an RNNsearch run; else same model)
+    pretrain_checkpoint: str | None = None  # that run's checkpoint (e.g. step3688; None = best.keras)
     pretrain_epochs: int = 0  # MemDec: first train RNNsearch this many epochs (0 = none)
     pretrain_learning_rate: float | None = None  # MemDec: that RNNsearch stage's rate (None = learning_rate)
     warm_start_new: str = "zeros"  # MemDec warm start: GRU rows of r and W^r "zeros" or "initializer"
@@ -139,6 +139,10 @@ def validate(config: TrainConfig) -> TrainConfig:
     if config.pretrain_checkpoint is not None and config.pretrain_run is None:
         raise ConfigError(f"config field pretrain_checkpoint={config.pretrain_checkpoint!r} "
                           "needs pretrain_run (the RNNsearch run directory that holds it)")
+    if config.model != "memdec" and (config.pretrain_epochs or config.pretrain_learning_rate is not None):
+        raise ConfigError(f"config fields pretrain_epochs={config.pretrain_epochs!r} and pretrain_learning_rate="
+                          f"{config.pretrain_learning_rate!r} train MemDec's RNNsearch stage; model="
+                          f"{config.model!r} has none (to warm-start it, give pretrain_run)")
     if config.addressing is not None and config.shared_addressing is not None:
         raise ConfigError(f"config fields addressing={config.addressing!r} and shared_addressing="
                           f"{config.shared_addressing!r}: give addressing only (shared_addressing is "

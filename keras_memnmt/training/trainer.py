@@ -94,6 +94,49 @@ def memdec_options(config: TrainConfig) -> dict:
                 attention_remat=config.attention_remat)
 
 
+def _share_vocab(run: str, out_dir: str) -> None:
+    """A warm-started run uses its pre-trained run's vocabulary (copied into ``out_dir/vocab``)."""
+    import shutil
+
+    vocab_dir = os.path.join(out_dir, "vocab")
+    if not os.path.isfile(os.path.join(vocab_dir, "vocab.json")):
+        shutil.copytree(os.path.join(run, "vocab"), vocab_dir, dirs_exist_ok=True)
+
+
+# Model options a same-model warm start may change: they shape no weight.
+_WARM_START_FREE = ("name", "trainable", "dtype", "dropout", "output_dropout", "annotation_dropout",
+                    "attention_remat")
+
+
+def continued_model(config: TrainConfig, out_dir: str, log=print) -> keras.Model:
+    """``config.model`` warm-started from ``config.pretrain_run``, a run of the same model.
+
+    Its ``best.keras`` (or the kept checkpoint ``config.pretrain_checkpoint``) is
+    copied into a model built from ``config``, which then trains with a fresh
+    optimizer at ``config.learning_rate`` and ``config``'s dropout rates, on the
+    run's vocabulary. This is the control for MemDec's fine-tuning (§4.2): the
+    RNNsearch MemDec starts from, given the same restart and epochs. (Unlike
+    ``--resume``, which also carries on the optimizer state and the run's clock.)
+    """
+    run = config.pretrain_run
+    loaded, vocab, pre_config = load_run(run, config.pretrain_checkpoint)
+    model = build_model(config, vocab)
+    before = {k: v for k, v in loaded.get_config().items() if k not in _WARM_START_FREE}
+    now = {k: v for k, v in model.get_config().items() if k not in _WARM_START_FREE}
+    if pre_config.model != config.model or before != now:
+        changed = [f"{k}={before.get(k)!r} (now {now.get(k)!r})" for k in sorted(set(before) | set(now))
+                   if before.get(k) != now.get(k)]
+        raise ConfigError(f"pretrain_run {run} holds a {pre_config.model!r} model that this config "
+                          f"({config.model!r}) cannot continue: {', '.join(changed) or 'another model'}; "
+                          "pass its values with --set")
+    model.build_weights()
+    model.set_weights(loaded.get_weights())
+    _share_vocab(run, out_dir)
+    log(f"{config.model} warm start from {run} ({config.pretrain_checkpoint or 'best.keras'}; "
+        "fresh optimizer)")
+    return model
+
+
 def pretrained_memdec(config: TrainConfig, out_dir: str, data_dir: str | None, log=print,
                       resume: bool = False):
     """MemDec §4.2: ``(model, vocab)`` warm-started from an RNNsearch run (trained first if needed).
@@ -107,7 +150,6 @@ def pretrained_memdec(config: TrainConfig, out_dir: str, data_dir: str | None, l
     (so that MemDec and a continued RNNsearch can start from the same weights).
     MemDec then shares its vocabulary.
     """
-    import shutil
 
     from keras_memnmt.models import memdec_from_rnnsearch
 
@@ -127,9 +169,7 @@ def pretrained_memdec(config: TrainConfig, out_dir: str, data_dir: str | None, l
     if pre_config.tie_embeddings != config.tie_embeddings:  # the deep outputs' weights differ
         raise ConfigError(f"pretrain_run {run} has tie_embeddings={pre_config.tie_embeddings}, this "
                           f"config tie_embeddings={config.tie_embeddings}: they must agree")
-    vocab_dir = os.path.join(out_dir, "vocab")
-    if not os.path.isfile(os.path.join(vocab_dir, "vocab.json")):
-        shutil.copytree(os.path.join(run, "vocab"), vocab_dir, dirs_exist_ok=True)
+    _share_vocab(run, out_dir)
     log(f"MemDec warm start from {run} ({config.pretrain_checkpoint or 'best.keras'}; "
         f"new read weights: {config.warm_start_new})")
     # The fine-tuning config's rates, not the copied RNNsearch config's, train MemDec.
@@ -344,6 +384,8 @@ def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=pr
     warm_model = None
     if config.model == "memdec" and (config.pretrain_run or config.pretrain_epochs) and not resuming:
         warm_model, _ = pretrained_memdec(config, out_dir, data_dir, log, resume=resume)
+    elif config.pretrain_run and not resuming:
+        warm_model = continued_model(config, out_dir, log)
     vocab_dir = os.path.join(out_dir, "vocab")
     if os.path.isfile(os.path.join(vocab_dir, "vocab.json")):
         vocab = SubwordVocab.load(vocab_dir)
