@@ -138,7 +138,7 @@ def validate(config: TrainConfig) -> TrainConfig:
         raise ConfigError(f"config field lr_decay={config.lr_decay!r}: expected a factor in (0, 1]")
     if config.pretrain_checkpoint is not None and config.pretrain_run is None:
         raise ConfigError(f"config field pretrain_checkpoint={config.pretrain_checkpoint!r} "
-                          "needs pretrain_run (the RNNsearch run directory that holds it)")
+                          "needs pretrain_run (the run directory that holds it)")
     if config.model != "memdec" and (config.pretrain_epochs or config.pretrain_learning_rate is not None):
         raise ConfigError(f"config fields pretrain_epochs={config.pretrain_epochs!r} and pretrain_learning_rate="
                           f"{config.pretrain_learning_rate!r} train MemDec's RNNsearch stage; model="

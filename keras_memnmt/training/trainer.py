@@ -150,7 +150,6 @@ def pretrained_memdec(config: TrainConfig, out_dir: str, data_dir: str | None, l
     (so that MemDec and a continued RNNsearch can start from the same weights).
     MemDec then shares its vocabulary.
     """
-
     from keras_memnmt.models import memdec_from_rnnsearch
 
     run = config.pretrain_run
