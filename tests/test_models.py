@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from keras_memnmt.data import BOS_ID
-from keras_memnmt.models import ChoEncoderDecoder, RNNsearch
+from keras_memnmt.models import MODELS, ChoEncoderDecoder, RNNsearch
 from keras_memnmt.testing import reference
 from keras_memnmt.testing.utils import assert_stepping_matches
 
@@ -94,6 +94,31 @@ def test_bad_arguments():
         RNNsearch(30, 2)
     with pytest.raises(ValueError, match="vocab_size"):
         RNNsearch(0, 30)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_fit_builds_an_unbuilt_model_quietly_and_completely(name):
+    """`fit` on a model never called builds it by tracing `call`. On PyTorch Keras traces
+    on the "meta" device first; MemDec's `initial_states` once failed there (`ops.full`
+    calls `.item()`), and Keras warned that the model was "marked as built, despite not
+    being actually built" and created its weights during the first step instead."""
+    import warnings
+
+    kwargs = dict(SIZES, attention_units=9) if name != "cho" else dict(SIZES)
+    model = MODELS[name](30, 25, **kwargs)
+    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    src, tgt = batch()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit((src, tgt), tgt, epochs=1, verbose=0)
+    build_warnings = [str(w.message) for w in caught if "built" in str(w.message)]
+    assert build_warnings == []
+    reference_model = MODELS[name](30, 25, **kwargs)
+    reference_model.build_weights()
+    def layout(m):  # names carry auto-numbered suffixes, so compare the shapes
+        return sorted(tuple(w.shape) for w in m.weights)
+
+    assert layout(model) == layout(reference_model)
 
 
 @pytest.mark.slow

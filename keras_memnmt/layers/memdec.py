@@ -525,8 +525,9 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
                 ops.shape(memory), stddev=self.init_noise_std, seed=self.seed_generator
             )
             memory = memory + ops.cast(noise, dtype)
-        uniform = ops.full((1, self.memory_size), 1.0 / self.memory_size, dtype=dtype)
-        weights = ops.ones_like(count) * uniform  # (B, n), w_0 = 1/n
+        # w_0 = 1/n, (B, n). Not `ops.full`: on PyTorch it calls `.item()`, which fails on
+        # the "meta" device where Keras first traces a model it builds for `fit`.
+        weights = ops.ones_like(count) * ops.ones((1, self.memory_size), dtype) / self.memory_size
         keys = ops.cast(self.attention.precompute_keys(annotations), dtype)  # (B, Tx, A)
         batch = ops.shape(annotations)[0]
         return [
