@@ -79,7 +79,8 @@ def main() -> None:
             tf.TensorSpec([None, None], tf.int32))
     for width in sorted(first_full):
         batch = first_full[width]
-        model.fit(tf.data.Dataset.from_generator(lambda b=batch: iter([b]), output_signature=spec), verbose=0)
+        model.fit(tf.data.Dataset.from_generator(lambda b=batch: iter([b]), output_signature=spec), verbose=0,
+                  shuffle=False)
         peak = _proc_status_mb("VmHWM") if exact else 0.0
         print(f"peak_rss_mb_width{width}={peak:.0f}")
 

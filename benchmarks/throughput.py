@@ -21,7 +21,11 @@ the training cost per target token (µs), memory, the fraction of 100 GFLOP/s
 reached (analytic matmul FLOPs: forward ×3 for forward+backward), and
 translation time of test_2016_flickr (greedy, beam 5), first pass (with
 compilation) and second pass. With RNNsearch and another model, the other's cost
-per token relative to RNNsearch's (``memdec_cost_per_token_vs_rnnsearch``).
+per token relative to RNNsearch's (``memdec_cost_per_token_vs_rnnsearch``, from the
+timed wall clock) and its median step relative to RNNsearch's on the same batches
+(``memdec_median_step_vs_rnnsearch``, which one slow stretch of the machine does not
+move). ``_train_steps_share_of_wall`` is the part of the wall clock spent inside
+training steps (the rest is ``fit``'s own work and the input pipeline).
 
 Memory: the kernel's peak-RSS mark is reset (``/proc/self/clear_refs``) after
 the data and vocabulary are ready, so ``peak_rss_mb_training`` is the process's
@@ -148,13 +152,16 @@ def main() -> None:
         cost[model_name] = benchmark(model_name, apply_overrides(config, [f"model={model_name}"]),
                                      vocab, batches, args.warmup_steps, test)
     if "rnnsearch" in cost:
-        for name, value in cost.items():
+        for name, (value, median) in cost.items():
             if name != "rnnsearch":
-                print(f"{name}_cost_per_token_vs_rnnsearch={value / cost['rnnsearch']:.2f}")
+                print(f"{name}_cost_per_token_vs_rnnsearch={value / cost['rnnsearch'][0]:.2f}")
+                # The same batches for both models, so the ratio of median steps estimates the
+                # same cost ratio, without the slow stretches of this machine that move a mean.
+                print(f"{name}_median_step_vs_rnnsearch={median / cost['rnnsearch'][1]:.2f}")
 
 
-def benchmark(name: str, config, vocab, batches: list, warmup_steps: int, test) -> float:
-    """Prints one model's figures; returns its training cost per target token (s)."""
+def benchmark(name: str, config, vocab, batches: list, warmup_steps: int, test) -> tuple:
+    """Prints one model's figures; returns its training cost per target token and median step (s)."""
     import gc
 
     import keras
@@ -191,10 +198,10 @@ def benchmark(name: str, config, vocab, batches: list, warmup_steps: int, test) 
     # Warm-up: the first steps plus one batch of every shape timed later, so that no
     # compilation (one per bucket shape under jit) falls inside the timed steps.
     by_shape = {(b[0][0].shape, b[1].shape): b for b in timed}
-    model.fit(as_dataset(batches[:warmup_steps] + list(by_shape.values())), verbose=0)
+    model.fit(as_dataset(batches[:warmup_steps] + list(by_shape.values())), verbose=0, shuffle=False)
     timer = Timer()
     t0 = time.perf_counter()
-    model.fit(as_dataset(timed), verbose=0, callbacks=[timer])
+    model.fit(as_dataset(timed), verbose=0, shuffle=False, callbacks=[timer])
     wall = time.perf_counter() - t0
     pairs = sum(len(b[1]) for b in timed)
     tokens = sum(int((b[1] != 0).sum()) for b in timed)
@@ -207,6 +214,8 @@ def benchmark(name: str, config, vocab, batches: list, warmup_steps: int, test) 
     print(f"{name}_train_gflops_per_second={flops / wall / 1e9:.1f}")
     print(f"{name}_train_fraction_of_100_gflops={flops / wall / 1e11:.2f}")
     print(f"{name}_train_median_step_ms={1000 * float(np.median(timer.times)):.1f}")
+    print(f"{name}_train_steps_share_of_wall={sum(timer.times) / wall:.3f}")
+    print(f"{name}_train_max_step_ms={1000 * max(timer.times):.1f}")
     print(f"{name}_parameters={model.count_params()}")
     print(f"{name}_peak_rss_mb_training={peak:.0f}")
     if exact_peak:
@@ -222,7 +231,7 @@ def benchmark(name: str, config, vocab, batches: list, warmup_steps: int, test) 
                       f"{time.perf_counter() - t0:.2f}")
     del model
     keras.backend.clear_session()
-    return wall / tokens
+    return wall / tokens, float(np.median(timer.times))
 
 
 if __name__ == "__main__":
