@@ -7,6 +7,7 @@ The subcommands and flags are a contract (scripts rely on them): extend, never r
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -114,7 +115,7 @@ def load_study(name_or_path: str) -> dict:
 
 def cmd_train(args) -> int:
     from keras_memnmt.training.config import apply_overrides
-    from keras_memnmt.training.trainer import train
+    from keras_memnmt.training.trainer import pretrain_stage, same_pretrain_stage, train
 
     config = apply_overrides(load_recipe(args.recipe), args.set or [])
     out = args.out or os.path.join("runs", os.path.basename(args.recipe).removesuffix(".py"))
@@ -128,12 +129,20 @@ def cmd_train(args) -> int:
         return 0
     # A study: one run per value of one field, then a results table (e.g. paper Table 2).
     (field, values), = study.items()
+    configs = [apply_overrides(config, [f"{field}={value}"]) for value in values]
+    if config.model == "memdec" and config.pretrain_run is None and config.pretrain_epochs:
+        # MemDec's RNNsearch stage (§4.2) does not depend on a memory-only field such as
+        # memory_size: train it once, in OUT/pretrain_rnnsearch, and warm-start every run
+        # from it, rather than once per run.
+        if all(same_pretrain_stage(config, c) for c in configs):
+            stage = pretrain_stage(config, out, args.data_dir, log, resume=args.resume)
+            configs = [dataclasses.replace(c, pretrain_run=stage) for c in configs]
     rows = []
-    for value in values:
+    for value, run_config in zip(values, configs):
         run_dir = os.path.join(out, f"{field}={value}")
         log(f"study: {field}={value} -> {run_dir}")
-        r = train(apply_overrides(config, [f"{field}={value}"]), run_dir, data_dir=args.data_dir,
-                  log=log, resume=args.resume, overwrite=args.overwrite)
+        r = train(run_config, run_dir, data_dir=args.data_dir, log=log, resume=args.resume,
+                  overwrite=args.overwrite)
         rows.append((value, r))
     table = [f"| {field} | BLEU | lowercased BLEU | best val BLEU | train min |", "|---|---|---|---|---|"]
     table += [f"| {v} | {r['bleu']:.2f} | {r['bleu_lowercase']:.2f} | {r['best_val_bleu']:.2f} | "

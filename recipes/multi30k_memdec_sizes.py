@@ -1,6 +1,7 @@
 """The memory-size study of the MemDec paper (Table 2): one MemDec run per n, then a
-results table in OUT/results.md. Pass --set pretrain_run=RUN_DIR to warm-start every
-run from the same RNNsearch model.
+results table in OUT/results.md. RNNsearch is pre-trained once, in
+OUT/pretrain_rnnsearch, and every run warm-starts from it; pass --set
+pretrain_run=RUN_DIR to warm-start every run from an existing RNNsearch run instead.
 
     memnmt train multi30k_memdec_sizes --data-dir ../shared/data/multi30k --out runs/memdec_sizes
 """

@@ -257,6 +257,40 @@ def test_memdec_sizes_recipe_is_a_study():
     assert load_recipe("multi30k_memdec_sizes").model == "memdec"
 
 
+def test_same_pretrain_stage_ignores_only_memdec_fields():
+    from keras_memnmt.training.config import apply_overrides
+    from keras_memnmt.training.trainer import same_pretrain_stage
+
+    base = load_recipe("multi30k_memdec_sizes")
+    for override, same in (("memory_size=4", True), ("query_state=false", True), ("address_units=64", True),
+                           ("encoder_units=128", False), ("pretrain_epochs=3", False), ("seed=1", False)):
+        assert same_pretrain_stage(base, apply_overrides(base, [override])) is same, override
+
+
+@pytest.mark.slow
+def test_memory_size_study_pretrains_rnnsearch_once(tmp_path, monkeypatch, capsys):
+    """The study warm-starts every run from one RNNsearch stage, OUT/pretrain_rnnsearch (§4.2),
+    and writes its table; each run's own directory has no stage of its own."""
+    import keras_memnmt.cli as cli
+
+    monkeypatch.setattr(cli, "load_study", lambda name: {"memory_size": [2, 3]})
+    out = str(tmp_path / "sizes")
+    assert main(["train", "multi30k_memdec_sizes", "--out", out, "--set", "corpus=synthetic",
+                 "--set", "synthetic_size=100", *TINY, "--set", "pretrain_epochs=1"]) == 0
+    stage = os.path.join(out, "pretrain_rnnsearch")
+    assert os.path.isfile(os.path.join(stage, "results.json"))
+    log = capsys.readouterr().err
+    assert log.count("pre-training RNNsearch") == 1
+    for n in (2, 3):
+        run = os.path.join(out, f"memory_size={n}")
+        assert not os.path.exists(os.path.join(run, "pretrain_rnnsearch"))
+        assert json.load(open(os.path.join(run, "config.json")))["pretrain_run"] == stage
+        assert json.load(open(os.path.join(run, "config.json")))["memory_size"] == n
+    assert log.count(f"MemDec warm start from {stage}") == 2
+    rows = open(os.path.join(out, "results.md")).read().splitlines()
+    assert [row.split("|")[1].strip() for row in rows[2:]] == ["2", "3"]
+
+
 def test_rnnsearch_warm_starts_from_a_run_of_the_same_model(run_dir, tmp_path, capsys):
     """`pretrain_run` on a non-MemDec model (the control for MemDec's fine-tuning, §4.2):
     the run's weights and vocabulary, this config's dropout, and a fresh optimizer."""

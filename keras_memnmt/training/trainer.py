@@ -137,6 +137,36 @@ def continued_model(config: TrainConfig, out_dir: str, log=print) -> keras.Model
     return model
 
 
+def pretrain_stage_config(config: TrainConfig) -> TrainConfig:
+    """The config of MemDec's RNNsearch pre-training stage (§4.2) for a MemDec ``config``."""
+    rate = config.learning_rate if config.pretrain_learning_rate is None else config.pretrain_learning_rate
+    return dataclasses.replace(config, model="rnnsearch", epochs=config.pretrain_epochs, pretrain_epochs=0,
+                               pretrain_learning_rate=None, learning_rate=rate, keep_checkpoints=False)
+
+
+# Config fields that only MemDec reads: an RNNsearch stage trains the same model whatever they are.
+MEMDEC_ONLY_FIELDS = ("memory_size", "memory_dim", "address_units", "address_nonlinearity", "addressing",
+                      "shared_addressing", "init_noise_std", "init_noise", "query_state", "warm_start_new")
+
+
+def same_pretrain_stage(a: TrainConfig, b: TrainConfig) -> bool:
+    """Whether two MemDec configs pre-train the same RNNsearch (they differ at most in MemDec's own fields)."""
+    b = dataclasses.replace(b, **{name: getattr(a, name) for name in MEMDEC_ONLY_FIELDS})
+    return pretrain_stage_config(a) == pretrain_stage_config(b)
+
+
+def pretrain_stage(config: TrainConfig, out_dir: str, data_dir: str | None, log=print,
+                   resume: bool = False) -> str:
+    """Trains MemDec's RNNsearch stage into ``out_dir/pretrain_rnnsearch`` unless it is
+    finished (its ``results.json``); returns that run directory. With ``resume``, an
+    interrupted stage continues from its ``model.keras``."""
+    run = os.path.join(out_dir, "pretrain_rnnsearch")
+    if not os.path.isfile(os.path.join(run, "results.json")):
+        log(f"pre-training RNNsearch for {config.pretrain_epochs} epochs in {run}")
+        train(pretrain_stage_config(config), run, data_dir=data_dir, log=log, resume=resume)
+    return run
+
+
 def pretrained_memdec(config: TrainConfig, out_dir: str, data_dir: str | None, log=print,
                       resume: bool = False):
     """MemDec §4.2: ``(model, vocab)`` warm-started from an RNNsearch run (trained first if needed).
@@ -154,14 +184,7 @@ def pretrained_memdec(config: TrainConfig, out_dir: str, data_dir: str | None, l
 
     run = config.pretrain_run
     if run is None:
-        run = os.path.join(out_dir, "pretrain_rnnsearch")
-        if not os.path.isfile(os.path.join(run, "results.json")):
-            log(f"pre-training RNNsearch for {config.pretrain_epochs} epochs in {run}")
-            rate = config.learning_rate if config.pretrain_learning_rate is None else config.pretrain_learning_rate
-            stage = dataclasses.replace(config, model="rnnsearch", epochs=config.pretrain_epochs,
-                                        pretrain_epochs=0, pretrain_learning_rate=None, learning_rate=rate,
-                                        keep_checkpoints=False)
-            train(stage, run, data_dir=data_dir, log=log, resume=resume)
+        run = pretrain_stage(config, out_dir, data_dir, log, resume=resume)
     rnnsearch, vocab, pre_config = load_run(run, config.pretrain_checkpoint)
     if pre_config.model != "rnnsearch":
         raise ConfigError(f"pretrain_run {run} holds a {pre_config.model!r} model, not rnnsearch")
