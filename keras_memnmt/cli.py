@@ -133,9 +133,10 @@ def cmd_train(args) -> int:
     if config.model == "memdec" and config.pretrain_run is None and config.pretrain_epochs:
         # MemDec's RNNsearch stage (§4.2) does not depend on a memory-only field such as
         # memory_size: train it once, in OUT/pretrain_rnnsearch, and warm-start every run
-        # from it, rather than once per run.
+        # from it, rather than once per run (--overwrite trains it again, --resume goes on).
         if all(same_pretrain_stage(config, c) for c in configs):
-            stage = pretrain_stage(config, out, args.data_dir, log, resume=args.resume)
+            stage = pretrain_stage(config, out, args.data_dir, log, resume=args.resume,
+                                   overwrite=args.overwrite)
             configs = [dataclasses.replace(c, pretrain_run=stage) for c in configs]
     rows = []
     for value, run_config in zip(values, configs):

@@ -267,6 +267,21 @@ def test_same_pretrain_stage_ignores_only_memdec_fields():
         assert same_pretrain_stage(base, apply_overrides(base, [override])) is same, override
 
 
+def test_pretrain_stage_reuses_a_finished_stage_unless_overwritten(tmp_path, monkeypatch):
+    from keras_memnmt.training import trainer
+
+    calls = []
+    monkeypatch.setattr(trainer, "train", lambda config, run, **kw: calls.append((config.model, run, kw)))
+    config = load_recipe("multi30k_memdec_sizes")
+    stage = os.path.join(str(tmp_path), "pretrain_rnnsearch")
+    os.makedirs(stage)
+    open(os.path.join(stage, "results.json"), "w").write("{}")
+    assert trainer.pretrain_stage(config, str(tmp_path), None, log=lambda m: None) == stage
+    assert calls == []
+    trainer.pretrain_stage(config, str(tmp_path), None, log=lambda m: None, overwrite=True)
+    assert [(model, run, kw["overwrite"]) for model, run, kw in calls] == [("rnnsearch", stage, True)]
+
+
 @pytest.mark.slow
 def test_memory_size_study_pretrains_rnnsearch_once(tmp_path, monkeypatch, capsys):
     """The study warm-starts every run from one RNNsearch stage, OUT/pretrain_rnnsearch (§4.2),

@@ -156,14 +156,16 @@ def same_pretrain_stage(a: TrainConfig, b: TrainConfig) -> bool:
 
 
 def pretrain_stage(config: TrainConfig, out_dir: str, data_dir: str | None, log=print,
-                   resume: bool = False) -> str:
+                   resume: bool = False, overwrite: bool = False) -> str:
     """Trains MemDec's RNNsearch stage into ``out_dir/pretrain_rnnsearch`` unless it is
     finished (its ``results.json``); returns that run directory. With ``resume``, an
-    interrupted stage continues from its ``model.keras``."""
+    interrupted stage continues from its ``model.keras``; with ``overwrite``, even a
+    finished one is trained again from the start."""
     run = os.path.join(out_dir, "pretrain_rnnsearch")
-    if not os.path.isfile(os.path.join(run, "results.json")):
+    if overwrite or not os.path.isfile(os.path.join(run, "results.json")):
         log(f"pre-training RNNsearch for {config.pretrain_epochs} epochs in {run}")
-        train(pretrain_stage_config(config), run, data_dir=data_dir, log=log, resume=resume)
+        train(pretrain_stage_config(config), run, data_dir=data_dir, log=log, resume=resume,
+              overwrite=overwrite)
     return run
 
 
