@@ -213,7 +213,8 @@ def benchmark(name: str, config, vocab, batches: list, warmup_steps: int, test) 
     print(f"{name}_train_microseconds_per_target_token={1e6 * wall / tokens:.1f}")
     print(f"{name}_train_gflops_per_second={flops / wall / 1e9:.1f}")
     print(f"{name}_train_fraction_of_100_gflops={flops / wall / 1e11:.2f}")
-    print(f"{name}_train_median_step_ms={1000 * float(np.median(timer.times)):.1f}")
+    median = float(np.median(timer.times))
+    print(f"{name}_train_median_step_ms={1000 * median:.1f}")
     print(f"{name}_train_steps_share_of_wall={sum(timer.times) / wall:.3f}")
     print(f"{name}_train_max_step_ms={1000 * max(timer.times):.1f}")
     print(f"{name}_parameters={model.count_params()}")
@@ -231,7 +232,7 @@ def benchmark(name: str, config, vocab, batches: list, warmup_steps: int, test) 
                       f"{time.perf_counter() - t0:.2f}")
     del model
     keras.backend.clear_session()
-    return wall / tokens, float(np.median(timer.times))
+    return wall / tokens, median
 
 
 if __name__ == "__main__":

@@ -115,6 +115,7 @@ def test_fit_builds_an_unbuilt_model_quietly_and_completely(name):
     assert build_warnings == []
     reference_model = MODELS[name](30, 25, **kwargs)
     reference_model.build_weights()
+
     def layout(m):  # names carry auto-numbered suffixes, so compare the shapes
         return sorted(tuple(w.shape) for w in m.weights)
 

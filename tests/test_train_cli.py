@@ -299,8 +299,8 @@ def test_memory_size_study_pretrains_rnnsearch_once(tmp_path, monkeypatch, capsy
     for n in (2, 3):
         run = os.path.join(out, f"memory_size={n}")
         assert not os.path.exists(os.path.join(run, "pretrain_rnnsearch"))
-        assert json.load(open(os.path.join(run, "config.json")))["pretrain_run"] == stage
-        assert json.load(open(os.path.join(run, "config.json")))["memory_size"] == n
+        run_config = json.load(open(os.path.join(run, "config.json")))
+        assert (run_config["pretrain_run"], run_config["memory_size"]) == (stage, n)
     assert log.count(f"MemDec warm start from {stage}") == 2
     rows = open(os.path.join(out, "results.md")).read().splitlines()
     assert [row.split("|")[1].strip() for row in rows[2:]] == ["2", "3"]

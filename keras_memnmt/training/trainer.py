@@ -84,14 +84,14 @@ def dropout_rates(config: TrainConfig) -> dict:
                 annotation_dropout=config.annotation_dropout)
 
 
+# Config fields that only the MemDec cell reads, passed to it under the same names.
+MEMDEC_FIELDS = ("memory_size", "memory_dim", "address_units", "address_nonlinearity", "addressing",
+                 "shared_addressing", "init_noise_std", "init_noise", "query_state")
+
+
 def memdec_options(config: TrainConfig) -> dict:
-    return dict(memory_size=config.memory_size, memory_dim=config.memory_dim,
-                address_units=config.address_units,
-                address_nonlinearity=config.address_nonlinearity,
-                addressing=config.addressing, shared_addressing=config.shared_addressing,
-                init_noise_std=config.init_noise_std,
-                init_noise=config.init_noise, query_state=config.query_state,
-                attention_remat=config.attention_remat)
+    return {**{name: getattr(config, name) for name in MEMDEC_FIELDS},
+            "attention_remat": config.attention_remat}
 
 
 def _share_vocab(run: str, out_dir: str) -> None:
@@ -144,14 +144,10 @@ def pretrain_stage_config(config: TrainConfig) -> TrainConfig:
                                pretrain_learning_rate=None, learning_rate=rate, keep_checkpoints=False)
 
 
-# Config fields that only MemDec reads: an RNNsearch stage trains the same model whatever they are.
-MEMDEC_ONLY_FIELDS = ("memory_size", "memory_dim", "address_units", "address_nonlinearity", "addressing",
-                      "shared_addressing", "init_noise_std", "init_noise", "query_state", "warm_start_new")
-
-
 def same_pretrain_stage(a: TrainConfig, b: TrainConfig) -> bool:
-    """Whether two MemDec configs pre-train the same RNNsearch (they differ at most in MemDec's own fields)."""
-    b = dataclasses.replace(b, **{name: getattr(a, name) for name in MEMDEC_ONLY_FIELDS})
+    """Whether two MemDec configs pre-train the same RNNsearch (they differ at most in MemDec's own
+    fields: the cell's and the warm start's)."""
+    b = dataclasses.replace(b, **{name: getattr(a, name) for name in (*MEMDEC_FIELDS, "warm_start_new")})
     return pretrain_stage_config(a) == pretrain_stage_config(b)
 
 
