@@ -5,12 +5,12 @@ Prints one ``name=value`` line per figure; never asserts. Run once per backend:
     KERAS_BACKEND=jax python benchmarks/throughput.py --data-dir ../shared/data/multi30k
 
 Settings come from a recipe (``--recipe``, default ``multi30k_rnnsearch``: the
-toolkit-comparison size of the RNNsearch issue, embeddings 256, bidirectional GRU
+toolkit-comparison size, embeddings 256, bidirectional GRU
 256+256 encoder, GRU 512 decoder, additive attention, batch 64 sentences,
 SentencePiece vocabularies of 8k, and the recipe's length buckets, label
 smoothing and tied output embeddings; ``--set tie_embeddings=false`` measures the
-untied model of the benchmarks before the sixteenth session), so the figures
-are those of the training the README reports; ``--recipe none`` starts from
+untied model), so the figures are those of the training in docs/results.md
+(figures and commands: docs/benchmarks.md); ``--recipe none`` starts from
 ``TrainConfig``'s defaults instead (bucket width 8 rather than the recipe's 4, no
 label smoothing, no embedding dropout, untied).
 
@@ -138,7 +138,7 @@ def main() -> None:
         p.error(str(error))
     print(f"recipe={args.recipe}")
     print(f"bucket_width={config.bucket_width}")
-    print(f"tie_embeddings={int(config.tie_embeddings)}")  # the recipes tie since the sixteenth session
+    print(f"tie_embeddings={int(config.tie_embeddings)}")  # the Multi30k recipes tie the output embedding
     train = load_multi30k("en", "de", "train", data_dir=args.data_dir)
     vocab = SubwordVocab.train(train.source, train.target, size=config.vocab_size)
     ds, _ = make_dataset(train, vocab, batch_size=config.batch_size, batch_by=config.batch_by,

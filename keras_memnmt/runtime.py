@@ -26,14 +26,14 @@ def tune_malloc(
     the memory (what ``MALLOC_TRIM_THRESHOLD_`` / ``MALLOC_TOP_PAD_`` do, or
     what jemalloc / tcmalloc do by design) took RNNsearch training from 41 to
     64 sentence pairs/s there with this call (69 with the environment
-    variables; see the README's Benchmarks). TensorFlow's CPU
+    variables; see docs/benchmarks.md, "malloc tuning"). TensorFlow's CPU
     allocator and the other backends allocate through malloc, so one call
     covers all three. The peak memory is unchanged; the resident size stays
     near the peak instead of falling between steps.
 
     Two more settings close the remaining leaks of freed memory to the OS
-    (seventh session, `perf stat` over one RNNsearch `benchmarks/throughput.py
-    --steps 20 --warmup-steps 8 --translate 0` run on TensorFlow: 3.8M page
+    (`perf stat` over one RNNsearch `KERAS_BACKEND=tensorflow python benchmarks/throughput.py
+    --steps 20 --warmup-steps 8 --translate 0` run: 3.8M page
     faults and 21 s of kernel time before, 0.37M and 9 s after; 55-65 -> 66-77
     sentence pairs/s):
 
@@ -91,7 +91,7 @@ def import_tensorflow_without_jax() -> bool:
     next to TensorFlow (as in this project's development and CI environment, which has
     all three backends), every TensorFlow- or PyTorch-backend process then loads
     jaxlib: after ``import tensorflow`` the resident size is 658 MB with it and 549 MB
-    without (eleventh session, README Benchmarks). No code here uses either feature, so
+    without (docs/benchmarks.md, "TensorFlow without jax"). No code here uses either feature, so
     the `memnmt` command and the benchmarks call this first. Only those two imports
     fail; with ``KERAS_BACKEND=jax`` nothing is blocked, and any later ``import jax``
     works.

@@ -6,7 +6,7 @@ gradient of each slice is a ``StridedSliceGrad`` that writes a zero-padded copy 
 the whole ``(B, 3·units)`` product, three per GRU step in the backward loop; in the
 profile of an RNNsearch training step they took about 26 ms of the two cores' time
 (encoder and decoder together), against a few ms for the one ``ConcatV2`` that is
-the gradient of a split (README, Benchmarks, thirteenth session). Same weights
+the gradient of a split (docs/benchmarks.md, "Training step profile"). Same weights
 (names, shapes, layout), same equations, same config: a drop-in for the decoder
 cells and the encoder.
 """

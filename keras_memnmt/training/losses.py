@@ -42,14 +42,14 @@ class MaskedCrossEntropy(keras.losses.Loss):
         scale = mask / ops.maximum(ops.sum(mask), 1.0)  # (B, T)
 
         # Written with its gradient, and with as few passes over the `(B, T, V)` logits as
-        # we could: they are the largest tensors of a training step (64·20·8000 floats =
+        # possible: they are the largest tensors of a training step (64·20·8000 floats =
         # 41 MB), and without XLA (TensorFlow, PyTorch) every elementwise op is its own
         # pass. The forward keeps `e = exp(z - max z)` (as many bytes as the logits it
         # replaces) so the backward is `e·w/Σe - ε·w/V` plus a write of the target entries
         # in place (`scatter_update`) instead of a `(B, T, V)` comparison and `where`.
         # Forward and backward of the loss with the `(64·20, 256) x (256, 8000)` projection
         # under it: TensorFlow 68.8 -> 49.8 ms, JAX 45.9 -> 43.9, PyTorch 106.6 -> 97.6
-        # (README, Benchmarks, thirteenth session).
+        # (docs/benchmarks.md, "Training step profile").
         @ops.custom_gradient
         def masked_ce(raw_logits):
             logits = ops.cast(raw_logits, "float32")
