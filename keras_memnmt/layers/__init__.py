@@ -1,6 +1,7 @@
 """Attention layers and decoder cells (one public class per module)."""
 
 from keras_memnmt.layers.attention import AdditiveAttention, LuongAttention
+from keras_memnmt.layers.base import DecoderCell, EncoderOutput
 from keras_memnmt.layers.cho import ChoDecoderCell
 from keras_memnmt.layers.memdec import MemDecCell
 from keras_memnmt.layers.readout import DeepOutput
@@ -9,7 +10,9 @@ from keras_memnmt.layers.rnnsearch import RNNsearchCell
 __all__ = [
     "AdditiveAttention",
     "ChoDecoderCell",
+    "DecoderCell",
     "DeepOutput",
+    "EncoderOutput",
     "LuongAttention",
     "MemDecCell",
     "RNNsearchCell",

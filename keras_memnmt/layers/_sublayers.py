@@ -63,34 +63,3 @@ def deep_output(cell: keras.layers.Layer, seed: int | None) -> DeepOutput:
         dtype=cell.dtype_policy,
         name="deep_output",
     )
-
-
-class DecoderCellMixin:
-    """The cell contract around a cell's single ``step`` (shared by every decoder cell).
-
-    A cell defines ``step(inputs, states, training) -> (output, new_states, attention)``
-    (the only place its equations live), ``initial_states(...)`` and a
-    ``deep_output`` sublayer; this mixin adds what ``keras.layers.RNN`` and the
-    models call.
-    """
-
-    def call(self, inputs, states: list, training: bool = False) -> tuple:
-        """``keras.layers.RNN``'s entry point: ``step`` without the attention weights."""
-        output, new_states, _ = self.step(inputs, states, training=training)
-        return output, new_states
-
-    def readout(self, outputs, training: bool = False, output_embedding=None):
-        """Deep output (Eq. 9): ``(..., output_size) -> (..., target_vocab_size)`` logits.
-
-        Applied to the whole ``(B, T, ·)`` sequence in training and per step in decoding.
-        ``output_embedding``: the target ``ReversibleEmbedding``, given exactly when the
-        cell was built with ``tied_output=True``.
-        """
-        return self.deep_output(outputs, training=training, output_embedding=output_embedding)
-
-    def get_initial_state(self, batch_size: int | None = None) -> list:
-        raise ValueError(
-            f"{self.__class__.__name__} needs the encoder output: pass "
-            "`initial_state=cell.initial_states(annotations, source_mask, summary)` "
-            "to keras.layers.RNN."
-        )

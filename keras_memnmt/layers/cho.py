@@ -7,16 +7,12 @@ from typing import Any
 import keras
 from keras import ops
 
-# Not re-exported by `keras.layers`; it is how `keras.layers.RNN` knows to
-# create the dropout mask once per sequence, outside the (JAX) scan.
-from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
-
 from keras_memnmt.layers import _sublayers as sublayers
-from keras_memnmt.layers._checks import check_bool, check_positive_int, check_rate
+from keras_memnmt.layers.base import DecoderCell, EncoderOutput
 
 
 @keras.saving.register_keras_serializable(package="keras_memnmt")
-class ChoDecoderCell(sublayers.DecoderCellMixin, keras.layers.Layer, DropoutRNNCell):
+class ChoDecoderCell(DecoderCell):
     """Decoder step of the RNN encoder-decoder: GRU conditioned on a fixed context.
 
     Cho et al. 2014, as restated in paper 001 (Yum & Mu), Eq. 13-15:
@@ -41,7 +37,7 @@ class ChoDecoderCell(sublayers.DecoderCellMixin, keras.layers.Layer, DropoutRNNC
       `DeepOutput`); GRU is Keras's GRUCell (`layers.gru.GRUCell`,
       `reset_after=True`).
     - `dropout` is variational dropout on the input embedding, as in
-      `RNNsearchCell`.
+      `RNNsearchCell` (`DecoderCell.drop_inputs`).
 
     States (all 2-D): `[s (B, units), c (B, units)]`; `c` is passed through
     unchanged. Build them with `initial_states(...)` and pass them to
@@ -89,23 +85,20 @@ class ChoDecoderCell(sublayers.DecoderCellMixin, keras.layers.Layer, DropoutRNNC
         seed: int | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        self.units = check_positive_int("units", units)
-        self.target_vocab_size = check_positive_int("target_vocab_size", target_vocab_size)
-        self.readout_units = check_positive_int("readout_units", readout_units)
-        self.annotation_units = check_positive_int("annotation_units", annotation_units)
-        self.output_dropout = check_rate("output_dropout", output_dropout)
-        self.tied_output = check_bool("tied_output", tied_output)
-        self.dropout = check_rate("dropout", dropout)
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.recurrent_initializer = keras.initializers.get(recurrent_initializer)
-        self.bias_initializer = keras.initializers.get(bias_initializer)
-        self.seed = seed
-        # DropoutRNNCell reads these two; there is no recurrent dropout.
-        self.recurrent_dropout = 0.0
-        self.seed_generator = keras.random.SeedGenerator(seed)
-        self._embedding_dim: int | None = None
-
+        super().__init__(
+            units,
+            target_vocab_size,
+            readout_units,
+            annotation_units,
+            output_dropout=output_dropout,
+            tied_output=tied_output,
+            dropout=dropout,
+            kernel_initializer=kernel_initializer,
+            recurrent_initializer=recurrent_initializer,
+            bias_initializer=bias_initializer,
+            seed=seed,
+            **kwargs,
+        )
         self.context_dense = sublayers.dense(self, self.units, "context")
         self.init_dense = sublayers.dense(self, self.units, "init_state")
         self.gru_cell = sublayers.gru_cell(self)
@@ -116,15 +109,9 @@ class ChoDecoderCell(sublayers.DecoderCellMixin, keras.layers.Layer, DropoutRNNC
         """`[units, units]`: the state `s` and the fixed context `c`."""
         return [self.units, self.units]
 
-    @property
-    def output_size(self) -> int:
-        """`2 * units + E`; `E` is known once the cell is built."""
-        if self._embedding_dim is None:
-            raise ValueError(
-                f"{self.__class__.__name__} '{self.name}': output_size needs the "
-                "embedding size; build the cell first (keras.layers.RNN does)."
-            )
-        return 2 * self.units + self._embedding_dim
+    def compute_output_size(self, embedding_dim: int) -> int:
+        """`2 * units + E`."""
+        return 2 * self.units + embedding_dim
 
     def _build_memory_side(self) -> None:
         """Builds what `initial_states` needs; it does not depend on `E`."""
@@ -135,31 +122,21 @@ class ChoDecoderCell(sublayers.DecoderCellMixin, keras.layers.Layer, DropoutRNNC
 
     def build(self, input_shape: tuple) -> None:
         """Builds every weight from `input_shape = (B, E)`."""
-        embedding_dim = input_shape[-1]
-        self._embedding_dim = int(embedding_dim)
+        embedding_dim = self.set_embedding_dim(input_shape)
         self._build_memory_side()
         self.gru_cell.build((None, embedding_dim + self.units))
         self.deep_output.build((None, 2 * self.units + embedding_dim))
         self.built = True
 
-    def initial_states(
-        self,
-        annotations: Any | None,
-        source_mask: Any | None,
-        summary: Any,
-        training: bool = False,
-    ) -> list:
-        """Builds `[s_0 (B, units), c (B, units)]` from the encoder summary.
+    def initial_states_from(self, encoded: EncoderOutput, training: bool = False) -> list:
+        """Builds `[s_0 (B, units), c (B, units)]` from the encoder summary `(B, D)`.
 
-        Args:
-            annotations: unused (kept so every decoder cell has one signature).
-            source_mask: unused.
-            summary: `(B, D)`, the encoder's fixed-size sentence representation.
-            training: unused (MemDecCell draws its Eq. 14 noise only in training).
+        The annotations and their mask are not used: the context is fixed, no attention.
         """
-        del annotations, source_mask  # the context is fixed: no attention.
+        if encoded.summary is None:
+            raise ValueError("ChoDecoderCell needs the encoder's `summary`. Received: summary=None")
         self._build_memory_side()
-        context = self.context_dense(ops.cast(summary, self.compute_dtype))  # (B, units)
+        context = self.context_dense(ops.cast(encoded.summary, self.compute_dtype))  # (B, units)
         return [self.init_dense(context), context]
 
     def step(self, inputs: Any, states: list, training: bool = False) -> tuple:
@@ -173,33 +150,11 @@ class ChoDecoderCell(sublayers.DecoderCellMixin, keras.layers.Layer, DropoutRNNC
         Returns:
             `(output (B, 2*units + E), [s_t, c], None)`.
 
-        With `training=True` and `dropout > 0` outside `keras.layers.RNN`, call
-        `cell.reset_dropout_mask()` after each sequence (see `RNNsearchCell.step`).
+        The input dropout is applied before the loop (`drop_inputs`), not here.
         """
         s_prev, context = states
-        if training and self.dropout > 0.0:
-            inputs = inputs * self.get_dropout_mask(inputs)
         state, _ = self.gru_cell(
             ops.concatenate([inputs, context], axis=-1), [s_prev], training=training
         )
         output = ops.concatenate([state, context, inputs], axis=-1)
         return output, [state, context], None
-
-    def get_config(self) -> dict:
-        config = super().get_config()
-        config.update(
-            {
-                "units": self.units,
-                "target_vocab_size": self.target_vocab_size,
-                "readout_units": self.readout_units,
-                "annotation_units": self.annotation_units,
-                "output_dropout": self.output_dropout,
-                "tied_output": self.tied_output,
-                "dropout": self.dropout,
-                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
-                "recurrent_initializer": keras.initializers.serialize(self.recurrent_initializer),
-                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
-                "seed": self.seed,
-            }
-        )
-        return config

@@ -9,12 +9,8 @@ import keras
 from keras import ops
 
 from keras_memnmt.layers import _sublayers as sublayers
-from keras_memnmt.layers._checks import (
-    check_bool,
-    check_choice,
-    check_positive_int,
-    check_rate,
-)
+from keras_memnmt.layers._checks import check_bool, check_choice, check_positive_int
+from keras_memnmt.layers.base import DecoderCell, EncoderOutput
 from keras_memnmt.layers.readout import clone_initializer
 
 INIT_STATES = ("mean", "summary")
@@ -123,7 +119,7 @@ class _MemoryAddressing(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="keras_memnmt")
-class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
+class MemDecCell(DecoderCell):
     """MemDec decoder step: RNNsearch with a read/write buffer memory `M^B`.
 
     Wang et al. 2016 (paper 000), Eq. 4-15. The decoder carries a vector state
@@ -228,8 +224,9 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
     - `m != units` is allowed (the paper uses `m = units = 1024`).
     - The GRU is Keras's GRUCell (`layers.gru.GRUCell`, `reset_after=True`, as in
       `RNNsearchCell`); Eq. 7's inputs are concatenated as `[e; c_t; r_{t-1}]`.
-    - Dropout: only in the readout (`output_dropout`, MemDec §4); no embedding
-      dropout in the cell.
+    - Dropout: in the readout (`output_dropout`, MemDec §4); the cell's
+      `dropout` (variational, on the input embeddings, `DecoderCell.drop_inputs`)
+      defaults to 0, and the models drop the target embeddings themselves.
     - Eq. 5 has no `s_{t-1}` term: the attention query of MemDec sees the
       state only through the memory read. Followed by default. Not in the
       paper, `query_state=True` adds `W^s s_{t-1}`, the term RNNsearch's
@@ -305,6 +302,8 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
             `(B, Tx, A)` tanh in the backward pass: less memory, same values).
         init_state: "mean" or "summary", how `s_0` is computed (as in
             `RNNsearchCell`).
+        dropout: float in [0, 1), variational dropout on the input embeddings
+            (`DecoderCell.drop_inputs`; default 0).
         kernel_initializer: initializer of the input kernels.
         recurrent_initializer: initializer of the GRU recurrent kernel.
         bias_initializer: initializer of the biases.
@@ -359,18 +358,28 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
         tied_output: bool = False,
         attention_remat: bool = True,
         init_state: str = "mean",
+        dropout: float = 0.0,
         kernel_initializer: Any = "glorot_uniform",
         recurrent_initializer: Any = "orthogonal",
         bias_initializer: Any = "zeros",
         seed: int | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        self.units = check_positive_int("units", units)
-        self.target_vocab_size = check_positive_int("target_vocab_size", target_vocab_size)
+        super().__init__(
+            units,
+            target_vocab_size,
+            readout_units,
+            annotation_units,
+            output_dropout=output_dropout,
+            tied_output=tied_output,
+            dropout=dropout,
+            kernel_initializer=kernel_initializer,
+            recurrent_initializer=recurrent_initializer,
+            bias_initializer=bias_initializer,
+            seed=seed,
+            **kwargs,
+        )
         self.attention_units = check_positive_int("attention_units", attention_units)
-        self.readout_units = check_positive_int("readout_units", readout_units)
-        self.annotation_units = check_positive_int("annotation_units", annotation_units)
         self.memory_size = check_positive_int("memory_size", memory_size)
         memory_dim = _check_optional_positive_int("memory_dim", memory_dim)
         self.memory_dim = self.units if memory_dim is None else memory_dim
@@ -385,16 +394,8 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
         self.noise_at_inference = check_bool("noise_at_inference", noise_at_inference)
         self.write = check_bool("write", write)
         self.query_state = check_bool("query_state", query_state)
-        self.output_dropout = check_rate("output_dropout", output_dropout)
-        self.tied_output = check_bool("tied_output", tied_output)
         self.attention_remat = check_bool("attention_remat", attention_remat)
         self.init_state = check_choice("init_state", init_state, INIT_STATES)
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.recurrent_initializer = keras.initializers.get(recurrent_initializer)
-        self.bias_initializer = keras.initializers.get(bias_initializer)
-        self.seed = seed
-        self.seed_generator = keras.random.SeedGenerator(seed)
-        self._embedding_dim: int | None = None
 
         def addressing(name: str) -> _MemoryAddressing:
             return _MemoryAddressing(
@@ -427,15 +428,9 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
         """`[units, n*m, n, None, None, None]`: `Tx` is only known per batch."""
         return [self.units, self.memory_size * self.memory_dim, self.memory_size, None, None, None]
 
-    @property
-    def output_size(self) -> int:
-        """`units + annotation_units + E`; `E` is known once the cell is built."""
-        if self._embedding_dim is None:
-            raise ValueError(
-                f"{self.__class__.__name__} '{self.name}': output_size needs the "
-                "embedding size; build the cell first (keras.layers.RNN does)."
-            )
-        return self.units + self.annotation_units + self._embedding_dim
+    def compute_output_size(self, embedding_dim: int) -> int:
+        """`units + annotation_units + E`."""
+        return self.units + self.annotation_units + embedding_dim
 
     # ----------------------------------------------------------------- build
     def _build_memory_side(self) -> None:
@@ -456,8 +451,7 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
 
     def build(self, input_shape: tuple) -> None:
         """Builds every weight from `input_shape = (B, E)`."""
-        embedding_dim = int(input_shape[-1])
-        self._embedding_dim = embedding_dim
+        embedding_dim = self.set_embedding_dim(input_shape)
         self._build_memory_side()
         state_shape = (None, self.units)
         memory_shape = (None, self.memory_size, self.memory_dim)
@@ -474,20 +468,12 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
         self.built = True
 
     # --------------------------------------------------------------- states
-    def initial_states(
-        self,
-        annotations: Any,
-        source_mask: Any,
-        summary: Any | None = None,
-        training: bool = False,
-    ) -> list:
+    def initial_states_from(self, encoded: EncoderOutput, training: bool = False) -> list:
         """Builds the 6 decoder states from the encoder output (Eq. 14-15).
 
         Args:
-            annotations: `(B, Tx, D)` encoder annotations `h_j`.
-            source_mask: `(B, Tx)` float 1/0 (or bool), 1 for real tokens.
-            summary: `(B, D)` a sentence summary; only used with
-                `init_state="summary"`.
+            encoded: the annotations `h_j` `(B, Tx, D)`, their mask `(B, Tx)`, and
+                the summary `(B, D)` (used only with `init_state="summary"`).
             training: bool; with `init_noise="sample"` the memory noise `nu_i`
                 is drawn only when True (or always with `noise_at_inference=True`);
                 the fixed noise is always added.
@@ -497,6 +483,7 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
             keys (B, Tx*A), source_mask (B, Tx)]`, with `keys = U_a h_j`
             computed here, once per sentence, and `w_0 = 1/n`.
         """
+        annotations, source_mask, summary = encoded.annotations, encoded.mask, encoded.summary
         self._build_memory_side()
         dtype = self.compute_dtype
         annotations = ops.cast(annotations, dtype)
@@ -529,13 +516,12 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
         # the "meta" device where Keras first traces a model it builds for `fit`.
         weights = ops.ones_like(count) * ops.ones((1, self.memory_size), dtype) / self.memory_size
         keys = ops.cast(self.attention.precompute_keys(annotations), dtype)  # (B, Tx, A)
-        batch = ops.shape(annotations)[0]
         return [
             s0,
-            ops.reshape(memory, (batch, self.memory_size * self.memory_dim)),  # (B, n*m)
+            self.flatten(memory),  # (B, n*m)
             weights,  # (B, n)
-            ops.reshape(annotations, (batch, -1)),  # (B, Tx*D)
-            ops.reshape(keys, (batch, -1)),  # (B, Tx*A)
+            self.flatten(annotations),  # (B, Tx*D)
+            self.flatten(keys),  # (B, Tx*A)
             mask,
         ]
 
@@ -564,11 +550,8 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
         s_prev, memory_flat, previous, annotations_flat, keys_flat, mask = states
         n, m = self.memory_size, self.memory_dim
         memory = ops.reshape(memory_flat, (-1, n, m))  # (B, n, m)
-        source_len = ops.shape(mask)[1]
-        annotations = ops.reshape(
-            annotations_flat, (-1, source_len, self.annotation_units)
-        )  # (B, Tx, D)
-        keys = ops.reshape(keys_flat, (-1, source_len, self.attention_units))  # (B, Tx, A)
+        annotations = self.unflatten(annotations_flat, mask, self.annotation_units)  # (B, Tx, D)
+        keys = self.unflatten(keys_flat, mask, self.attention_units)  # (B, Tx, A)
 
         # 1. read M_{t-1} (Eq. 4, 10-12): with the weights carried from the
         # previous write ("shared_weights"), else addressed with s_{t-1}.
@@ -631,32 +614,19 @@ class MemDecCell(sublayers.DecoderCellMixin, keras.layers.Layer):
 
     # ---------------------------------------------------------------- config
     def get_config(self) -> dict:
-        config = super().get_config()
-        config.update(
-            {
-                "units": self.units,
-                "target_vocab_size": self.target_vocab_size,
-                "attention_units": self.attention_units,
-                "readout_units": self.readout_units,
-                "annotation_units": self.annotation_units,
-                "memory_size": self.memory_size,
-                "memory_dim": self.memory_dim,
-                "address_units": self.address_units,
-                "address_nonlinearity": self.address_nonlinearity,
-                "addressing": self.addressing,
-                "init_noise_std": self.init_noise_std,
-                "init_noise": self.init_noise,
-                "noise_at_inference": self.noise_at_inference,
-                "write": self.write,
-                "query_state": self.query_state,
-                "output_dropout": self.output_dropout,
-                "tied_output": self.tied_output,
-                "attention_remat": self.attention_remat,
-                "init_state": self.init_state,
-                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
-                "recurrent_initializer": keras.initializers.serialize(self.recurrent_initializer),
-                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
-                "seed": self.seed,
-            }
-        )
-        return config
+        return {
+            **super().get_config(),
+            "attention_units": self.attention_units,
+            "memory_size": self.memory_size,
+            "memory_dim": self.memory_dim,
+            "address_units": self.address_units,
+            "address_nonlinearity": self.address_nonlinearity,
+            "addressing": self.addressing,
+            "init_noise_std": self.init_noise_std,
+            "init_noise": self.init_noise,
+            "noise_at_inference": self.noise_at_inference,
+            "write": self.write,
+            "query_state": self.query_state,
+            "attention_remat": self.attention_remat,
+            "init_state": self.init_state,
+        }

@@ -7,23 +7,15 @@ from typing import Any
 import keras
 from keras import ops
 
-# Not re-exported by `keras.layers`; it is how `keras.layers.RNN` knows to
-# create the dropout mask once per sequence, outside the (JAX) scan.
-from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
-
 from keras_memnmt.layers import _sublayers as sublayers
-from keras_memnmt.layers._checks import (
-    check_bool,
-    check_choice,
-    check_positive_int,
-    check_rate,
-)
+from keras_memnmt.layers._checks import check_bool, check_choice, check_positive_int
+from keras_memnmt.layers.base import DecoderCell, EncoderOutput
 
 INIT_STATES = ("mean", "summary")
 
 
 @keras.saving.register_keras_serializable(package="keras_memnmt")
-class RNNsearchCell(sublayers.DecoderCellMixin, keras.layers.Layer, DropoutRNNCell):
+class RNNsearchCell(DecoderCell):
     """RNNsearch decoder step: additive attention + GRU + deep output.
 
     Bahdanau et al. 2014 (paper 003) as restated by MemDec (paper 000), Eq. 1-3
@@ -55,8 +47,9 @@ class RNNsearchCell(sublayers.DecoderCellMixin, keras.layers.Layer, DropoutRNNCe
       reset gate multiplies `U_h s_{t-1} + b`, CuDNN style) rather than Cho et
       al.'s original reset-before-matmul.
     - `dropout` is variational dropout on the input embedding `e` (one mask per
-      sequence, as `keras.layers.GRU` does); the embedding is dropped before
-      every use (query, GRU input, output). Default 0: MemDec found it did not
+      sequence, as `keras.layers.GRU` does, drawn by `DecoderCell.drop_inputs`
+      before the loop); the embedding is dropped before every use (query, GRU
+      input, output). Default 0: MemDec found it did not
       help (§4); its 0.5 dropout is `output_dropout`, in the readout.
     - Biases everywhere except inside the attention score (see
       `AdditiveAttention`).
@@ -138,26 +131,24 @@ class RNNsearchCell(sublayers.DecoderCellMixin, keras.layers.Layer, DropoutRNNCe
         seed: int | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        self.units = check_positive_int("units", units)
-        self.target_vocab_size = check_positive_int("target_vocab_size", target_vocab_size)
+        super().__init__(
+            units,
+            target_vocab_size,
+            readout_units,
+            annotation_units,
+            output_dropout=output_dropout,
+            tied_output=tied_output,
+            dropout=dropout,
+            kernel_initializer=kernel_initializer,
+            recurrent_initializer=recurrent_initializer,
+            bias_initializer=bias_initializer,
+            seed=seed,
+            **kwargs,
+        )
         self.attention_units = check_positive_int("attention_units", attention_units)
-        self.readout_units = check_positive_int("readout_units", readout_units)
-        self.annotation_units = check_positive_int("annotation_units", annotation_units)
         self.feedback_attention = check_bool("feedback_attention", feedback_attention)
-        self.output_dropout = check_rate("output_dropout", output_dropout)
-        self.tied_output = check_bool("tied_output", tied_output)
         self.attention_remat = check_bool("attention_remat", attention_remat)
-        self.dropout = check_rate("dropout", dropout)
         self.init_state = check_choice("init_state", init_state, INIT_STATES)
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.recurrent_initializer = keras.initializers.get(recurrent_initializer)
-        self.bias_initializer = keras.initializers.get(bias_initializer)
-        self.seed = seed
-        # DropoutRNNCell reads these two; there is no recurrent dropout.
-        self.recurrent_dropout = 0.0
-        self.seed_generator = keras.random.SeedGenerator(seed)
-        self._embedding_dim: int | None = None
 
         self.init_dense = sublayers.dense(self, self.units, "init_state")
         self.query_dense = (
@@ -173,15 +164,9 @@ class RNNsearchCell(sublayers.DecoderCellMixin, keras.layers.Layer, DropoutRNNCe
         """`[units, None, None, None]`: `Tx` is only known per batch."""
         return [self.units, None, None, None]
 
-    @property
-    def output_size(self) -> int:
-        """`units + annotation_units + E`; `E` is known once the cell is built."""
-        if self._embedding_dim is None:
-            raise ValueError(
-                f"{self.__class__.__name__} '{self.name}': output_size needs the "
-                "embedding size; build the cell first (keras.layers.RNN does)."
-            )
-        return self.units + self.annotation_units + self._embedding_dim
+    def compute_output_size(self, embedding_dim: int) -> int:
+        """`units + annotation_units + E`."""
+        return self.units + self.annotation_units + embedding_dim
 
     # ----------------------------------------------------------------- build
     def _build_memory_side(self) -> None:
@@ -193,8 +178,7 @@ class RNNsearchCell(sublayers.DecoderCellMixin, keras.layers.Layer, DropoutRNNCe
 
     def build(self, input_shape: tuple) -> None:
         """Builds every weight from `input_shape = (B, E)`."""
-        embedding_dim = input_shape[-1]
-        self._embedding_dim = int(embedding_dim)
+        embedding_dim = self.set_embedding_dim(input_shape)
         self._build_memory_side()
         if self.query_dense is not None:
             self.query_dense.build((None, self.units + embedding_dim))
@@ -203,23 +187,13 @@ class RNNsearchCell(sublayers.DecoderCellMixin, keras.layers.Layer, DropoutRNNCe
         self.built = True
 
     # --------------------------------------------------------------- states
-    def initial_states(
-        self,
-        annotations: Any,
-        source_mask: Any,
-        summary: Any | None = None,
-        training: bool = False,
-    ) -> list:
+    def initial_states_from(self, encoded: EncoderOutput, training: bool = False) -> list:
         """Builds the 4 decoder states from the encoder output.
 
         Args:
-            annotations: `(B, Tx, D)` encoder annotations `h_j`.
-            source_mask: `(B, Tx)` float 1/0 (or bool), 1 for real tokens.
-            summary: `(B, D)` a sentence summary (e.g. the first backward
-                state); only used with `init_state="summary"`.
-
-            training: unused; kept so every cell has the same signature
-                (MemDecCell draws its Eq. 14 noise only in training).
+            encoded: the annotations `h_j` `(B, Tx, D)`, their mask `(B, Tx)`, and
+                the summary `(B, D)` (used only with `init_state="summary"`).
+            training: unused (cells with a stochastic start draw it in training).
 
         Returns:
             `[s_0 (B, units), annotations (B, Tx*D), keys (B, Tx*A),
@@ -228,25 +202,17 @@ class RNNsearchCell(sublayers.DecoderCellMixin, keras.layers.Layer, DropoutRNNCe
         """
         self._build_memory_side()
         dtype = self.compute_dtype
-        annotations = ops.cast(annotations, dtype)
-        mask = ops.cast(source_mask, dtype)  # (B, Tx)
+        annotations = ops.cast(encoded.annotations, dtype)
+        mask = ops.cast(encoded.mask, dtype)  # (B, Tx)
         if self.init_state == "mean":
-            total = ops.sum(annotations * ops.expand_dims(mask, -1), axis=1)  # (B, D)
-            count = ops.maximum(ops.sum(mask, axis=1, keepdims=True), 1.0)  # (B, 1)
-            pooled = total / count
+            pooled = self.masked_mean(annotations, mask)  # (B, D)
         else:
-            if summary is None:
+            if encoded.summary is None:
                 raise ValueError("init_state='summary' needs `summary`. Received: summary=None")
-            pooled = ops.cast(summary, dtype)
+            pooled = ops.cast(encoded.summary, dtype)
         s0 = self.init_dense(pooled)  # (B, units)
         keys = ops.cast(self.attention.precompute_keys(annotations), dtype)  # (B, Tx, A)
-        batch = ops.shape(annotations)[0]
-        return [
-            s0,
-            ops.reshape(annotations, (batch, -1)),  # (B, Tx*D)
-            ops.reshape(keys, (batch, -1)),  # (B, Tx*A)
-            mask,
-        ]
+        return [s0, self.flatten(annotations), self.flatten(keys), mask]
 
     # ----------------------------------------------------------------- step
     def step(self, inputs: Any, states: list, training: bool = False) -> tuple:
@@ -261,18 +227,11 @@ class RNNsearchCell(sublayers.DecoderCellMixin, keras.layers.Layer, DropoutRNNCe
             `(output, new_states, attention_weights)`: `(B, units + D + E)`,
             the 4 states (the last 3 unchanged) and `(B, Tx)`.
 
-        Decoders call this with `training=False`. With `training=True` and
-        `dropout > 0` outside `keras.layers.RNN`, the embedding dropout mask is
-        cached on the cell: call `cell.reset_dropout_mask()` after each sequence.
+        The input dropout is applied before the loop (`drop_inputs`), not here.
         """
         s_prev, annotations_flat, keys_flat, mask = states
-        if training and self.dropout > 0.0:
-            inputs = inputs * self.get_dropout_mask(inputs)
-        source_len = ops.shape(mask)[1]
-        annotations = ops.reshape(
-            annotations_flat, (-1, source_len, self.annotation_units)
-        )  # (B, Tx, D)
-        keys = ops.reshape(keys_flat, (-1, source_len, self.attention_units))  # (B, Tx, A)
+        annotations = self.unflatten(annotations_flat, mask, self.annotation_units)  # (B, Tx, D)
+        keys = self.unflatten(keys_flat, mask, self.attention_units)  # (B, Tx, A)
 
         # 1. query: feedback attention (MemDec §2.1) or s_{t-1} (Bahdanau).
         if self.query_dense is not None:
@@ -291,24 +250,10 @@ class RNNsearchCell(sublayers.DecoderCellMixin, keras.layers.Layer, DropoutRNNCe
 
     # ---------------------------------------------------------------- config
     def get_config(self) -> dict:
-        config = super().get_config()
-        config.update(
-            {
-                "units": self.units,
-                "target_vocab_size": self.target_vocab_size,
-                "attention_units": self.attention_units,
-                "readout_units": self.readout_units,
-                "annotation_units": self.annotation_units,
-                "feedback_attention": self.feedback_attention,
-                "output_dropout": self.output_dropout,
-                "tied_output": self.tied_output,
-                "attention_remat": self.attention_remat,
-                "dropout": self.dropout,
-                "init_state": self.init_state,
-                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
-                "recurrent_initializer": keras.initializers.serialize(self.recurrent_initializer),
-                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
-                "seed": self.seed,
-            }
-        )
-        return config
+        return {
+            **super().get_config(),
+            "attention_units": self.attention_units,
+            "feedback_attention": self.feedback_attention,
+            "attention_remat": self.attention_remat,
+            "init_state": self.init_state,
+        }

@@ -1,13 +1,24 @@
-"""Encoder–decoder models, one per architecture, sharing the Seq2Seq base."""
+"""Encoder–decoder models, one per architecture, sharing the Seq2Seq base.
+
+Each model is registered under a name (``register_model``); ``get_model(name)``
+returns its class and ``model_options(cls)`` its options.
+"""
 
 from keras_memnmt.models.encoder import BidirectionalEncoder
 from keras_memnmt.models.memdec import MemDec, memdec_from_rnnsearch
+from keras_memnmt.models.registry import (
+    MODELS,
+    Option,
+    get_model,
+    model_names,
+    model_options,
+    register_model,
+)
 from keras_memnmt.models.rnnsearch import ChoEncoderDecoder, RNNsearch
-from keras_memnmt.models.seq2seq import Seq2Seq
-
-MODELS = {"rnnsearch": RNNsearch, "cho": ChoEncoderDecoder, "memdec": MemDec}
+from keras_memnmt.models.seq2seq import Seq2Seq, option_differences
 
 __all__ = [
-    "MODELS", "BidirectionalEncoder", "ChoEncoderDecoder", "MemDec", "RNNsearch", "Seq2Seq",
-    "memdec_from_rnnsearch",
+    "MODELS", "BidirectionalEncoder", "ChoEncoderDecoder", "MemDec", "Option", "RNNsearch", "Seq2Seq",
+    "get_model", "memdec_from_rnnsearch", "model_names", "model_options", "option_differences",
+    "register_model",
 ]

@@ -6,6 +6,7 @@ import keras
 from keras import ops
 
 from keras_memnmt.data.vocab import PAD_ID
+from keras_memnmt.layers.base import EncoderOutput
 from keras_memnmt.layers.gru import GRUCell
 
 
@@ -45,8 +46,9 @@ class BidirectionalEncoder(keras.layers.Layer):
         source_ids: ``(B, Tx)`` int ids, ``0`` = padding.
 
     Returns:
-        ``annotations (B, Tx, 2·units)``, ``mask (B, Tx)`` float 1/0, and
-        ``summary (B, 2·units)`` = ``[→h_last; ←h_first]`` (the final states).
+        an :class:`~keras_memnmt.layers.EncoderOutput`: ``annotations (B, Tx, 2·units)``,
+        ``mask (B, Tx)`` float 1/0, ``summary (B, 2·units)`` = ``[→h_last; ←h_first]``,
+        and ``final_states = ([→h_last, ←h_first],)`` (one layer, two directions).
     """
 
     def __init__(self, vocab_size: int, embedding_dim: int = 256, units: int = 256,
@@ -73,6 +75,11 @@ class BidirectionalEncoder(keras.layers.Layer):
             name="birnn",
         )
 
+    @property
+    def annotation_units(self) -> int:
+        """Size of one annotation ``h_j``: both directions."""
+        return 2 * self.units
+
     def build(self, input_shape):
         self.embedding.build(input_shape)
         self.birnn.build(tuple(input_shape) + (self.embedding_dim,))
@@ -83,7 +90,8 @@ class BidirectionalEncoder(keras.layers.Layer):
         annotations, forward_h, backward_h = self.birnn(x, mask=mask, training=training)
         summary = ops.concatenate([forward_h, backward_h], axis=-1)  # (B, 2u)
         annotations = self.annotation_dropout_layer(annotations, training=training)  # rate 0: a no-op
-        return annotations, ops.cast(mask, annotations.dtype), summary
+        return EncoderOutput(annotations, ops.cast(mask, annotations.dtype), summary,
+                             final_states=([forward_h, backward_h],))
 
     def get_config(self) -> dict:
         return {**super().get_config(), "vocab_size": self.vocab_size, "embedding_dim": self.embedding_dim,

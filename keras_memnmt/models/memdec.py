@@ -7,11 +7,12 @@ import keras
 
 from keras_memnmt.layers._checks import check_choice
 from keras_memnmt.layers.memdec import MemDecCell, resolve_addressing
+from keras_memnmt.models.registry import register_model
 from keras_memnmt.models.rnnsearch import RNNsearch
 from keras_memnmt.models.seq2seq import Seq2Seq
 
 
-@keras.saving.register_keras_serializable(package="keras_memnmt")
+@register_model("memdec")
 class MemDec(Seq2Seq):
     """Bidirectional GRU encoder + :class:`MemDecCell` (memory-enhanced GRU decoder).
 
@@ -47,7 +48,7 @@ class MemDec(Seq2Seq):
     def make_cell(self) -> keras.layers.Layer:
         return MemDecCell(
             self.decoder_units, self.target_vocab_size, attention_units=self.attention_units,
-            readout_units=self.readout_units, annotation_units=2 * self.encoder_units,
+            readout_units=self.readout_units, annotation_units=self.encoder.annotation_units,
             memory_size=self.memory_size, memory_dim=self.memory_dim,
             address_units=self.address_units, address_nonlinearity=self.address_nonlinearity,
             addressing=self.addressing, init_noise_std=self.init_noise_std,
@@ -56,6 +57,29 @@ class MemDec(Seq2Seq):
             tied_output=self.tie_embeddings,
             attention_remat=self.attention_remat, name="memdec_cell",
         )
+
+    @classmethod
+    def warm_start(cls, pretrained: Seq2Seq, options: dict, log=print,
+                   warm_start_new: str = "zeros") -> Seq2Seq:
+        """MemDec from a trained RNNsearch (§4.2, :func:`memdec_from_rnnsearch`), else from a
+        MemDec (:meth:`Seq2Seq.warm_start`).
+
+        ``warm_start_new``: how the matrices that feed the memory read into the copied
+        decoder start, "zeros" (default) or "initializer" (see :func:`memdec_from_rnnsearch`).
+        ``options`` set the MemDec (its dropout rates included); the embedding, encoder
+        and decoder sizes are the RNNsearch's, and ``tie_embeddings`` must agree with it
+        (the deep outputs' weights differ).
+        """
+        if not isinstance(pretrained, RNNsearch):
+            return super().warm_start(pretrained, options, log)
+        tied = options.get("tie_embeddings", False)
+        if pretrained.tie_embeddings != tied:
+            raise ValueError(f"the RNNsearch has tie_embeddings={pretrained.tie_embeddings}, this "
+                             f"config tie_embeddings={tied}: they must agree")
+        log(f"new read weights: {warm_start_new}")
+        memdec_only = {k: v for k, v in options.items()
+                       if k not in pretrained.get_config() or k in cls.free_options}
+        return memdec_from_rnnsearch(pretrained, new_weights=warm_start_new, **memdec_only)
 
     def get_config(self) -> dict:
         return {**super().get_config(), "attention_units": self.attention_units,

@@ -6,10 +6,11 @@ import keras
 
 from keras_memnmt.layers.cho import ChoDecoderCell
 from keras_memnmt.layers.rnnsearch import RNNsearchCell
+from keras_memnmt.models.registry import register_model
 from keras_memnmt.models.seq2seq import Seq2Seq
 
 
-@keras.saving.register_keras_serializable(package="keras_memnmt")
+@register_model("rnnsearch")
 class RNNsearch(Seq2Seq):
     """Bidirectional GRU encoder + :class:`RNNsearchCell` decoder (additive attention).
 
@@ -35,7 +36,7 @@ class RNNsearch(Seq2Seq):
     def make_cell(self) -> keras.layers.Layer:
         return RNNsearchCell(
             self.decoder_units, self.target_vocab_size, attention_units=self.attention_units,
-            readout_units=self.readout_units, annotation_units=2 * self.encoder_units,
+            readout_units=self.readout_units, annotation_units=self.encoder.annotation_units,
             feedback_attention=self.feedback_attention, output_dropout=self.output_dropout,
             tied_output=self.tie_embeddings,
             attention_remat=self.attention_remat,
@@ -47,7 +48,7 @@ class RNNsearch(Seq2Seq):
                 "readout_units": self.readout_units, "feedback_attention": self.feedback_attention}
 
 
-@keras.saving.register_keras_serializable(package="keras_memnmt")
+@register_model("cho")
 class ChoEncoderDecoder(Seq2Seq):
     """The Cho et al. (2014) encoder–decoder: one fixed context vector for every step
     (Eq. 13–15 of Yum & Mu), computed from the bidirectional encoder's final states.
@@ -63,7 +64,7 @@ class ChoEncoderDecoder(Seq2Seq):
     def make_cell(self) -> keras.layers.Layer:
         return ChoDecoderCell(
             self.decoder_units, self.target_vocab_size, readout_units=self.readout_units,
-            annotation_units=2 * self.encoder_units, output_dropout=self.output_dropout,
+            annotation_units=self.encoder.annotation_units, output_dropout=self.output_dropout,
             tied_output=self.tie_embeddings,
             name="cho_cell",
         )

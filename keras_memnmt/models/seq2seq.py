@@ -4,14 +4,32 @@ One encoder, one decoder cell, one loop: ``call`` runs the cell inside
 ``keras.layers.RNN`` (teacher forcing) and :meth:`Seq2Seq.decode_step` runs the
 same cell's single step for greedy and beam search, so a cell's equations live
 in exactly one place (its ``step``).
+
+The seams a new architecture uses (see docs/extending.md):
+
+- :meth:`Seq2Seq.make_encoder` builds the encoder: a layer with an
+  ``annotation_units`` attribute whose call ``(source_ids, training)`` returns an
+  :class:`~keras_memnmt.layers.EncoderOutput` (annotations, mask, summary, and
+  every layer's final states for a layer-by-layer hand-off).
+- :meth:`Seq2Seq.make_cell` builds the decoder cell, a
+  :class:`~keras_memnmt.layers.DecoderCell`, which turns that ``EncoderOutput``
+  into its initial states.
+- :meth:`Seq2Seq.warm_start` starts a model from a trained one (default: the
+  same model, weights copied).
+- Options are the constructor's keyword arguments (read by
+  :func:`~keras_memnmt.models.model_options`); :attr:`Seq2Seq.free_options`
+  names those that shape no weight.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import keras
 from keras import ops
 
 from keras_memnmt.data.vocab import BOS_ID, EOS_ID, PAD_ID
+from keras_memnmt.layers.base import DecoderCell, EncoderOutput
 from keras_memnmt.models.encoder import BidirectionalEncoder, embedding_initializer
 
 
@@ -21,7 +39,7 @@ def _width_cap(width: int) -> int:
 
 
 class Seq2Seq(keras.Model):
-    """Encoder–decoder base class: subclasses only say which decoder cell to build.
+    """Encoder–decoder base class: subclasses say which decoder cell (and encoder) to build.
 
     Args:
         source_vocab_size: source vocabulary size (ids ``0..V-1``, 0 = pad).
@@ -53,6 +71,9 @@ class Seq2Seq(keras.Model):
         logits ``(B, T, target_vocab_size)``.
     """
 
+    # Options that shape no weight: a warm start or a resumed run may change them.
+    free_options: tuple[str, ...] = ("dropout", "output_dropout", "annotation_dropout", "attention_remat")
+
     def __init__(
         self,
         source_vocab_size: int,
@@ -80,8 +101,7 @@ class Seq2Seq(keras.Model):
         self.attention_remat = attention_remat
         self.annotation_dropout = annotation_dropout
         self.tie_embeddings = tie_embeddings
-        self.encoder = BidirectionalEncoder(source_vocab_size, embedding_dim, encoder_units, dropout,
-                                            annotation_dropout=annotation_dropout, name="encoder")
+        self.encoder = self.make_encoder()
         # Tied, an Embedding that also projects back (`reverse=True`, the output layer):
         # Keras's ReversibleEmbedding, which keras-hub re-exports. Untied, a plain Embedding:
         # .keras files key a model's layers by class name, so older runs keep loading.
@@ -102,20 +122,37 @@ class Seq2Seq(keras.Model):
         dummy = ops.full((1, 2), BOS_ID + 2, "int32")
         self((dummy, dummy))
 
-    def make_cell(self) -> keras.layers.Layer:
-        """The decoder cell (see keras_memnmt/layers); subclasses override this."""
-        raise NotImplementedError
+    def make_encoder(self) -> keras.layers.Layer:
+        """The encoder: a layer with ``annotation_units`` whose call returns an ``EncoderOutput``.
+
+        Default: the bidirectional GRU encoder (:class:`BidirectionalEncoder`). Called
+        once in ``__init__``, after the base arguments are set and before ``make_cell``.
+        """
+        return BidirectionalEncoder(self.source_vocab_size, self.embedding_dim, self.encoder_units,
+                                    self.dropout, annotation_dropout=self.annotation_dropout,
+                                    name="encoder")
+
+    def make_cell(self) -> DecoderCell:
+        """The decoder cell (see keras_memnmt/layers); subclasses override this.
+
+        ``self.encoder.annotation_units`` is the size of the annotations it receives.
+        """
+        raise NotImplementedError(f"{type(self).__name__} must define make_cell()")
 
     def encode(self, source_ids, training=False) -> list:
         """Source ids → the decoder's initial states (all 2-D, batch first)."""
-        annotations, mask, summary = self.encoder(source_ids, training=training)
+        encoded = self.encoder(source_ids, training=training)
+        if not isinstance(encoded, EncoderOutput):
+            raise TypeError(f"{type(self.encoder).__name__} returned {type(encoded).__name__}; "
+                            "an encoder returns an EncoderOutput")
         # `training` reaches cells with a stochastic start (MemDec's Eq. 14 memory noise).
-        return list(self.cell.initial_states(annotations, mask, summary, training=training))
+        return list(self.cell.initial_states(encoded, training=training))
 
     def call(self, inputs, training=False):
         source_ids, target_in = inputs
         states = self.encode(source_ids, training=training)
         embedded = self.target_dropout(self.embed_target(target_in), training=training)  # (B,T,E)
+        embedded = self.cell.drop_inputs(embedded, training=training)  # the cell's own, if any
         outputs = self.decoder_rnn(embedded, initial_state=states, training=training)  # (B,T,O)
         return self.readout(outputs, training=training)  # (B, T, V)
 
@@ -242,6 +279,27 @@ class Seq2Seq(keras.Model):
         return beam_search(self.decode_step, states, batch, beam_size, per_sentence,
                            length_penalty=length_penalty, alpha=alpha, n_best=n_best, **common)
 
+    @classmethod
+    def warm_start(cls, pretrained: Seq2Seq, options: dict, log: Callable[[str], None] = print) -> Seq2Seq:
+        """A new model with ``options``, its weights copied from the trained ``pretrained``.
+
+        Default: ``pretrained`` must be the same model with the same weight-shaping
+        options (only :attr:`free_options`, such as the dropout rates, may change);
+        a ``ValueError`` names each difference. Subclasses that can start from another
+        architecture (MemDec from RNNsearch) override this; keyword arguments they add
+        after ``options`` are model options too (``--set`` reaches them).
+        """
+        model = cls(pretrained.source_vocab_size, pretrained.target_vocab_size, **options)
+        changed = option_differences(pretrained, model)
+        if type(pretrained) is not cls:
+            raise ValueError(f"a {type(pretrained).__name__} is not a {cls.__name__}")
+        if changed:
+            raise ValueError(", ".join(changed))
+        pretrained.build_weights()
+        model.build_weights()
+        model.set_weights(pretrained.get_weights())
+        return model
+
     def get_config(self) -> dict:
         return {
             **super().get_config(),
@@ -256,3 +314,15 @@ class Seq2Seq(keras.Model):
             "annotation_dropout": self.annotation_dropout,
             "tie_embeddings": self.tie_embeddings,
         }
+
+
+def option_differences(before: keras.Model, now: keras.Model) -> list[str]:
+    """``name=old (now new)`` for every weight-shaping option in which two models differ.
+
+    Read from the models' own ``get_config()``; the options in ``now``'s
+    ``free_options`` and Keras's ``name`` / ``trainable`` / ``dtype`` are left out.
+    """
+    free = {"name", "trainable", "dtype", *getattr(now, "free_options", ())}
+    a = {k: v for k, v in before.get_config().items() if k not in free}
+    b = {k: v for k, v in now.get_config().items() if k not in free}
+    return [f"{k}={a.get(k)!r} (now {b.get(k)!r})" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]

@@ -1,0 +1,229 @@
+"""The decoder-cell contract: what an encoder hands over, and the base class of every cell.
+
+Every architecture is an encoder, a decoder cell and a readout. The encoder
+returns an :class:`EncoderOutput`; the cell turns it into its initial states
+(:meth:`DecoderCell.initial_states`) and then runs one step at a time
+(:meth:`DecoderCell.step`), inside ``keras.layers.RNN`` for teacher-forced
+training and called directly by greedy and beam search. ``step`` is the only
+place a cell's equations live.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import keras
+from keras import ops
+
+from keras_memnmt.layers._checks import check_bool, check_positive_int, check_rate
+
+
+class EncoderOutput(NamedTuple):
+    """What an encoder hands to the decoder cell (all batch first).
+
+    Attributes:
+        annotations: ``(B, Tx, D)`` one vector per source position (``D`` is the
+            encoder's ``annotation_units``); what attention reads.
+        mask: ``(B, Tx)`` float 1/0, 1 for real source tokens.
+        summary: ``(B, S)`` or None, a fixed-size sentence vector (the
+            bidirectional encoder's ``[→h_last; ←h_first]``).
+        final_states: one entry per encoder layer, bottom first, each the list of
+            that layer's final states (``[h]`` for a GRU, ``[h, c]`` for an LSTM,
+            ``[h_fwd, h_bwd]`` for a bidirectional GRU), so that a stacked decoder
+            can start layer ``l`` from encoder layer ``l`` (the Luong hand-off).
+    """
+
+    annotations: Any
+    mask: Any
+    summary: Any = None
+    final_states: tuple = ()
+
+
+class DecoderCell(keras.layers.Layer):
+    """Base class of the decoder cells: argument checks, dropout, states helpers, config.
+
+    A subclass defines, in this order of importance:
+
+    - ``step(inputs, states, training) -> (output, new_states, attention)``: one
+      decoder step, the only place its equations live. ``inputs`` is the
+      ``(B, E)`` embedding of the previous target word; ``attention`` is the
+      ``(B, Tx)`` source attention or None.
+    - ``initial_states_from(encoded, training) -> list``: the step's initial
+      states from an :class:`EncoderOutput`, every one 2-D ``(B, features)``
+      with the output-shaped state first (the Keras 3 cell contract).
+    - ``state_size``, ``compute_output_size(embedding_dim)``, ``build(input_shape)``
+      (call ``self.set_embedding_dim(input_shape)`` first) and a ``deep_output``
+      sublayer (``readout``), plus ``get_config`` for its own arguments.
+
+    The base supplies ``call`` (``keras.layers.RNN``'s entry: ``step`` without the
+    attention), ``initial_states`` (accepts an :class:`EncoderOutput` or the
+    tensors), ``readout``, ``output_size``, ``drop_inputs`` and ``get_config``
+    of the arguments below.
+
+    Args:
+        units: int, size of the decoder state ``s_t``.
+        target_vocab_size: int, number of output logits.
+        readout_units: int, size of the deep-output layer.
+        annotation_units: int, size ``D`` of an encoder annotation (or summary).
+        output_dropout: float in [0, 1), dropout in the readout.
+        tied_output: bool, the readout's output kernel is the target embedding
+            matrix, passed to ``readout(..., output_embedding=)``.
+        dropout: float in [0, 1), variational dropout on the input embeddings: one
+            mask per sequence, applied to the whole ``(B, T, E)`` input by
+            :meth:`drop_inputs` before the loop (the models do; a direct user of
+            ``keras.layers.RNN(cell)`` calls it). Drawing the mask outside the loop
+            is what keeps it one mask per sequence under JAX's scan without Keras's
+            private ``DropoutRNNCell``.
+        kernel_initializer: initializer of the input kernels.
+        recurrent_initializer: initializer of the recurrent kernels.
+        bias_initializer: initializer of the biases.
+        seed: optional int, seed of the dropouts (and of any random state the
+            subclass draws).
+        **kwargs: base ``keras.layers.Layer`` arguments.
+    """
+
+    def __init__(
+        self,
+        units: int,
+        target_vocab_size: int,
+        readout_units: int,
+        annotation_units: int,
+        output_dropout: float = 0.5,
+        tied_output: bool = False,
+        dropout: float = 0.0,
+        kernel_initializer: Any = "glorot_uniform",
+        recurrent_initializer: Any = "orthogonal",
+        bias_initializer: Any = "zeros",
+        seed: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.units = check_positive_int("units", units)
+        self.target_vocab_size = check_positive_int("target_vocab_size", target_vocab_size)
+        self.readout_units = check_positive_int("readout_units", readout_units)
+        self.annotation_units = check_positive_int("annotation_units", annotation_units)
+        self.output_dropout = check_rate("output_dropout", output_dropout)
+        self.tied_output = check_bool("tied_output", tied_output)
+        self.dropout = check_rate("dropout", dropout)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.recurrent_initializer = keras.initializers.get(recurrent_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.seed = seed
+        self.seed_generator = keras.random.SeedGenerator(seed)
+        self._embedding_dim: int | None = None
+
+    # ------------------------------------------------------- subclass contract
+    def step(self, inputs: Any, states: list, training: bool = False) -> tuple:
+        """One decoder step: ``(output (B, output_size), new_states, attention (B, Tx) or None)``."""
+        raise NotImplementedError(f"{type(self).__name__} must define step()")
+
+    def initial_states_from(self, encoded: EncoderOutput, training: bool = False) -> list:
+        """The step's initial states (2-D each) from what the encoder handed over."""
+        raise NotImplementedError(f"{type(self).__name__} must define initial_states_from()")
+
+    def compute_output_size(self, embedding_dim: int) -> int:
+        """The size of one step's output for input embeddings of size ``embedding_dim``."""
+        raise NotImplementedError(f"{type(self).__name__} must define compute_output_size()")
+
+    # --------------------------------------------------------------- provided
+    def set_embedding_dim(self, input_shape: tuple) -> int:
+        """Records ``E`` from the step's ``input_shape = (B, E)`` (call it first in ``build``)."""
+        self._embedding_dim = int(input_shape[-1])
+        return self._embedding_dim
+
+    @property
+    def output_size(self) -> int:
+        """``compute_output_size(E)``; ``E`` is known once the cell is built."""
+        if self._embedding_dim is None:
+            raise ValueError(
+                f"{self.__class__.__name__} '{self.name}': output_size needs the "
+                "embedding size; build the cell first (keras.layers.RNN does)."
+            )
+        return self.compute_output_size(self._embedding_dim)
+
+    def initial_states(
+        self,
+        encoded: EncoderOutput | Any,
+        source_mask: Any | None = None,
+        summary: Any | None = None,
+        training: bool = False,
+    ) -> list:
+        """The decoder's initial states, passed to ``keras.layers.RNN`` as ``initial_state=``.
+
+        Args:
+            encoded: an :class:`EncoderOutput`, or the ``(B, Tx, D)`` annotations
+                (then ``source_mask`` and ``summary`` are the other two fields).
+            source_mask: ``(B, Tx)`` 1/0, with annotations given directly.
+            summary: ``(B, S)`` or None, with annotations given directly.
+            training: bool; cells with a stochastic start draw it only in training.
+        """
+        if not isinstance(encoded, EncoderOutput):
+            encoded = EncoderOutput(encoded, source_mask, summary)
+        return self.initial_states_from(encoded, training=training)
+
+    def call(self, inputs: Any, states: list, training: bool = False) -> tuple:
+        """``keras.layers.RNN``'s entry point: ``step`` without the attention weights."""
+        output, new_states, _ = self.step(inputs, states, training=training)
+        return output, new_states
+
+    def readout(self, outputs: Any, training: bool = False, output_embedding: Any = None) -> Any:
+        """Deep output: ``(..., output_size) -> (..., target_vocab_size)`` logits.
+
+        Applied to the whole ``(B, T, ·)`` sequence in training and per step in
+        decoding. ``output_embedding``: the target ``ReversibleEmbedding``, given
+        exactly when the cell was built with ``tied_output=True``.
+        """
+        return self.deep_output(outputs, training=training, output_embedding=output_embedding)
+
+    def drop_inputs(self, inputs: Any, training: bool = False) -> Any:
+        """Variational dropout of the ``(B, T, E)`` input embeddings: one mask per sequence."""
+        if not training or self.dropout == 0.0:
+            return inputs
+        shape = ops.shape(inputs)
+        mask = keras.random.dropout(
+            ops.ones((shape[0], 1, shape[2]), inputs.dtype), self.dropout, seed=self.seed_generator
+        )  # (B, 1, E), broadcast over time
+        return inputs * mask
+
+    def get_initial_state(self, batch_size: int | None = None) -> list:
+        raise ValueError(
+            f"{self.__class__.__name__} needs the encoder output: pass "
+            "`initial_state=cell.initial_states(encoder_output)` to keras.layers.RNN."
+        )
+
+    # ----------------------------------------------------------- helpers
+    @staticmethod
+    def masked_mean(annotations: Any, mask: Any) -> Any:
+        """``(B, Tx, D), (B, Tx) -> (B, D)``: the mean over the unmasked positions."""
+        total = ops.sum(annotations * ops.expand_dims(mask, -1), axis=1)  # (B, D)
+        count = ops.maximum(ops.sum(mask, axis=1, keepdims=True), 1.0)  # (B, 1)
+        return total / count
+
+    @staticmethod
+    def flatten(x: Any) -> Any:
+        """``(B, Tx, F) -> (B, Tx*F)``: a per-position tensor carried as a 2-D state."""
+        return ops.reshape(x, (ops.shape(x)[0], -1))
+
+    @staticmethod
+    def unflatten(x: Any, mask: Any, features: int) -> Any:
+        """``(B, Tx*F) -> (B, Tx, F)``, with ``Tx`` read from the ``(B, Tx)`` mask state."""
+        return ops.reshape(x, (-1, ops.shape(mask)[1], features))
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(
+            {
+                "units": self.units,
+                "target_vocab_size": self.target_vocab_size,
+                "readout_units": self.readout_units,
+                "annotation_units": self.annotation_units,
+                "output_dropout": self.output_dropout,
+                "tied_output": self.tied_output,
+                "dropout": self.dropout,
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "recurrent_initializer": keras.initializers.serialize(self.recurrent_initializer),
+                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+                "seed": self.seed,
+            }
+        )
+        return config
