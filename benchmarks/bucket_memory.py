@@ -45,9 +45,9 @@ def main() -> None:
     import keras
     import tensorflow as tf
 
+    from keras_memnmt.config import TrainConfig, apply_overrides, build_model
     from keras_memnmt.data import SubwordVocab, load_multi30k, make_dataset
-    from keras_memnmt.training.config import TrainConfig, apply_overrides
-    from keras_memnmt.training.trainer import build_model, compile_model
+    from keras_memnmt.training import compile_model
 
     config = apply_overrides(TrainConfig(vocab_size=args.vocab_size, batch_size=args.batch_size), args.set)
     print(f"backend={keras.backend.backend()}")
@@ -73,7 +73,7 @@ def main() -> None:
     gc.collect()
     exact = _reset_peak_rss()
     print(f"rss_mb_before_build={_proc_status_mb('VmRSS'):.0f}")
-    model = build_model(config, vocab)
+    model = build_model(config, vocab.source.vocab_size, vocab.target.vocab_size)
     compile_model(model, config)
     spec = ((tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None, None], tf.int32)),
             tf.TensorSpec([None, None], tf.int32))

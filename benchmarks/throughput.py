@@ -121,14 +121,14 @@ def main() -> None:
 
     import keras
 
+    from keras_memnmt.config import TrainConfig, apply_overrides
     from keras_memnmt.data import SubwordVocab, load_multi30k, make_dataset
-    from keras_memnmt.training.config import TrainConfig, apply_overrides
 
     print(f"backend={keras.backend.backend()}")
     print(f"malloc_tuned={int(malloc_tuned)}")
     print(f"tensorflow_imported_without_jax={int(tf_without_jax)}")
     from keras_memnmt.cli import load_recipe
-    from keras_memnmt.training.config import ConfigError
+    from keras_memnmt.config import ConfigError
 
     try:  # an unknown recipe or a bad --set: the message, not a traceback
         base = TrainConfig() if args.recipe == "none" else load_recipe(args.recipe)
@@ -168,13 +168,14 @@ def benchmark(name: str, config, vocab, batches: list, warmup_steps: int, test) 
     import numpy as np
     import tensorflow as tf
 
+    from keras_memnmt.config import build_model
     from keras_memnmt.inference import translate
-    from keras_memnmt.training.trainer import build_model, compile_model
+    from keras_memnmt.training import compile_model
 
     gc.collect()
     exact_peak = _reset_peak_rss()
     rss_before = _proc_status_mb("VmRSS")
-    model = build_model(config, vocab)
+    model = build_model(config, vocab.source.vocab_size, vocab.target.vocab_size)
     compile_model(model, config)
 
     class Timer(keras.callbacks.Callback):

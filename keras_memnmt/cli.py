@@ -77,12 +77,12 @@ def cmd_vocab_build(args) -> int:
     return 0
 
 
-def load_recipe(name_or_path: str):
-    """A recipe's CONFIG: a name from recipes/ or a path to a recipe .py file."""
+def _recipe_module(name_or_path: str):
+    """The recipe module: a name from recipes/ or a path to a recipe .py file."""
     import importlib
     import importlib.util
 
-    from keras_memnmt.training.config import ConfigError, validate
+    from keras_memnmt.config import ConfigError
 
     if name_or_path.endswith(".py") or os.sep in name_or_path:
         if not os.path.isfile(name_or_path):
@@ -90,73 +90,78 @@ def load_recipe(name_or_path: str):
         spec = importlib.util.spec_from_file_location("memnmt_recipe", name_or_path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-    else:
-        try:
-            module = importlib.import_module(f"recipes.{name_or_path}")
-        except ModuleNotFoundError:
-            import recipes
+        return module
+    try:
+        return importlib.import_module(f"recipes.{name_or_path}")
+    except ModuleNotFoundError as e:
+        if e.name not in ("recipes", f"recipes.{name_or_path}"):
+            raise
+        import recipes
 
-            names = sorted(f[:-3] for f in os.listdir(os.path.dirname(recipes.__file__))
-                           if f.endswith(".py") and not f.startswith("_"))
-            raise ConfigError(f"unknown recipe {name_or_path!r}; recipes: {', '.join(names)}") from None
+        names = sorted(f[:-3] for f in os.listdir(os.path.dirname(recipes.__file__))
+                       if f.endswith(".py") and not f.startswith("_"))
+        raise ConfigError(f"unknown recipe {name_or_path!r}; recipes: {', '.join(names)}") from None
+
+
+def load_recipe(name_or_path: str):
+    """A recipe's CONFIG: a name from recipes/ or a path to a recipe .py file."""
+    from keras_memnmt.config import ConfigError, validate
+
+    module = _recipe_module(name_or_path)
     if not hasattr(module, "CONFIG"):
         raise ConfigError(f"recipe {name_or_path} defines no CONFIG")
     return validate(module.CONFIG)
 
 
-def load_study(name_or_path: str) -> dict:
-    """A recipe's optional STUDY: ``{field: [values]}``, one training run per value."""
-    import importlib
+def _split_recipe_options(module, overrides: list[str]):
+    """``(recipe OPTIONS with its --set keys applied, the other overrides)``.
 
-    if name_or_path.endswith(".py") or os.sep in name_or_path:
-        return {}
-    return dict(getattr(importlib.import_module(f"recipes.{name_or_path}"), "STUDY", {}))
+    A recipe with stages of its own (``run``) may declare ``OPTIONS``, a dataclass
+    instance whose fields ``--set`` reaches like config fields.
+    """
+    import typing
+
+    from keras_memnmt.config import convert, parse_overrides
+
+    options = getattr(module, "OPTIONS", None)
+    if options is None:
+        return None, overrides
+    hints = typing.get_type_hints(type(options))
+    mine, rest = {}, []
+    for item, (key, value) in zip(overrides, parse_overrides(overrides)):
+        if key in hints:
+            mine[key] = convert(key, value, hints[key])
+        else:
+            rest.append(item)
+    return dataclasses.replace(options, **mine), rest
 
 
 def cmd_train(args) -> int:
-    from keras_memnmt.training.config import apply_overrides
-    from keras_memnmt.training.trainer import pretrain_stage, same_pretrain_stage, train
+    from keras_memnmt.config import apply_overrides
+    from keras_memnmt.training import train
 
-    config = apply_overrides(load_recipe(args.recipe), args.set or [])
+    module = _recipe_module(args.recipe)
+    recipe_options, overrides = _split_recipe_options(module, args.set or [])
+    config = apply_overrides(load_recipe(args.recipe), overrides)
     out = args.out or os.path.join("runs", os.path.basename(args.recipe).removesuffix(".py"))
     log = lambda msg: print(f"[memnmt] {msg}", file=sys.stderr, flush=True)  # noqa: E731
-    study = load_study(args.recipe)
-    if not study:
-        results = train(config, out, data_dir=args.data_dir, log=log, resume=args.resume,
-                        overwrite=args.overwrite)
-        results.pop("validations", None)
-        print(json.dumps({"run_dir": out, **results}, indent=2))
+    common = dict(data_dir=args.data_dir, log=log, resume=args.resume, overwrite=args.overwrite)
+    run = getattr(module, "run", None)
+    if run is None:
+        results = train(config, out, **common)
+    else:  # a recipe with stages of its own (pre-training, a study), through the public API
+        results = run(config, out, options=recipe_options, **common)
+    if isinstance(results, str):  # a study's table
+        print(results)
         return 0
-    # A study: one run per value of one field, then a results table (e.g. paper Table 2).
-    (field, values), = study.items()
-    configs = [apply_overrides(config, [f"{field}={value}"]) for value in values]
-    if config.model == "memdec" and config.pretrain_run is None and config.pretrain_epochs:
-        # MemDec's RNNsearch stage (§4.2) does not depend on a memory-only field such as
-        # memory_size: train it once, in OUT/pretrain_rnnsearch, and warm-start every run
-        # from it, rather than once per run (--overwrite trains it again, --resume goes on).
-        if all(same_pretrain_stage(config, c) for c in configs):
-            stage = pretrain_stage(config, out, args.data_dir, log, resume=args.resume,
-                                   overwrite=args.overwrite)
-            configs = [dataclasses.replace(c, pretrain_run=stage) for c in configs]
-    rows = []
-    for value, run_config in zip(values, configs):
-        run_dir = os.path.join(out, f"{field}={value}")
-        log(f"study: {field}={value} -> {run_dir}")
-        r = train(run_config, run_dir, data_dir=args.data_dir, log=log, resume=args.resume,
-                  overwrite=args.overwrite)
-        rows.append((value, r))
-    table = [f"| {field} | BLEU | lowercased BLEU | best val BLEU | train min |", "|---|---|---|---|---|"]
-    table += [f"| {v} | {r['bleu']:.2f} | {r['bleu_lowercase']:.2f} | {r['best_val_bleu']:.2f} | "
-              f"{r['train_seconds'] / 60:.1f} |" for v, r in rows]
-    with open(os.path.join(out, "results.md"), "w") as f:
-        f.write("\n".join(table) + "\n")
-    print("\n".join(table))
+    results.pop("validations", None)
+    print(json.dumps({"run_dir": out, **results}, indent=2))
     return 0
 
 
 def cmd_translate(args) -> int:
     from keras_memnmt.inference import translate
-    from keras_memnmt.training.trainer import load_run
+    from keras_memnmt.runs import load_run
 
     search = _search(args)  # bad options fail before the model is loaded
     model, vocab, _ = load_run(args.model, args.checkpoint)
@@ -178,12 +183,14 @@ def cmd_translate(args) -> int:
 
 def cmd_evaluate(args) -> int:
     from keras_memnmt.inference import score, translate
-    from keras_memnmt.training.trainer import load_corpora, load_run
+    from keras_memnmt.runs import load_run
 
     search = _search(args)  # bad options fail before the model is loaded
     model, vocab, config = load_run(args.model, args.checkpoint)
     if config.corpus == "synthetic":  # the run's own synthetic test set (seeded)
-        *_, test, name = load_corpora(config)
+        from keras_memnmt.data import synthetic_splits
+
+        test, name = synthetic_splits(config.synthetic_size, seed=config.seed)[2], "synthetic"
     else:
         from keras_memnmt.data import load_multi30k
 
@@ -245,7 +252,8 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--data-dir", help="local Multi30k folder (default: $MEMNMT_DATA, cache, download)")
     tr.add_argument("--out", help="run directory (default: runs/RECIPE)")
     tr.add_argument("--set", action="append", metavar="KEY=VALUE",
-                    help="override a config field, e.g. --set epochs=2 --set train_limit=1000")
+                    help="override a config field or an option of the model (or of the recipe), "
+                         "e.g. --set epochs=2 --set train_limit=1000 --set memory_size=4")
     tr.add_argument("--resume", action="store_true",
                     help="continue from OUT/model.keras (weights and optimizer state)")
     tr.add_argument("--overwrite", action="store_true",

@@ -6,7 +6,7 @@ the synthetic corpus; the log says which.
     memnmt train quickstart --out runs/quickstart
 """
 
-from keras_memnmt.training.config import TrainConfig
+from keras_memnmt.config import TrainConfig
 
 CONFIG = TrainConfig(
     corpus="auto",  # Multi30k if available, else synthetic
@@ -17,12 +17,14 @@ CONFIG = TrainConfig(
     max_length=40,
     batch_size=64,
     model="rnnsearch",
-    embedding_dim=128,
-    encoder_units=128,
-    decoder_units=256,
-    attention_units=256,
-    readout_units=128,
-    output_dropout=0.2,
+    model_options=dict(
+        embedding_dim=128,
+        encoder_units=128,
+        decoder_units=256,
+        attention_units=256,
+        readout_units=128,
+        output_dropout=0.2,
+    ),
     learning_rate=2e-3,
     epochs=100,  # bounded by max_steps
     max_steps=600,  # about 5 minutes here

@@ -4,8 +4,8 @@ import keras
 import numpy as np
 import pytest
 
-from keras_memnmt.training.config import ConfigError, TrainConfig, apply_overrides
-from keras_memnmt.training.trainer import BleuValidation
+from keras_memnmt.config import ConfigError, TrainConfig, apply_overrides
+from keras_memnmt.training.callbacks import BleuValidation
 
 
 def _callback(history=None, **kwargs):

@@ -127,16 +127,17 @@ def test_overfits_twenty_pairs():
     """The model memorizes 20 sentence pairs: BLEU > 90 on them (greedy)."""
     from keras_memnmt.data import SubwordVocab, make_dataset, synthetic_corpus
     from keras_memnmt.inference import score, translate
-    from keras_memnmt.training.config import TrainConfig
-    from keras_memnmt.training.trainer import build_model, compile_model
+    from keras_memnmt.config import TrainConfig, build_model
+    from keras_memnmt.training import compile_model
 
     keras.utils.set_random_seed(0)
     corpus = synthetic_corpus(20, seed=5)
     vocab = SubwordVocab.train(corpus.source, corpus.target, size=80)
     ds, _ = make_dataset(corpus, vocab, batch_size=20, max_length=60)
-    config = TrainConfig(embedding_dim=32, encoder_units=32, decoder_units=64, attention_units=32,
-                         readout_units=64, output_dropout=0.0, learning_rate=1e-2)
-    model = build_model(config, vocab)
+    config = TrainConfig(model_options=dict(embedding_dim=32, encoder_units=32, decoder_units=64,
+                                            attention_units=32, readout_units=64, output_dropout=0.0),
+                         learning_rate=1e-2)
+    model = build_model(config, vocab.source.vocab_size, vocab.target.vocab_size)
     compile_model(model, config)
     model.fit(ds, epochs=150, verbose=0)
     hyps = translate(model, vocab, corpus.source, beam_size=1, progress=False)
@@ -161,18 +162,13 @@ def test_translate_fills_a_short_last_batch_without_changing_results():
 @pytest.mark.parametrize("model_name", ["rnnsearch", "memdec"])
 def test_attention_remat_reaches_the_attention_and_keeps_the_outputs(model_name):
     """TrainConfig.attention_remat → model → cell → AdditiveAttention.rematerialize; same logits."""
-    from keras_memnmt.training.config import TrainConfig, apply_overrides
-    from keras_memnmt.training.trainer import build_model
-
-    class Vocab:  # build_model reads only the two sizes
-        source = type("V", (), {"vocab_size": 30})()
-        target = type("V", (), {"vocab_size": 25})()
+    from keras_memnmt.config import TrainConfig, apply_overrides, build_model
 
     sizes = [f"{k}={v}" for k, v in SIZES.items()] + ["attention_units=9", f"model={model_name}"]
     models = {}
     for remat in (True, False):
         config = apply_overrides(TrainConfig(), [*sizes, f"attention_remat={remat}"])
-        models[remat] = build_model(config, Vocab())
+        models[remat] = build_model(config, 30, 25)
         assert models[remat].cell.attention.rematerialize is remat
         assert type(models[remat]).from_config(models[remat].get_config()).attention_remat is remat
     src, tgt = batch()
@@ -194,8 +190,9 @@ def test_annotation_dropout_drops_annotations_in_training_only(kind):
     plain.set_weights(model.get_weights())
     np.testing.assert_allclose(keras.ops.convert_to_numpy(model((src, tgt))),
                                keras.ops.convert_to_numpy(plain((src, tgt))), atol=1e-6)
-    ann, _, summary = (keras.ops.convert_to_numpy(x) for x in model.encoder(src, training=True))
-    base, _, base_summary = (keras.ops.convert_to_numpy(x) for x in plain.encoder(src, training=False))
+    dropped_out, clean = model.encoder(src, training=True), plain.encoder(src, training=False)
+    ann, summary = (keras.ops.convert_to_numpy(x) for x in (dropped_out.annotations, dropped_out.summary))
+    base, base_summary = (keras.ops.convert_to_numpy(x) for x in (clean.annotations, clean.summary))
     np.testing.assert_allclose(summary, base_summary, atol=1e-6)
     real = base != 0.0  # padded source positions are zero either way
     kept = np.isclose(ann, 2.0 * base, atol=1e-6) & real

@@ -83,8 +83,8 @@ def test_config_round_trip():
 
 def test_recipes_get_fused_adam_on_tensorflow_only():
     # PyTorch: Keras replaces keras.optimizers.Adam (not a subclass) by its foreach Adam.
-    from keras_memnmt.training.config import TrainConfig
-    from keras_memnmt.training.trainer import build_optimizer
+    from keras_memnmt.config import TrainConfig
+    from keras_memnmt.training.optimizers import build_optimizer
 
     optimizer = build_optimizer(TrainConfig())
     assert isinstance(optimizer, keras.optimizers.Adam)

@@ -93,28 +93,40 @@ def test_missing_or_incomplete_model_dir(tmp_path, capsys):
     ("epoch=3", "no such config field"),
     ("epochs=three", "expected int"),
     ("model=transformer", "expected one of"),
-    ("annotation_dropout=1.0", "expected a rate in [0, 1)"),
-    ("dropout=-0.1", "expected a rate in [0, 1)"),
+    ("annotation_dropout=1.0", "annotation_dropout must be in [0, 1)"),
+    ("dropout=-0.1", "dropout must be in [0, 1)"),
     ("epochs", "KEY=VALUE"),
     ("pretrain_checkpoint=step1", "needs pretrain_run"),
-    ("pretrain_learning_rate=-1", "expected a number >= 0"),
-    ("pretrain_epochs=3", "train MemDec's RNNsearch stage"),
     ("learning_rate=-1e-3", "expected a number >= 0"),
-    ("addressing=both", "expected one of"),
+    # An option of another model, or of another recipe: named with the chosen model.
+    ("memory_size=4", "model 'rnnsearch' has no such option"),
+    ("pretrain_epochs=3", "model 'rnnsearch' has no such option"),
 ])
 def test_bad_recipe_fields_are_clear_errors(override, message, capsys):
     assert main(["train", "quickstart", "--set", override]) == 2
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("override, message", [
+    ("addressing=both", "must be one of"),
+    ("memory_size=0", "memory_size"),
+    ("pretrain_learning_rate=-1", "expected a number >= 0"),
+    ("pretrain_epochs=-1", "expected an int >= 0"),
+    ("feedback_attention=true", "model 'memdec' has no such option"),
+])
+def test_bad_memdec_options_are_clear_errors(override, message, capsys):
+    assert main(["train", "multi30k_memdec", "--set", override]) == 2
+    assert message in capsys.readouterr().err
+
+
 def test_tied_embeddings_need_readout_units_equal_to_embedding_dim(capsys):
     assert main(["train", "quickstart", "--set", "tie_embeddings=true", "--set", "readout_units=64"]) == 2
-    assert "tie_embeddings=True needs readout_units == embedding_dim" in capsys.readouterr().err
+    assert "tie_embeddings needs readout_units == embedding_dim" in capsys.readouterr().err
 
 
 def test_addressing_and_its_legacy_name_cannot_disagree(capsys):
     assert main(["train", "multi30k_memdec", "--set", "shared_addressing=true"]) == 2
-    assert "give addressing only" in capsys.readouterr().err
+    assert "give `addressing` only" in capsys.readouterr().err
 
 
 def test_unknown_recipe(capsys):
@@ -127,8 +139,9 @@ def test_unknown_recipe(capsys):
 def test_recipe_runs_one_step(recipe, data_dir, tmp_path):
     assert load_recipe(recipe).corpus == "multi30k"
     out = str(tmp_path / recipe)
+    tiny = TINY if recipe != "multi30k_cho" else " ".join(TINY).replace("--set attention_units=8 ", "").split()
     assert main(["train", recipe, "--data-dir", data_dir, "--out", out, "--set", "train_limit=64",
-                 *TINY, "--set", "max_steps=1", "--set", "validate_every=1"]) == 0
+                 *tiny, "--set", "max_steps=1", "--set", "validate_every=1"]) == 0
     assert json.load(open(os.path.join(out, "results.json")))["corpus"] == "multi30k en->de"
 
 
@@ -218,7 +231,7 @@ def test_memdec_recipe_pretrains_then_fine_tunes(tmp_path):
     for run, rate in ((os.path.join(out, "pretrain_rnnsearch"), 0.002), (out, 0.0005)):
         history = json.load(open(os.path.join(run, "validations.json")))
         assert history[0]["learning_rate"] == pytest.approx(rate)
-    from keras_memnmt.training.trainer import load_model
+    from keras_memnmt.runs import load_model
 
     cell = load_model(out).cell
     assert (cell.memory_size, cell.address_units) == (3, 6)
@@ -228,7 +241,7 @@ def test_memdec_recipe_pretrains_then_fine_tunes(tmp_path):
 @pytest.mark.slow
 def test_memdec_recipe_resumes_an_interrupted_pretraining_stage(tmp_path):
     """`--resume` continues the one-command recipe's RNNsearch stage where it stopped."""
-    from keras_memnmt.training.trainer import WRITTEN_BY_TRAIN
+    from keras_memnmt.runs import WRITTEN_BY_TRAIN
 
     out = str(tmp_path / "memdec")
     stage = os.path.join(out, "pretrain_rnnsearch")
@@ -251,34 +264,36 @@ def test_memdec_recipe_resumes_an_interrupted_pretraining_stage(tmp_path):
 
 
 def test_memdec_sizes_recipe_is_a_study():
-    from keras_memnmt.cli import load_study
+    import recipes.multi30k_memdec_sizes as sizes
 
-    assert load_study("multi30k_memdec_sizes") == {"memory_size": [4, 6, 8, 10, 12]}
+    assert sizes.SIZES == (4, 6, 8, 10, 12)
     assert load_recipe("multi30k_memdec_sizes").model == "memdec"
 
 
-def test_same_pretrain_stage_ignores_only_memdec_fields():
-    from keras_memnmt.training.config import apply_overrides
-    from keras_memnmt.training.trainer import same_pretrain_stage
+def test_pretraining_stage_is_rnnsearch_with_the_memdec_config_sizes():
+    from recipes.multi30k_memdec import OPTIONS, stage_config
 
-    base = load_recipe("multi30k_memdec_sizes")
-    for override, same in (("memory_size=4", True), ("query_state=false", True), ("address_units=64", True),
-                           ("encoder_units=128", False), ("pretrain_epochs=3", False), ("seed=1", False)):
-        assert same_pretrain_stage(base, apply_overrides(base, [override])) is same, override
+    config = load_recipe("multi30k_memdec")
+    stage = stage_config(config, OPTIONS)
+    assert stage.model == "rnnsearch" and stage.epochs == OPTIONS.pretrain_epochs
+    assert stage.learning_rate == OPTIONS.pretrain_learning_rate != config.learning_rate
+    assert "memory_size" not in stage.model_options
+    shared = ("embedding_dim", "encoder_units", "decoder_units", "attention_units", "tie_embeddings")
+    assert all(stage.model_options[k] == config.model_options[k] for k in shared)
 
 
 def test_pretrain_stage_reuses_a_finished_stage_unless_overwritten(tmp_path, monkeypatch):
-    from keras_memnmt.training import trainer
+    import recipes.multi30k_memdec as recipe
 
     calls = []
-    monkeypatch.setattr(trainer, "train", lambda config, run, **kw: calls.append((config.model, run, kw)))
+    monkeypatch.setattr(recipe, "train", lambda config, run, **kw: calls.append((config.model, run, kw)))
     config = load_recipe("multi30k_memdec_sizes")
     stage = os.path.join(str(tmp_path), "pretrain_rnnsearch")
     os.makedirs(stage)
     open(os.path.join(stage, "results.json"), "w").write("{}")
-    assert trainer.pretrain_stage(config, str(tmp_path), None, log=lambda m: None) == stage
+    assert recipe.pretrain_stage(config, recipe.OPTIONS, str(tmp_path), log=lambda m: None) == stage
     assert calls == []
-    trainer.pretrain_stage(config, str(tmp_path), None, log=lambda m: None, overwrite=True)
+    recipe.pretrain_stage(config, recipe.OPTIONS, str(tmp_path), log=lambda m: None, overwrite=True)
     assert [(model, run, kw["overwrite"]) for model, run, kw in calls] == [("rnnsearch", stage, True)]
 
 
@@ -286,9 +301,9 @@ def test_pretrain_stage_reuses_a_finished_stage_unless_overwritten(tmp_path, mon
 def test_memory_size_study_pretrains_rnnsearch_once(tmp_path, monkeypatch, capsys):
     """The study warm-starts every run from one RNNsearch stage, OUT/pretrain_rnnsearch (§4.2),
     and writes its table; each run's own directory has no stage of its own."""
-    import keras_memnmt.cli as cli
+    import recipes.multi30k_memdec_sizes as sizes
 
-    monkeypatch.setattr(cli, "load_study", lambda name: {"memory_size": [2, 3]})
+    monkeypatch.setattr(sizes, "SIZES", (2, 3))
     out = str(tmp_path / "sizes")
     assert main(["train", "multi30k_memdec_sizes", "--out", out, "--set", "corpus=synthetic",
                  "--set", "synthetic_size=100", *TINY, "--set", "pretrain_epochs=1"]) == 0
@@ -300,8 +315,8 @@ def test_memory_size_study_pretrains_rnnsearch_once(tmp_path, monkeypatch, capsy
         run = os.path.join(out, f"memory_size={n}")
         assert not os.path.exists(os.path.join(run, "pretrain_rnnsearch"))
         run_config = json.load(open(os.path.join(run, "config.json")))
-        assert (run_config["pretrain_run"], run_config["memory_size"]) == (stage, n)
-    assert log.count(f"MemDec warm start from {stage}") == 2
+        assert (run_config["pretrain_run"], run_config["model_options"]["memory_size"]) == (stage, n)
+    assert log.count(f"memdec warm start from {stage}") == 2
     rows = open(os.path.join(out, "results.md")).read().splitlines()
     assert [row.split("|")[1].strip() for row in rows[2:]] == ["2", "3"]
 
@@ -311,7 +326,7 @@ def test_rnnsearch_warm_starts_from_a_run_of_the_same_model(run_dir, tmp_path, c
     the run's weights and vocabulary, this config's dropout, and a fresh optimizer."""
     import numpy as np
 
-    from keras_memnmt.training.trainer import load_model
+    from keras_memnmt.runs import load_model
 
     data = ["--set", "corpus=synthetic", "--set", "synthetic_size=200", *TINY, "--set", f"pretrain_run={run_dir}",
             "--set", "max_steps=1", "--set", "validate_every=1"]
@@ -341,7 +356,7 @@ def test_memdec_warm_starts_from_a_chosen_checkpoint(tmp_path, capsys):
     the fine-tuning config sets the dropout rates."""
     import numpy as np
 
-    from keras_memnmt.training.trainer import load_model
+    from keras_memnmt.runs import load_model
 
     pre = str(tmp_path / "rnnsearch")
     data = ["--set", "corpus=synthetic", "--set", "synthetic_size=100", *TINY]

@@ -8,7 +8,7 @@ from keras_memnmt.data.multi30k import (
     multi30k_file,
 )
 from keras_memnmt.data.pipeline import PipelineStats, corpus_stats, make_dataset
-from keras_memnmt.data.synthetic import synthetic_corpus
+from keras_memnmt.data.synthetic import synthetic_corpus, synthetic_splits
 from keras_memnmt.data.vocab import (
     BOS_ID,
     EOS_ID,
@@ -24,4 +24,5 @@ __all__ = [
     "SentencePieceVocab", "SubwordVocab",
     "corpus_stats", "load_multi30k", "make_dataset", "multi30k_file", "read_lines",
     "read_parallel", "synthetic_corpus",
+    "synthetic_splits",
 ]

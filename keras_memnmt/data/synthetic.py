@@ -86,3 +86,11 @@ def synthetic_corpus(size: int = 10000, seed: int = 0) -> ParallelCorpus:
     rng = random.Random(seed)
     pairs = [synthetic_pair(rng) for _ in range(size)]
     return ParallelCorpus([s for s, _ in pairs], [t for _, t in pairs], name=f"synthetic(seed={seed})")
+
+
+def synthetic_splits(train_size: int = 10000, seed: int = 0) -> tuple[ParallelCorpus, ...]:
+    """``(train, val, test)`` synthetic corpora: ``train_size`` pairs, then 500 and 500,
+    drawn with seeds ``seed``, ``seed + 1`` and ``seed + 2`` (a run's test set can be
+    drawn again from its seed alone)."""
+    return (synthetic_corpus(train_size, seed=seed), synthetic_corpus(500, seed=seed + 1),
+            synthetic_corpus(500, seed=seed + 2))

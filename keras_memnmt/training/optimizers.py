@@ -6,12 +6,12 @@ sum and a multiply per gradient. JAX compiles all of it into a few fused loops
 (XLA); TensorFlow without XLA runs every op as its own pass over the variable's
 memory. For RNNsearch at the comparison size (10.4M weights, 42 MB) the TensorFlow
 profile of one training step showed about 40 ms of the two cores' time in the
-optimizer (README, Benchmarks, thirteenth session). TensorFlow has the fused kernel
+optimizer (docs/benchmarks.md). TensorFlow has the fused kernel
 (``ResourceApplyAdam``, the update of the Keras 2 / ``tf.compat.v1`` Adam, with the
 same formula as Keras 3's Adam), and ``tf.nn.l2_loss`` sums the squares in one pass.
 Only for TensorFlow: on PyTorch, Keras swaps ``keras.optimizers.Adam`` itself (not a
 subclass) for its ``torch._foreach`` Adam, and JAX fuses the generic update already, so
-``training.build_optimizer`` gives those backends ``keras.optimizers.Adam``. Elsewhere
+``build_optimizer`` gives those backends ``keras.optimizers.Adam``. Elsewhere
 :class:`FusedAdam` runs Keras's generic update (same values).
 """
 
@@ -74,3 +74,14 @@ class FusedAdam(keras.optimizers.Adam):
             epsilon=tf.cast(self.epsilon, dtype),
             grad=tf.cast(tf.convert_to_tensor(gradient), dtype),
         )
+
+
+def build_optimizer(config) -> keras.optimizers.Optimizer:
+    """The optimizer a ``TrainConfig`` names, at its learning rate, with global-norm clipping."""
+    if config.optimizer == "adadelta":  # the paper's setting
+        return keras.optimizers.Adadelta(learning_rate=config.learning_rate, rho=0.95, epsilon=1e-6,
+                                         global_clipnorm=config.clipnorm)
+    # One fused kernel per variable on TensorFlow (see above); Keras's Adam elsewhere
+    # (PyTorch: Keras's torch._foreach Adam, which it picks only for keras.optimizers.Adam).
+    adam = FusedAdam if keras.backend.backend() == "tensorflow" else keras.optimizers.Adam
+    return adam(learning_rate=config.learning_rate, global_clipnorm=config.clipnorm)

@@ -1,0 +1,261 @@
+"""The typed training config every recipe fills in; ``--set KEY=VALUE`` overrides a field.
+
+``TrainConfig`` holds what every run has (data, optimization, schedule) plus the
+model's name and its options. The options are not listed here: each model
+declares them as its constructor's keyword arguments
+(:func:`keras_memnmt.models.model_options`), and ``model_options`` holds the
+ones a recipe or ``--set`` gives (the rest take the model's defaults).
+``config.replace(...)`` and ``--set`` take config fields and options alike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from typing import Any
+
+from keras_memnmt.models.registry import get_model, model_names, model_options
+
+
+class ConfigError(ValueError):
+    """A recipe field or model option with a wrong name or value."""
+
+
+@dataclasses.dataclass
+class TrainConfig:
+    # --- data ---
+    corpus: str = "auto"  # "multi30k", "synthetic", or "auto" (Multi30k if reachable, else synthetic)
+    src: str = "en"  # source language (Multi30k)
+    tgt: str = "de"  # target language (Multi30k)
+    train_limit: int | None = None  # use only the first N training pairs (None = all)
+    val_limit: int | None = None  # validate on the first N val pairs (None = all)
+    test_limit: int | None = None  # score only the first N test pairs after training (None = all)
+    synthetic_size: int = 20000  # training pairs when corpus is synthetic
+    vocab_size: int = 8000  # SentencePiece vocabulary size per side (soft limit)
+    vocab_type: str = "unigram"  # "unigram" or "bpe"
+    joint_vocab: bool = False  # one vocabulary for source and target
+    max_length: int = 80  # drop training pairs longer than this many subword tokens (counted)
+    batch_size: int = 64  # sentences per batch, or tokens per batch when batch_by == "tokens"
+    batch_by: str = "sentences"  # "sentences" or "tokens"
+    bucket_width: int = 8  # length-bucket width; batches are padded to the bucket boundary
+    # --- model ---
+    model: str = "rnnsearch"  # a registered model name (keras_memnmt.models.model_names())
+    # The model's options (its constructor's keyword arguments, e.g. embedding_dim or
+    # memory_size); an option not given takes the model's default.
+    model_options: dict = dataclasses.field(default_factory=dict)
+    pretrain_run: str | None = None  # warm start from this run dir (the model's warm_start decides what fits)
+    pretrain_checkpoint: str | None = None  # that run's checkpoint (e.g. step3688; None = best.keras)
+    # --- optimization ---
+    optimizer: str = "adam"  # "adam" (FusedAdam) or "adadelta" (paper: eps 1e-6, rho 0.95)
+    learning_rate: float = 1e-3  # Adam step size (Adadelta: 1.0)
+    clipnorm: float = 1.0  # global gradient-norm clipping (paper: 1.0)
+    label_smoothing: float = 0.0  # cross-entropy label smoothing
+    lr_decay: float = 1.0  # multiply the learning rate by this on a validation plateau (1 = off)
+    lr_patience: int = 1  # validations without a BLEU gain before the rate decays
+    min_lr: float = 0.0  # the decay stops here
+    jit_compile: bool | None = None  # XLA-compile the train step (None = Keras's "auto")
+    epochs: int = 10  # passes over the training data
+    max_steps: int | None = None  # stop after this many updates (None = epochs decide)
+    validate_every: int = 0  # validate every N steps (0 = once per epoch)
+    patience: int = 3  # stop after this many validations without a BLEU gain
+    keep_checkpoints: bool = False  # also keep checkpoints/step{N}.keras at every validation
+    beam_size: int = 5  # beam for the final test evaluation
+    test_split: str = "test_2016_flickr"  # split scored after training (Multi30k)
+    seed: int = 0  # shuffle and initialization seed
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for names that are not fields: the model's options, read as
+        # attributes (config.memory_size), with the model's default when not given.
+        if name.startswith("_") or name in ("model", "model_options"):
+            raise AttributeError(name)
+        options = self.__dict__.get("model_options", {})
+        if name in options:
+            return options[name]
+        try:
+            option = model_options(get_model(self.__dict__.get("model", "rnnsearch"))).get(name)
+        except ValueError:
+            option = None
+        if option is None:
+            raise AttributeError(f"TrainConfig has no field {name!r} and model "
+                                 f"{self.__dict__.get('model')!r} no option {name!r}")
+        return option.default
+
+    def replace(self, **changes: Any) -> TrainConfig:
+        """A copy with ``changes``: config fields and the model's options by name.
+
+        Changing ``model`` keeps the options the new model also has and drops the
+        others; an option the (new) model does not have is a :class:`ConfigError`
+        naming the option and the model.
+        """
+        return validate(_replace(self, changes))
+
+    def options(self) -> dict:
+        """Every option of the model: the defaults, overridden by ``model_options``."""
+        return {**{n: o.default for n, o in model_options(get_model(self.model)).items()},
+                **self.model_options}
+
+    def init_options(self) -> dict:
+        """The options the model's constructor takes (``model_options`` without warm-start ones)."""
+        declared = model_options(get_model(self.model))
+        return {k: v for k, v in self.model_options.items() if not declared[k].warm_start}
+
+    def warm_start_options(self) -> dict:
+        """The options of the model's ``warm_start`` given in ``model_options``."""
+        declared = model_options(get_model(self.model))
+        return {k: v for k, v in self.model_options.items() if declared[k].warm_start}
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict (what a run directory's config.json holds)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: dict, source: str = "config") -> TrainConfig:
+        """A config from :meth:`to_dict`'s output, or from the flat form of older run
+        directories (one field per model option): a key that is neither a field nor an
+        option of the model is dropped (it described how that run was staged)."""
+        fields = {f.name for f in dataclasses.fields(cls)}
+        known = {k: v for k, v in raw.items() if k in fields}
+        model = known.get("model", cls.model)
+        try:
+            declared = model_options(get_model(model))
+        except ValueError as e:
+            raise ConfigError(f"{source}: {e}") from None
+        options = {k: v for k, v in raw.items() if k not in fields and k in declared}
+        known["model_options"] = {**options, **dict(known.get("model_options") or {})}
+        return validate(cls(**known))
+
+
+def _replace(config: TrainConfig, changes: dict) -> TrainConfig:
+    fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    changes = dict(changes)
+    options = dict(changes.pop("model_options", config.model_options))
+    model = changes.get("model", config.model)
+    if model != config.model:
+        try:
+            declared = model_options(get_model(model))
+        except ValueError:
+            declared = {}  # validate names the bad model
+        options = {k: v for k, v in options.items() if k in declared}
+    for key in [k for k in changes if k not in fields]:
+        options[key] = changes.pop(key)
+    return dataclasses.replace(config, **changes, model_options=options)
+
+
+def convert(name: str, text: str, annotation: Any) -> Any:
+    """Parses the ``--set`` value ``text`` as the type ``annotation`` of field or option ``name``."""
+    args = typing.get_args(annotation)
+    if type(None) in args:  # Optional[X]
+        if text.lower() in ("none", "null", ""):
+            return None
+        annotation = next(a for a in args if a is not type(None))
+    if annotation is Any:
+        return text
+    try:
+        if annotation is bool:
+            if text.lower() in ("1", "true", "yes", "on"):
+                return True
+            if text.lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError
+        return annotation(text)
+    except ValueError:
+        raise ConfigError(f"--set {name}={text}: expected {annotation.__name__}") from None
+
+
+def parse_overrides(overrides: list[str]) -> list[tuple[str, str]]:
+    """``KEY=VALUE`` strings as ``(key, value)`` pairs; a :class:`ConfigError` for any other form."""
+    pairs = []
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"--set expects KEY=VALUE, got {item!r}")
+        key, value = item.split("=", 1)
+        pairs.append((key.strip(), value.strip()))
+    return pairs
+
+
+def apply_overrides(config: TrainConfig, overrides: list[str]) -> TrainConfig:
+    """Applies ``KEY=VALUE`` strings (config fields and the model's options);
+    unknown keys and bad values are :class:`ConfigError`."""
+    hints = typing.get_type_hints(TrainConfig)
+    pairs = parse_overrides(overrides)
+    changes: dict[str, Any] = {}
+    for key, value in pairs:  # the model first: the options below are the new model's
+        if key == "model":
+            changes["model"] = convert(key, value, hints["model"])
+            validate_model_name(changes["model"])
+    declared = model_options(get_model(changes.get("model", config.model)))
+    for key, value in pairs:
+        if key == "model":
+            continue
+        if key in hints and key != "model_options":
+            changes[key] = convert(key, value, hints[key])
+        elif key in declared:
+            changes[key] = convert(key, value, declared[key].annotation)
+        else:
+            model = changes.get("model", config.model)
+            raise ConfigError(
+                f"--set {key}: no such config field, and model {model!r} has no such option; "
+                f"fields are: {', '.join(h for h in hints if h != 'model_options')}; "
+                f"{model} options are: {', '.join(declared)}")
+    return validate(_replace(config, changes))
+
+
+def validate_model_name(name: str) -> None:
+    if name not in model_names():
+        raise ConfigError(f"config field model={name!r}: expected one of {model_names()}")
+
+
+def _type_ok(value: Any, hint: Any) -> bool:
+    allowed = tuple(typing.get_args(hint) or (hint,))
+    if Any in allowed:
+        return True
+    allowed = tuple(typing.get_origin(a) or a for a in allowed)
+    if float in allowed:
+        allowed = allowed + (int,)
+    if isinstance(value, bool) and bool not in allowed:
+        return False
+    return isinstance(value, allowed)
+
+
+def validate(config: TrainConfig) -> TrainConfig:
+    """Checks field types and choices, and the model's options (by building the model
+    once, without weights: its own argument checks speak); returns the config unchanged."""
+    hints = typing.get_type_hints(TrainConfig)
+    for f in dataclasses.fields(config):
+        value, hint = getattr(config, f.name), hints[f.name]
+        if not _type_ok(value, hint):
+            raise ConfigError(f"config field {f.name}={value!r}: expected {hint}")
+    validate_model_name(config.model)
+    choices = {"corpus": ("auto", "multi30k", "synthetic"), "optimizer": ("adam", "adadelta"),
+               "batch_by": ("sentences", "tokens"), "vocab_type": ("unigram", "bpe")}
+    for name, options in choices.items():
+        if getattr(config, name) not in options:
+            raise ConfigError(f"config field {name}={getattr(config, name)!r}: expected one of {options}")
+    if not config.learning_rate >= 0.0:  # 0 freezes the weights (tests use it)
+        raise ConfigError(f"config field learning_rate={config.learning_rate!r}: expected a number >= 0")
+    if not 0.0 < config.lr_decay <= 1.0:
+        raise ConfigError(f"config field lr_decay={config.lr_decay!r}: expected a factor in (0, 1]")
+    if config.lr_patience < 1:
+        raise ConfigError(f"config field lr_patience={config.lr_patience!r}: expected an int >= 1")
+    if config.pretrain_checkpoint is not None and config.pretrain_run is None:
+        raise ConfigError(f"config field pretrain_checkpoint={config.pretrain_checkpoint!r} "
+                          "needs pretrain_run (the run directory that holds it)")
+    cls = get_model(config.model)
+    declared = model_options(cls)
+    for name, value in config.model_options.items():
+        if name not in declared:
+            raise ConfigError(f"model {config.model!r} has no option {name!r}; "
+                              f"its options are: {', '.join(declared)}")
+        if not _type_ok(value, declared[name].annotation):
+            raise ConfigError(f"model {config.model!r} option {name}={value!r}: "
+                              f"expected {declared[name].annotation}")
+    try:
+        cls(8, 8, **config.init_options())  # no weights are made: the model's own checks
+    except (ValueError, TypeError) as e:
+        raise ConfigError(f"model {config.model!r}: {e}") from None
+    return config
+
+
+def build_model(config: TrainConfig, source_vocab_size: int, target_vocab_size: int):
+    """The model ``config`` names, with its options, for the given vocabulary sizes."""
+    return get_model(config.model)(source_vocab_size, target_vocab_size, **config.init_options())

@@ -1,0 +1,112 @@
+"""Training callbacks: BLEU validation with checkpoints, the plateau schedule and the early stop."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import keras
+
+from keras_memnmt.inference import score, translate
+
+
+class BleuValidation(keras.callbacks.Callback):
+    """Translates the validation set (greedy), logs BLEU, keeps the best model, stops early.
+
+    Validation, the plateau schedule and the early stop are one callback rather than
+    Keras's ``ReduceLROnPlateau`` and ``EarlyStopping``: those act at epoch ends only,
+    while a run may validate every N steps (``validate_every``); a resumed run restores
+    their counters from ``validations.json``; and a decayed rate must be in the
+    optimizer before ``model.keras`` is saved, so that a run resumed from it goes on
+    at that rate.
+
+    Args:
+        vocab: the run's vocabulary.
+        sources / references: validation text.
+        out_dir: where ``best.keras`` and ``model.keras`` go.
+        every_steps: validate every N training steps (0 = at each epoch end).
+        patience: validations without a BLEU gain before training stops.
+        lr_decay: factor applied to the learning rate after ``lr_patience``
+            validations without a BLEU gain (1.0 = constant rate), as the
+            plateau schedulers of JoeyNMT and OpenNMT do; not below ``min_lr``.
+    """
+
+    def __init__(self, vocab, sources, references, out_dir, every_steps=0, patience=3, log=print,
+                 keep_checkpoints=False, history=None, lr_decay=1.0, lr_patience=1, min_lr=0.0):
+        super().__init__()
+        self.vocab, self.sources, self.references = vocab, sources, references
+        self.out_dir, self.every_steps, self.patience, self.log = out_dir, every_steps, patience, log
+        self.keep_checkpoints = keep_checkpoints
+        self.lr_decay, self.lr_patience, self.min_lr = lr_decay, lr_patience, min_lr
+        # On resume, the earlier validations carry the best score, patience and clock on.
+        self.history: list[dict] = list(history or [])
+        self.best_bleu = max((h["val_bleu"] for h in self.history), default=-1.0)
+        self.step = self.history[-1]["step"] if self.history else 0
+        self.seconds_before = self.history[-1]["train_seconds"] if self.history else 0.0
+        self.bad_rounds = self.lr_bad_rounds = 0
+        best, rate = -1.0, None
+        for h in self.history:
+            improved = h["val_bleu"] > best
+            best = max(best, h["val_bleu"])
+            self.bad_rounds = 0 if improved else self.bad_rounds + 1
+            decayed = rate is not None and h.get("learning_rate", rate) < rate
+            self.lr_bad_rounds = 0 if improved or decayed else self.lr_bad_rounds + 1
+            rate = h.get("learning_rate", rate)
+
+    def on_train_begin(self, logs=None):
+        self.t_begin = time.perf_counter()
+        self.validation_seconds = 0.0
+
+    def _plateau(self) -> None:
+        """One more validation without a gain: decay the learning rate, maybe stop."""
+        self.bad_rounds += 1
+        self.lr_bad_rounds += 1
+        rate = self.model.optimizer.learning_rate
+        if self.lr_decay < 1.0 and self.lr_bad_rounds >= self.lr_patience:
+            old = float(keras.ops.convert_to_numpy(rate))
+            new = max(old * self.lr_decay, self.min_lr)
+            if new < old:
+                rate.assign(new)
+                self.log(f"learning rate {old:.3g} -> {new:.3g}")
+            self.lr_bad_rounds = 0
+        if self.patience and self.bad_rounds >= self.patience:
+            self.log(f"early stop: no BLEU gain in {self.bad_rounds} validations")
+            self.model.stop_training = True
+
+    def _validate(self, logs):
+        t0 = time.perf_counter()
+        train_seconds = self.seconds_before + t0 - self.t_begin - self.validation_seconds
+        hyps = translate(self.model, self.vocab, self.sources, beam_size=1, progress=False)
+        s = score(hyps, self.references)
+        improved = s["bleu"] > self.best_bleu
+        if improved:
+            self.best_bleu, self.bad_rounds, self.lr_bad_rounds = s["bleu"], 0, 0
+        else:
+            self._plateau()  # before the saves below, so that a resumed run has the new rate
+        entry = {"step": self.step, "train_seconds": round(train_seconds, 1), "val_bleu": s["bleu"],
+                 "val_chrf": s["chrf"], "loss": float((logs or {}).get("loss", float("nan"))),
+                 "learning_rate": float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate))}
+        self.history.append(entry)
+        if logs is not None:
+            logs["val_bleu"] = s["bleu"]
+        self.model.save(os.path.join(self.out_dir, "model.keras"))
+        with open(os.path.join(self.out_dir, "validations.json"), "w") as f:
+            json.dump(self.history, f, indent=2)
+        if self.keep_checkpoints:
+            os.makedirs(os.path.join(self.out_dir, "checkpoints"), exist_ok=True)
+            self.model.save(os.path.join(self.out_dir, "checkpoints", f"step{self.step}.keras"))
+        if improved:
+            self.model.save(os.path.join(self.out_dir, "best.keras"))
+        self.log(f"step {self.step} ({train_seconds / 60:.1f} min): loss {entry['loss']:.3f}  "
+                 f"val BLEU {s['bleu']:.2f} (best {self.best_bleu:.2f})  e.g. {hyps[0]!r}")
+        self.validation_seconds += time.perf_counter() - t0
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.step += 1
+        if self.every_steps and self.step % self.every_steps == 0:
+            self._validate(logs)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if not self.every_steps:
+            self._validate(logs)
