@@ -38,3 +38,24 @@ def test_saved_model_gives_the_stored_logits_and_translations(name):
     out = model.generate(inputs["source"], beam_size=3, max_length_a=1.0, max_length_b=3)
     assert _trim(out["tokens"]) == _trim(stored["beam_tokens"])
     np.testing.assert_allclose(np.asarray(out["scores"]), stored["beam_scores"], atol=1e-4)
+
+
+@pytest.mark.parametrize("name, model", [("memdec", "memdec"), ("rnnsearch", "rnnsearch")])
+def test_run_configs_written_before_model_options_load(name, model):
+    """config.json of older runs has one field per model option; it loads into model_options,
+    without the fields of other models and of the MemDec recipe's stages."""
+    import json
+
+    from keras_memnmt.config import TrainConfig
+
+    raw = json.load(open(os.path.join(DATA, f"{name}_config.json")))
+    config = TrainConfig.from_dict(raw)
+    assert config.model == model and config.learning_rate == raw["learning_rate"]
+    assert config.model_options["decoder_units"] == raw["decoder_units"]
+    assert config.tie_embeddings == raw["tie_embeddings"]
+    if model == "memdec":
+        assert config.model_options["memory_size"] == raw["memory_size"]
+        assert config.model_options["warm_start_new"] == raw["warm_start_new"]
+        assert "feedback_attention" not in config.model_options
+    else:
+        assert "memory_size" not in config.model_options

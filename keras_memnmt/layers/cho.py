@@ -48,15 +48,9 @@ class ChoDecoderCell(DecoderCell):
         target_vocab_size: int, number of output logits.
         readout_units: int, size of the deep-output tanh layer.
         annotation_units: int, size `D` of the encoder summary.
-        output_dropout: float in [0, 1), dropout in the readout.
-        tied_output: bool, the readout's output kernel is the target embedding
-            matrix, passed to `readout(..., output_embedding=)` (see `DeepOutput`).
-        dropout: float in [0, 1), variational dropout on the input embedding.
-        kernel_initializer: initializer of the input kernels.
-        recurrent_initializer: initializer of the GRU recurrent kernel.
-        bias_initializer: initializer of the biases.
-        seed: optional int, seed of both dropouts.
-        **kwargs: base `keras.layers.Layer` arguments.
+        **kwargs: the `DecoderCell` arguments (`output_dropout`, `tied_output`,
+            `dropout`, the three initializers, `seed`) and the base
+            `keras.layers.Layer` arguments.
 
     Call arguments:
         inputs: `(B, E)`, the embedding of the previous target word.
@@ -76,33 +70,13 @@ class ChoDecoderCell(DecoderCell):
         target_vocab_size: int,
         readout_units: int,
         annotation_units: int,
-        output_dropout: float = 0.5,
-        tied_output: bool = False,
-        dropout: float = 0.0,
-        kernel_initializer: Any = "glorot_uniform",
-        recurrent_initializer: Any = "orthogonal",
-        bias_initializer: Any = "zeros",
-        seed: int | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(
-            units,
-            target_vocab_size,
-            readout_units,
-            annotation_units,
-            output_dropout=output_dropout,
-            tied_output=tied_output,
-            dropout=dropout,
-            kernel_initializer=kernel_initializer,
-            recurrent_initializer=recurrent_initializer,
-            bias_initializer=bias_initializer,
-            seed=seed,
-            **kwargs,
-        )
+        super().__init__(units, target_vocab_size, readout_units, annotation_units, **kwargs)
         self.context_dense = sublayers.dense(self, self.units, "context")
         self.init_dense = sublayers.dense(self, self.units, "init_state")
         self.gru_cell = sublayers.gru_cell(self)
-        self.deep_output = sublayers.deep_output(self, seed)
+        self.deep_output = sublayers.deep_output(self, self.seed)
 
     @property
     def state_size(self) -> list:

@@ -235,7 +235,7 @@ class MemDecCell(DecoderCell):
       computes exactly the pre-trained RNNsearch until the read weights move
       (see `memdec_from_rnnsearch`); without it the copied attention loses
       the state it was trained on and the warm-started model starts far
-      below RNNsearch (README, MemDec results).
+      below RNNsearch (docs/results.md).
 
     Weights and the RNNsearch pre-training copy (MemDec §4.2). Sublayers share
     `RNNsearchCell`'s names wherever the parameter is the same:
@@ -295,20 +295,13 @@ class MemDecCell(DecoderCell):
         write: bool; False disables the memory write (the memory stays `M_0`).
         query_state: bool; True adds `W^s s_{t-1}` to the pre-state of Eq. 5
             (not in the paper, see above). Default False.
-        output_dropout: float in [0, 1), dropout in the readout.
-        tied_output: bool, the readout's output kernel is the target embedding
-            matrix, passed to `readout(..., output_embedding=)` (see `DeepOutput`).
         attention_remat: bool, `rematerialize` of the source attention (recompute its
             `(B, Tx, A)` tanh in the backward pass: less memory, same values).
         init_state: "mean" or "summary", how `s_0` is computed (as in
             `RNNsearchCell`).
-        dropout: float in [0, 1), variational dropout on the input embeddings
-            (`DecoderCell.drop_inputs`; default 0).
-        kernel_initializer: initializer of the input kernels.
-        recurrent_initializer: initializer of the GRU recurrent kernel.
-        bias_initializer: initializer of the biases.
-        seed: optional int, seed of the readout dropout and the memory noise.
-        **kwargs: base `keras.layers.Layer` arguments.
+        **kwargs: the `DecoderCell` arguments (`output_dropout`, `tied_output`,
+            `dropout`, the three initializers, `seed`) and the base
+            `keras.layers.Layer` arguments.
 
     Call arguments:
         inputs: `(B, E)`, the embedding of the previous target word.
@@ -354,31 +347,11 @@ class MemDecCell(DecoderCell):
         noise_at_inference: bool = False,
         write: bool = True,
         query_state: bool = False,
-        output_dropout: float = 0.5,
-        tied_output: bool = False,
         attention_remat: bool = True,
         init_state: str = "mean",
-        dropout: float = 0.0,
-        kernel_initializer: Any = "glorot_uniform",
-        recurrent_initializer: Any = "orthogonal",
-        bias_initializer: Any = "zeros",
-        seed: int | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(
-            units,
-            target_vocab_size,
-            readout_units,
-            annotation_units,
-            output_dropout=output_dropout,
-            tied_output=tied_output,
-            dropout=dropout,
-            kernel_initializer=kernel_initializer,
-            recurrent_initializer=recurrent_initializer,
-            bias_initializer=bias_initializer,
-            seed=seed,
-            **kwargs,
-        )
+        super().__init__(units, target_vocab_size, readout_units, annotation_units, **kwargs)
         self.attention_units = check_positive_int("attention_units", attention_units)
         self.memory_size = check_positive_int("memory_size", memory_size)
         memory_dim = _check_optional_positive_int("memory_dim", memory_dim)
@@ -412,7 +385,7 @@ class MemDecCell(DecoderCell):
         self.query_dense = sublayers.dense(self, self.units, "feedback_query")  # Eq. 5
         self.attention = sublayers.additive_attention(self)
         self.gru_cell = sublayers.gru_cell(self)
-        self.deep_output = sublayers.deep_output(self, seed)
+        self.deep_output = sublayers.deep_output(self, self.seed)
         # Memory-only parameters.
         self.memory_init_dense = sublayers.dense(self, self.memory_dim, "memory_init")  # Eq. 15
         self.read_addressing = addressing("read_addressing")

@@ -73,18 +73,12 @@ class RNNsearchCell(DecoderCell):
             encoder units for a bidirectional encoder).
         feedback_attention: bool, use `tanh(W [s_{t-1}; e])` as the attention
             query (MemDec §2.1) instead of `s_{t-1}` (Bahdanau).
-        output_dropout: float in [0, 1), dropout in the readout.
-        tied_output: bool, the readout's output kernel is the target embedding
-            matrix, passed to `readout(..., output_embedding=)` (see `DeepOutput`).
         attention_remat: bool, `rematerialize` of the source attention (recompute its
             `(B, Tx, A)` tanh in the backward pass: less memory, same values).
-        dropout: float in [0, 1), variational dropout on the input embedding.
         init_state: "mean" or "summary", how `s_0` is computed (see above).
-        kernel_initializer: initializer of the input kernels.
-        recurrent_initializer: initializer of the GRU recurrent kernel.
-        bias_initializer: initializer of the biases.
-        seed: optional int, seed of both dropouts.
-        **kwargs: base `keras.layers.Layer` arguments.
+        **kwargs: the `DecoderCell` arguments (`output_dropout`, `tied_output`,
+            `dropout`, the three initializers, `seed`) and the base
+            `keras.layers.Layer` arguments.
 
     Call arguments:
         inputs: `(B, E)`, the embedding of the previous target word.
@@ -120,31 +114,11 @@ class RNNsearchCell(DecoderCell):
         readout_units: int,
         annotation_units: int,
         feedback_attention: bool = True,
-        output_dropout: float = 0.5,
-        tied_output: bool = False,
         attention_remat: bool = True,
-        dropout: float = 0.0,
         init_state: str = "mean",
-        kernel_initializer: Any = "glorot_uniform",
-        recurrent_initializer: Any = "orthogonal",
-        bias_initializer: Any = "zeros",
-        seed: int | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(
-            units,
-            target_vocab_size,
-            readout_units,
-            annotation_units,
-            output_dropout=output_dropout,
-            tied_output=tied_output,
-            dropout=dropout,
-            kernel_initializer=kernel_initializer,
-            recurrent_initializer=recurrent_initializer,
-            bias_initializer=bias_initializer,
-            seed=seed,
-            **kwargs,
-        )
+        super().__init__(units, target_vocab_size, readout_units, annotation_units, **kwargs)
         self.attention_units = check_positive_int("attention_units", attention_units)
         self.feedback_attention = check_bool("feedback_attention", feedback_attention)
         self.attention_remat = check_bool("attention_remat", attention_remat)
@@ -156,7 +130,7 @@ class RNNsearchCell(DecoderCell):
         )
         self.attention = sublayers.additive_attention(self)
         self.gru_cell = sublayers.gru_cell(self)
-        self.deep_output = sublayers.deep_output(self, seed)
+        self.deep_output = sublayers.deep_output(self, self.seed)
 
     # ----------------------------------------------------------------- sizes
     @property

@@ -236,7 +236,7 @@ class Seq2Seq(keras.Model):
             # autograph=False: the search's loops and branches are keras.ops calls already,
             # and autograph's rewriting of every function it reaches (about 30, the layers'
             # included) took most of the tracing time: the first greedy pass over
-            # test_2016_flickr went from 2.6-3.0 s to 1.6-1.7 s without it (README, Benchmarks).
+            # test_2016_flickr went from 2.6-3.0 s to 1.6-1.7 s without it (docs/benchmarks.md).
             if width_cap is None:  # one trace per (batch, width) shape
                 return tf.function(lambda src: self._generate(src, *options), autograph=False)
             # One trace for every source width up to `width_cap` (tracing and optimizing
