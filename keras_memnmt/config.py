@@ -89,11 +89,6 @@ class TrainConfig:
         """
         return validate(_replace(self, changes))
 
-    def options(self) -> dict:
-        """Every option of the model: the defaults, overridden by ``model_options``."""
-        return {**{n: o.default for n, o in model_options(get_model(self.model)).items()},
-                **self.model_options}
-
     def init_options(self) -> dict:
         """The options the model's constructor takes (``model_options`` without warm-start ones)."""
         declared = model_options(get_model(self.model))
