@@ -125,9 +125,9 @@ def test_fit_builds_an_unbuilt_model_quietly_and_completely(name):
 @pytest.mark.slow
 def test_overfits_twenty_pairs():
     """The model memorizes 20 sentence pairs: BLEU > 90 on them (greedy)."""
+    from keras_memnmt.config import TrainConfig, build_model
     from keras_memnmt.data import SubwordVocab, make_dataset, synthetic_corpus
     from keras_memnmt.inference import score, translate
-    from keras_memnmt.config import TrainConfig, build_model
     from keras_memnmt.training import compile_model
 
     keras.utils.set_random_seed(0)
