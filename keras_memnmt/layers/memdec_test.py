@@ -1,4 +1,11 @@
-"""Tests for MemDecCell (run once per backend)."""
+"""Tests for MemDecCell (run once per backend).
+
+The contract every cell meets (states, RNN run == stepping, masking, decoding,
+serialization, fit and ``.keras``, the NumPy reference of the logits) is checked
+by ``run_cell_test`` for each configuration; the tests below check MemDec's own
+invariants: the step's intermediate values, addressing weights and gates, the
+three addressing modes, the printed Eq. 12, the memory noise, the weight names.
+"""
 
 import keras
 import numpy as np
@@ -6,13 +13,17 @@ import pytest
 from keras import ops
 
 from keras_memnmt.layers.memdec import ADDRESSINGS, MemDecCell
-from keras_memnmt.testing import reference
-from keras_memnmt.testing.decoder_model import TinyDecoderModel
+from keras_memnmt.testing import random_encoder_output, reference, run_cell_test
+from keras_memnmt.testing.checks import check_bad_arguments, check_mixed_precision
 from keras_memnmt.testing.utils import numpy, randomize_weights
 
 B, TX, D, E, T = 3, 5, 6, 4, 3
 UNITS, VOCAB, ATT, READ = 8, 11, 7, 9
 N, M, ADDR = 4, 5, 6  # memory cells, cell size (!= UNITS), addressing units (!= ATT)
+ARGUMENTS = dict(
+    units=UNITS, target_vocab_size=VOCAB, attention_units=ATT, readout_units=READ, annotation_units=D
+)
+ZEROS = dict(kernel_initializer="zeros", recurrent_initializer="zeros")  # for randomize_weights
 
 
 def _data(seed=0):
@@ -25,10 +36,12 @@ def _data(seed=0):
     return annotations, mask, embedded
 
 
+def _make(**kwargs):
+    return MemDecCell(**{**ARGUMENTS, "memory_size": N, "memory_dim": M, "address_units": ADDR, **kwargs})
+
+
 def _cell(seed=0, **kwargs):
-    arguments = dict(memory_size=N, memory_dim=M, address_units=ADDR)
-    arguments.update(kwargs)
-    cell = MemDecCell(UNITS, VOCAB, ATT, READ, annotation_units=D, **arguments)
+    cell = _make(**kwargs)
     cell.build((None, E))
     randomize_weights(cell, seed=seed)
     if cell.memory_noise is not None:
@@ -98,9 +111,10 @@ def _noisy_states(cell, annotations, mask):
 
 
 def _reference_sequence(cell, annotations, mask, embedded, states):
-    """T reference steps from the layer's initial `states`: (outputs (B, T, F), step dicts)."""
+    """T reference steps from `states` (`s`, `M` and `w` first, the layer's or the
+    reference's): (outputs (B, T, F), step dicts)."""
     state, memory, weights = (numpy(s) for s in states[:3])
-    memory = memory.reshape(B, cell.memory_size, cell.memory_dim)
+    memory = memory.reshape(-1, cell.memory_size, cell.memory_dim)
     outputs, steps = [], []
     for t in range(embedded.shape[1]):
         result = reference.memdec_step(
@@ -110,6 +124,21 @@ def _reference_sequence(cell, annotations, mask, embedded, states):
         outputs.append(result["output"])
         steps.append(result)
     return np.stack(outputs, 1), steps
+
+
+def _reference_logits(cell, encoded, embedded):
+    """The reference logits from the reference initial states (with the fixed noise)."""
+    states = _reference_initial_states(cell, encoded.annotations, encoded.mask)
+    outputs, steps = _reference_sequence(cell, encoded.annotations, encoded.mask, embedded, states)
+    # The noisy cells make the addressing non-trivial from the first addressing on
+    # (with "shared_weights" the first read uses the uniform w_0).
+    first_read = 1 if cell.addressing == "shared_weights" else 0
+    assert all(np.abs(step["read_weights"] - 1.0 / N).max() > 1e-2 for step in steps[first_read:])
+    assert all(np.abs(step["write_weights"] - 1.0 / N).max() > 1e-2
+               for step in steps if step["write_weights"] is not None)
+    deep = cell.deep_output
+    weights = (deep.hidden.kernel, deep.hidden.bias, deep.logits.kernel, deep.logits.bias)
+    return reference.readout(outputs, *[numpy(w) for w in weights])
 
 
 def _random_memory_states(cell, annotations, mask, seed=1):
@@ -124,9 +153,31 @@ def _random_memory_states(cell, annotations, mask, seed=1):
     return states, memory, previous
 
 
+# One `run_cell_test` a configuration, covering the three addressing modes, the printed
+# Eq. 12, the query with the state and no write (with M != units throughout); the `fit`
+# runs with "separate", which has every sublayer. The memory noise (std 0.5, fixed) makes
+# the cells distinct, so that the addressing is not uniform (checked by `_reference_logits`).
+CONFIGURATIONS = {
+    "separate": ({"addressing": "separate"}, True),
+    "shared_weights": ({}, False),
+    "shared_parameters_printed_eq12_query_state": (
+        {"addressing": "shared_parameters", "address_nonlinearity": "none", "query_state": True},
+        False),
+    "separate_no_write": ({"addressing": "separate", "write": False}, False),
+}
+
+
+@pytest.mark.parametrize("kwargs, fit", CONFIGURATIONS.values(), ids=CONFIGURATIONS.keys())
+def test_cell_contract_and_numpy_reference(kwargs, fit):
+    run_cell_test(lambda: _make(init_noise_std=0.5, seed=0, **kwargs), embedding_dim=E,
+                  reference=_reference_logits, fit=fit)
+
+
 def test_initial_states_layout_and_reference():
     annotations, mask, _ = _data()
     cell = _cell(init_noise_std=0.1)
+    assert cell.state_size == [UNITS, N * M, N, None, None, None]
+    assert cell.output_size == UNITS + D + E
     states = [numpy(s) for s in cell.initial_states(annotations, mask)]  # with the fixed noise
     assert [s.shape for s in states] == [
         (B, UNITS),
@@ -144,12 +195,6 @@ def test_initial_states_layout_and_reference():
     keys = annotations @ numpy(cell.attention.key_kernel)  # U_a h_j
     np.testing.assert_allclose(states[4].reshape(B, TX, ATT), keys, atol=1e-5)
     np.testing.assert_array_equal(states[5], mask)
-    # Padded positions change neither s_0 nor M_0 (T_x is the true length).
-    changed = annotations.copy()
-    changed[mask == 0] = 50.0
-    states2 = [numpy(s) for s in cell.initial_states(changed, mask)]
-    np.testing.assert_allclose(states2[0], states[0], atol=1e-6)
-    np.testing.assert_allclose(states2[1], states[1], atol=1e-6)
 
 
 @pytest.mark.parametrize("address_nonlinearity", ["tanh", "none"])
@@ -184,35 +229,6 @@ def test_step_matches_numpy_reference(address_nonlinearity, addressing):
     # The memory really changed, and step == step_details.
     assert not np.allclose(numpy(new_states[1]).reshape(B, N, M), memory, atol=1e-3)
     np.testing.assert_array_equal(numpy(details["output"]), numpy(output))
-
-
-@pytest.mark.parametrize(
-    "kwargs",
-    [{}, {"addressing": "shared_parameters"},
-     {"address_nonlinearity": "none", "addressing": "separate", "memory_dim": None},
-     {"query_state": True}],
-)
-def test_rnn_sequence_and_readout_match_reference(kwargs):
-    annotations, mask, embedded = _data()
-    cell = _cell(**kwargs)
-    states = _noisy_states(cell, annotations, mask)
-    outputs = keras.layers.RNN(cell, return_sequences=True)(embedded, initial_state=states)
-    ref_outputs, steps = _reference_sequence(cell, annotations, mask, embedded, states)
-    # The noisy cells make the addressing non-trivial from the first addressing on
-    # (with "shared_weights" the first read uses the uniform w_0).
-    first_read = 1 if cell.addressing == "shared_weights" else 0
-    assert all(np.abs(step["read_weights"] - 1.0 / N).max() > 1e-2 for step in steps[first_read:])
-    assert all(np.abs(step["write_weights"] - 1.0 / N).max() > 1e-2 for step in steps)
-    np.testing.assert_allclose(numpy(outputs), ref_outputs, atol=1e-5)
-    deep = cell.deep_output
-    ref_logits = reference.readout(
-        ref_outputs,
-        *[
-            numpy(w)
-            for w in (deep.hidden.kernel, deep.hidden.bias, deep.logits.kernel, deep.logits.bias)
-        ],
-    )
-    np.testing.assert_allclose(numpy(cell.readout(outputs)), ref_logits, atol=1e-5)
 
 
 @pytest.mark.parametrize("addressing", ADDRESSINGS)
@@ -308,9 +324,6 @@ def test_without_write_the_memory_stays_constant(addressing):
     for t in range(T):
         step_states = cell.step(embedded[:, t], step_states)[1]
         np.testing.assert_array_equal(numpy(step_states[1]), memory)
-    outputs = keras.layers.RNN(cell, return_sequences=True)(embedded, initial_state=states)
-    ref_outputs, _ = _reference_sequence(cell, annotations, mask, embedded, states)
-    np.testing.assert_allclose(numpy(outputs), ref_outputs, atol=1e-5)
 
 
 def test_without_noise_the_cells_stay_identical():
@@ -334,9 +347,10 @@ def test_without_noise_the_cells_stay_identical():
 def test_fixed_memory_noise_is_the_same_in_training_and_decoding():
     """init_noise="fixed": one nu (n, m) ~ N(0, std^2), added to every sentence's M_0."""
     annotations, mask, embedded = _data()
-    cell = MemDecCell(UNITS, VOCAB, ATT, READ, annotation_units=D, memory_size=16, memory_dim=32,
-                      init_noise_std=0.1, seed=0)
+    cell = MemDecCell(**ARGUMENTS, **ZEROS, memory_size=16, memory_dim=32, init_noise_std=0.1,
+                      seed=0)
     cell.build((None, E))
+    randomize_weights(cell)
     assert cell.memory_noise is not None and not cell.memory_noise.trainable
     nu = numpy(cell.memory_noise)
     assert nu.shape == (16, 32) and 0.08 < nu.std() < 0.12
@@ -395,99 +409,16 @@ def test_target_mask_with_zero_output_for_mask():
     np.testing.assert_array_equal(outputs[~target_mask], 0.0)
 
 
-def test_config_round_trip_gives_identical_outputs():
-    annotations, mask, embedded = _data()
-    cell = _cell(
-        addressing="separate",
-        address_nonlinearity="none",
-        init_noise_std=0.2,
-        output_dropout=0.3,
-        seed=3,
-    )
-    clone = MemDecCell.from_config(cell.get_config())
-    assert clone.get_config() == cell.get_config()
-    for name in ("memory_size", "memory_dim", "address_units", "write", "init_noise",
-                 "noise_at_inference"):
-        assert getattr(clone, name) == getattr(cell, name)
-    clone.build((None, E))
-    clone.set_weights(cell.get_weights())
-    initial = _noisy_states(cell, annotations, mask)
-    results = []
-    for c in (cell, clone):
-        states, logits = initial, []
-        for t in range(T):  # step by step, as the decoders call it
-            output, states, _ = c.step(embedded[:, t], states)
-            logits.append(numpy(c.readout(output)))
-        results.append(np.stack(logits, 1))
-    np.testing.assert_array_equal(results[0], results[1])
-
-
-@keras.saving.register_keras_serializable(package="keras_memnmt_testing")
-class MemDecTinyModel(TinyDecoderModel):
-    """`TinyDecoderModel` that also passes `training` to `initial_states` (memory noise)."""
-
-    def call(self, inputs: dict, training: bool = False):
-        source = inputs["source"]
-        cell = self.decoder.cell
-        source_mask = ops.cast(ops.not_equal(source, 0), "float32")  # (B, Tx)
-        annotations = self.source_embedding(source)  # (B, Tx, D)
-        states = cell.initial_states(annotations, source_mask, training=training)
-        embedded = self.target_embedding(inputs["target"])  # (B, T, E)
-        outputs = self.decoder(embedded, initial_state=states, training=training)
-        return cell.readout(outputs, training=training)  # (B, T, V)
-
-
-def _model_inputs(seed=0):
-    rng = np.random.default_rng(seed)
-    source = rng.integers(1, 9, size=(4, 5))
-    source[0, 3:] = 0  # padding
-    target = rng.integers(1, VOCAB, size=(4, 3))
-    return {"source": source, "target": target}
-
-
-def test_fit_one_step_then_keras_save_load_round_trip(tmp_path):
-    cell = MemDecCell(
-        UNITS, VOCAB, ATT, READ, annotation_units=D, memory_size=N, memory_dim=M, seed=1
-    )
-    model = MemDecTinyModel(cell, source_vocab_size=9, embedding_dim=E)
-    model(_model_inputs())
-    model.compile(
-        optimizer=keras.optimizers.Adam(0.01),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-    )
-    inputs = _model_inputs()
-    before = [numpy(w) for w in cell.trainable_weights]
-    history = model.fit(inputs, inputs["target"], batch_size=4, epochs=1, verbose=0)
-    assert np.isfinite(history.history["loss"][0])
-    after = [numpy(w) for w in cell.trainable_weights]
-    unchanged = [
-        w.path for w, b, a in zip(cell.trainable_weights, before, after) if np.array_equal(b, a)
-    ]
-    assert not unchanged
-
-    path = str(tmp_path / "memdec.keras")
-    model.save(path)
-    loaded = keras.saving.load_model(path)
-    assert isinstance(loaded.decoder.cell, MemDecCell)
-    assert loaded.decoder.cell.get_config() == cell.get_config()
-    other = _model_inputs(1)
-    np.testing.assert_array_equal(numpy(loaded(other)), numpy(model(other)))
-
-
-def test_sizes_weight_names_and_errors():
-    cell = MemDecCell(UNITS, VOCAB, ATT, READ, annotation_units=D)
+def test_default_sizes_and_weight_names():
+    # Names and shapes do not depend on the values: zeros build faster than random draws.
+    cell = MemDecCell(**ARGUMENTS, **ZEROS)
     assert (cell.memory_size, cell.memory_dim, cell.address_units) == (8, UNITS, ATT)
     assert cell.state_size == [UNITS, 8 * UNITS, 8, None, None, None]
-    with pytest.raises(ValueError, match="output_size"):
-        _ = cell.output_size
-    with pytest.raises(ValueError, match="initial_states"):
-        cell.get_initial_state(batch_size=2)
     cell.build((None, E))
-    assert cell.output_size == UNITS + D + E
     # RNNsearch-compatible names and shapes for the pre-training copy (class docstring).
     assert tuple(cell.gru_cell.kernel.shape) == (E + D + UNITS, 3 * UNITS)
     assert tuple(cell.query_dense.kernel.shape) == (UNITS + E, UNITS)
-    with_state = MemDecCell(UNITS, VOCAB, ATT, READ, annotation_units=D, memory_dim=M, query_state=True)
+    with_state = MemDecCell(**ARGUMENTS, **ZEROS, memory_dim=M, query_state=True)
     with_state.build((None, E))
     assert tuple(with_state.query_dense.kernel.shape) == (M + UNITS + E, UNITS)  # [r; s; e]
     names = {w.path.split("/", 1)[1] for w in cell.weights if "seed_generator" not in w.path}
@@ -505,53 +436,29 @@ def test_sizes_weight_names_and_errors():
         assert name in names, (name, sorted(names))
 
 
-@pytest.mark.parametrize(
-    "kwargs, argument",
-    [
-        ({"units": 0}, "units"),
-        ({"target_vocab_size": -3}, "target_vocab_size"),
-        ({"attention_units": 1.5}, "attention_units"),
-        ({"readout_units": None}, "readout_units"),
-        ({"annotation_units": "6"}, "annotation_units"),
-        ({"memory_size": 0}, "memory_size"),
-        ({"memory_dim": -1}, "memory_dim"),
-        ({"address_units": 2.0}, "address_units"),
-        ({"address_nonlinearity": "relu"}, "address_nonlinearity"),
-        ({"shared_addressing": 1}, "shared_addressing"),
-        ({"addressing": "both"}, "addressing"),
-        ({"addressing": "separate", "shared_addressing": True}, "addressing"),
-        ({"init_noise_std": -0.1}, "init_noise_std"),
-        ({"init_noise_std": True}, "init_noise_std"),
-        ({"noise_at_inference": "yes"}, "noise_at_inference"),
-        ({"init_noise": "per_step"}, "init_noise"),
-        ({"write": None}, "write"),
-        ({"output_dropout": 1.0}, "output_dropout"),
-        ({"init_state": "first"}, "init_state"),
-    ],
-)
-def test_bad_arguments_raise_value_error_naming_the_argument(kwargs, argument):
-    arguments = dict(
-        units=UNITS,
-        target_vocab_size=VOCAB,
-        attention_units=ATT,
-        readout_units=READ,
-        annotation_units=D,
+def test_bad_arguments_raise_value_error_naming_the_argument():
+    check_bad_arguments(
+        lambda **kwargs: MemDecCell(**{**ARGUMENTS, **kwargs}),
+        [
+            ({"attention_units": 1.5}, "attention_units"),
+            ({"memory_size": 0}, "memory_size"),
+            ({"memory_dim": -1}, "memory_dim"),
+            ({"address_units": 2.0}, "address_units"),
+            ({"address_nonlinearity": "relu"}, "address_nonlinearity"),
+            ({"shared_addressing": 1}, "shared_addressing"),
+            ({"addressing": "both"}, "addressing"),
+            ({"addressing": "separate", "shared_addressing": True}, "addressing"),
+            ({"init_noise_std": -0.1}, "init_noise_std"),
+            ({"init_noise_std": True}, "init_noise_std"),
+            ({"noise_at_inference": "yes"}, "noise_at_inference"),
+            ({"init_noise": "per_step"}, "init_noise"),
+            ({"write": None}, "write"),
+            ({"query_state": 0}, "query_state"),
+            ({"init_state": "first"}, "init_state"),
+        ],
     )
-    arguments.update(kwargs)
-    with pytest.raises(ValueError, match=f"`{argument}`"):
-        MemDecCell(**arguments)
 
 
 def test_mixed_precision_policy_reaches_every_sublayer():
-    annotations, mask, embedded = _data()
-    cell = MemDecCell(
-        UNITS, VOCAB, ATT, READ, annotation_units=D, memory_size=N, dtype="mixed_bfloat16"
-    )
-    cell.build((None, E))
-    states = cell.initial_states(annotations, mask, training=True)
-    output, new_states, _ = cell.step(embedded[:, 0], states)
-    logits = cell.readout(output)
-    assert keras.backend.standardize_dtype(logits.dtype) == "bfloat16"
-    assert all(keras.backend.standardize_dtype(s.dtype) == "bfloat16" for s in new_states[:3])
-    assert all(w.dtype == "float32" for w in cell.trainable_weights)
-    assert np.all(np.isfinite(numpy(keras.ops.cast(logits, "float32"))))
+    """Every state in the compute dtype, the memory (with its fixed noise) included."""
+    check_mixed_precision(_make(dtype="mixed_bfloat16"), random_encoder_output(B, TX, D), E)

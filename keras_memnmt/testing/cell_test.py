@@ -2,23 +2,33 @@
 
 ``run_cell_test(make_cell)`` builds the cell on a small random batch and checks:
 
-1. the state contract: every initial state 2-D and batch first, as many as
-   ``state_size`` says, ``states[0]`` of ``state_size[0]`` features, and a step
-   output of ``output_size`` features;
+1. the state contract: before ``build``, ``output_size`` and
+   ``get_initial_state`` raise; every initial state is 2-D and batch first, as
+   many as ``state_size`` says, ``states[0]`` of ``state_size[0]`` features,
+   the same from an ``EncoderOutput`` as from its tensors, and a step output
+   has ``output_size`` features;
 2. the training run equals stepping: ``keras.layers.RNN(cell)`` over a target
    sequence gives the logits of ``cell.step`` called one position at a time;
 3. masking: the annotations at padded source positions change nothing, and the
    attention the step returns (if any) gives them exactly zero weight and sums to 1;
-4. decoding through the step: greedy search's tokens are the argmax of the
-   teacher-forced logits on its own output, beam search with one beam equals
-   greedy, and beam search's n-best scores are finite and sorted;
-5. serialization: ``from_config(get_config())`` gives the same config and, with
-   the same weights, the same logits; so does a ``.keras`` save and load of a
-   model around the cell, after
-6. one ``fit`` step, which changes every trainable weight;
-7. the NumPy reference, when given: ``reference(cell, encoded, embedded)``
+4. the NumPy reference, when given: ``reference(cell, encoded, embedded)``
    returns the ``(B, T, V)`` logits computed from the paper's equations with the
-   cell's weights; they must match to ``atol``.
+   cell's weights; they must match to ``atol``;
+5. input dropout, when the cell has ``dropout > 0``: ``drop_inputs`` draws one
+   mask per sequence in training and is the identity otherwise
+   (:func:`~keras_memnmt.testing.checks.check_input_dropout`), and the step
+   adds none of its own: stepping through the dropped inputs gives the same
+   logits in training as in inference;
+6. decoding through the step (both searches compiled on JAX): greedy search's tokens are the argmax of the
+   teacher-forced logits on its own output, its scores their log-probabilities
+   and its attention (if any) the teacher-forced attention; every beam-search
+   hypothesis scores the log-probability that teacher forcing gives its tokens
+   (so the states follow their beams), and the n-best lists are finite and sorted;
+7. serialization: ``deserialize_keras_object(serialize_keras_object(cell))``
+   gives the same class and config and, with the same weights, the same logits;
+8. one ``fit`` step of a model around the cell (``TinyDecoderModel``, which
+   calls the cell as the models do) changes every trainable weight, and a
+   ``.keras`` save and load gives the same cell config and logits.
 """
 
 from __future__ import annotations
@@ -32,10 +42,13 @@ import numpy as np
 from keras import ops
 
 from keras_memnmt.layers.base import DecoderCell, EncoderOutput
+from keras_memnmt.testing.checks import check_input_dropout
 from keras_memnmt.testing.decoder_model import TinyDecoderModel
-from keras_memnmt.testing.utils import numpy, randomize_weights
+from keras_memnmt.testing.utils import compiled, numpy, randomize_weights
 
 BOS, EOS = 2, 3
+DECODE_LENGTH = 3
+BEAM_SIZE = 3
 
 
 def random_encoder_output(batch: int, source_length: int, annotation_units: int,
@@ -56,15 +69,35 @@ def _run(cell: DecoderCell, encoded: EncoderOutput, embedded: np.ndarray) -> np.
     return numpy(cell.readout(outputs))
 
 
-def _step_all(cell: DecoderCell, encoded: EncoderOutput, embedded: np.ndarray):
-    """The same logits by calling ``cell.step`` per position, and the attention of each step."""
+def _step_all(cell: DecoderCell, encoded: EncoderOutput, embedded: np.ndarray, training=False):
+    """The same logits by calling ``cell.step`` per position, and the ``(B, T, Tx)`` attention.
+
+    The attention is None for a cell whose step returns none. The readout is
+    always in inference (``training`` reaches the step only).
+    """
     states = cell.initial_states(encoded)
     logits, attention = [], []
     for t in range(embedded.shape[1]):
-        output, states, weights = cell.step(ops.convert_to_tensor(embedded[:, t]), states)
+        inputs = ops.convert_to_tensor(embedded[:, t])
+        output, states, weights = cell.step(inputs, states, training=training)
         logits.append(numpy(cell.readout(output)))
         attention.append(None if weights is None else numpy(weights))
-    return np.stack(logits, 1), attention
+    return np.stack(logits, 1), None if attention[0] is None else np.stack(attention, 1)
+
+
+def _check_unbuilt(cell: DecoderCell) -> None:
+    try:
+        _ = cell.output_size
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("output_size of an unbuilt cell did not raise ValueError")
+    try:
+        cell.get_initial_state(batch_size=2)
+    except ValueError as error:
+        assert "initial_states" in str(error), f"get_initial_state's error: {error}"
+    else:
+        raise AssertionError("get_initial_state did not raise: the cell needs the encoder output")
 
 
 def _check_states(cell: DecoderCell, encoded: EncoderOutput, batch: int, embedding_dim: int) -> None:
@@ -76,58 +109,133 @@ def _check_states(cell: DecoderCell, encoded: EncoderOutput, batch: int, embeddi
         assert len(shape) == 2 and shape[0] == batch, f"state {i} has shape {shape}, not (B, features)"
         if size is not None:
             assert shape[1] == size, f"state {i} has {shape[1]} features, state_size says {size}"
+    from_tensors = cell.initial_states(encoded.annotations, encoded.mask, encoded.summary)
+    for i, (a, b) in enumerate(zip(states, from_tensors)):
+        np.testing.assert_array_equal(numpy(b), numpy(a), err_msg=f"state {i}: tensors != EncoderOutput")
     output, new_states, _ = cell.step(ops.zeros((batch, embedding_dim)), states)
     assert tuple(output.shape) == (batch, cell.output_size), "step output is not output_size wide"
     assert len(new_states) == len(states)
 
 
-def _check_masking(cell, encoded, embedded, logits, attention, atol) -> None:
+def _run_and_check_masking(cell, encoded, embedded, masking, atol) -> np.ndarray:
+    """The ``keras.layers.RNN`` logits; with ``masking``, in one run with a copy of the
+    batch whose padded annotations are changed, which must give the same logits."""
+    if not masking:
+        return _run(cell, encoded, embedded)
     changed = np.array(encoded.annotations)
     changed[np.asarray(encoded.mask) == 0] = 1e3
-    np.testing.assert_allclose(_run(cell, encoded._replace(annotations=changed), embedded), logits,
-                               atol=atol, err_msg="padded source positions changed the logits")
-    for weights in attention:
-        if weights is not None:
-            assert np.all(weights[np.asarray(encoded.mask) == 0] == 0.0), "padding got attention"
-            np.testing.assert_allclose(weights.sum(-1), 1.0, atol=1e-5)
+    both = EncoderOutput(*(None if x is None else np.concatenate([x, x]) for x in encoded[:3]))
+    both = both._replace(annotations=np.concatenate([encoded.annotations, changed]))
+    batch = embedded.shape[0]
+    logits = _run(cell, both, np.concatenate([embedded, embedded]))
+    np.testing.assert_allclose(logits[batch:], logits[:batch], atol=atol,
+                               err_msg="padded source positions changed the logits")
+    return logits[:batch]
 
 
-def _check_decoding(cell, encoded, table, batch, atol) -> None:
+def _check_attention(attention: np.ndarray | None, mask: np.ndarray) -> None:
+    if attention is None:
+        return
+    assert np.all(attention[np.broadcast_to(mask[:, None] == 0, attention.shape)] == 0.0), (
+        "padding got attention")
+    np.testing.assert_allclose(attention.sum(-1), 1.0, atol=1e-5)
+
+
+def _check_no_dropout_in_step(cell, encoded, embedded, atol) -> None:
+    dropped = numpy(cell.drop_inputs(ops.convert_to_tensor(embedded), training=True))[:, :2]
+    np.testing.assert_allclose(_step_all(cell, encoded, dropped, training=True)[0],
+                               _step_all(cell, encoded, dropped)[0], atol=atol,
+                               err_msg="the step drops more than drop_inputs in training")
+
+
+def _log_probs(logits: np.ndarray) -> np.ndarray:
+    """float64 log-softmax over the last axis, pad and bos at ``-inf`` (as the searches)."""
+    logits = np.asarray(logits, np.float64)
+    shifted = logits - logits.max(-1, keepdims=True)
+    logp = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+    logp[..., [0, BOS]] = -np.inf
+    return logp
+
+
+def _hypothesis_scores(logp, tokens, lengths) -> np.ndarray:
+    """``log P(Y)`` of each hypothesis (up to and including eos) under ``logp (N, L, V)``."""
+    scores = []
+    for row, (ids, n) in enumerate(zip(tokens.tolist(), lengths.tolist())):
+        assert 1 <= n <= DECODE_LENGTH and (ids[n - 1] == EOS or n == DECODE_LENGTH), (row, ids, n)
+        scores.append(sum(logp[row, t, ids[t]] for t in range(n)))
+    return np.array(scores)
+
+
+def _check_decoding(cell, encoded, table, with_attention, atol) -> None:
     from keras_memnmt.decoding import beam_search, greedy_search
 
+    batch = np.asarray(encoded.mask).shape[0]
+    table_tensor = ops.convert_to_tensor(table)
+    # The B greedy rows, then the B*K beam rows (hypothesis k of sentence b at b*K + k).
+    rows = np.concatenate([np.arange(batch), np.repeat(np.arange(batch), BEAM_SIZE)])
+    forced_source = EncoderOutput(*(None if x is None else np.asarray(x)[rows] for x in encoded[:3]))
+
     def next_fn(tokens, states):
-        output, states, weights = cell.step(ops.take(table, tokens, axis=0), states)
+        output, states, weights = cell.step(ops.take(table_tensor, tokens, axis=0), states)
         return cell.readout(output), list(states), weights
 
-    length = 6
-    greedy = greedy_search(next_fn, cell.initial_states(encoded), batch, length)
-    tokens = numpy(greedy["tokens"])  # (B, L)
-    target_in = np.concatenate([np.full((batch, 1), BOS), tokens[:, :-1]], axis=1)
-    target_in = np.where(target_in == 0, EOS, target_in)  # after eos: anything
-    forced = _run(cell, encoded, numpy(ops.take(table, target_in, axis=0)))
-    forced[..., [0, BOS]] = -np.inf  # the search never emits pad or bos
-    forced = forced.argmax(-1)
-    for row in range(batch):
-        ids = tokens[row].tolist()
-        n = ids.index(EOS) + 1 if EOS in ids else len(ids)
-        assert ids[:n] == forced[row, :n].tolist(), f"greedy row {row}: {ids[:n]} != argmax"
-    one = beam_search(next_fn, cell.initial_states(encoded), batch, 1, length)
-    np.testing.assert_array_equal(numpy(one["tokens"])[:, 0], tokens, err_msg="beam 1 != greedy")
-    wide = beam_search(next_fn, cell.initial_states(encoded), batch, 3, length, n_best=3)
-    scores = numpy(wide["scores"])  # (B, 3)
-    assert np.all(np.isfinite(scores)) and np.all(np.diff(scores, axis=1) <= atol), scores
+    def searches_and_teacher_forcing():
+        greedy = greedy_search(next_fn, cell.initial_states(encoded), batch, DECODE_LENGTH,
+                               return_attention=with_attention)
+        beam = beam_search(next_fn, cell.initial_states(encoded), batch, BEAM_SIZE,
+                           DECODE_LENGTH, n_best=BEAM_SIZE)
+        # Teacher forcing on every hypothesis: bos, then its own tokens (after eos: eos).
+        tokens = ops.concatenate(
+            [greedy["tokens"], ops.reshape(beam["tokens"], (batch * BEAM_SIZE, DECODE_LENGTH))])
+        target_in = ops.where(ops.equal(tokens, 0), EOS, tokens)
+        target_in = ops.concatenate([ops.full((len(rows), 1), BOS, "int32"), target_in[:, :-1]], 1)
+        states, logits, attention = cell.initial_states(forced_source), [], []
+        for t in range(DECODE_LENGTH):
+            output, states, weights = cell.step(ops.take(table_tensor, target_in[:, t], axis=0), states)
+            logits.append(cell.readout(output))
+            attention.append(weights)
+        attention = None if attention[0] is None else ops.stack(attention, 1)
+        return greedy, beam, ops.stack(logits, 1), attention
+
+    # One program on JAX, as `generate` runs the searches.
+    greedy, beam, logits, attention = compiled(searches_and_teacher_forcing)()
+    greedy = {key: numpy(value) for key, value in greedy.items()}
+    beam = {key: numpy(value) for key, value in beam.items()}
+    logp = _log_probs(numpy(logits))  # (B + B*K, L, V)
+
+    for row, (ids, n) in enumerate(zip(greedy["tokens"].tolist(), greedy["lengths"].tolist())):
+        argmax = logp[row, :n].argmax(-1).tolist()
+        assert ids[:n] == argmax, f"greedy row {row}: {ids[:n]} != teacher-forced argmax {argmax}"
+        if with_attention:
+            np.testing.assert_allclose(greedy["attention"][row, :n], numpy(attention)[row, :n],
+                                       atol=atol, err_msg="greedy attention != teacher forcing")
+    np.testing.assert_allclose(greedy["scores"],
+                               _hypothesis_scores(logp[:batch], greedy["tokens"], greedy["lengths"]),
+                               rtol=1e-5, atol=10 * atol,
+                               err_msg="greedy scores != teacher-forced log-probabilities")
+
+    # Every beam hypothesis scores what teacher forcing gives it: its states followed its beam.
+    scores = beam["scores"]  # (B, K)
+    assert np.all(np.isfinite(scores)), scores
+    assert np.all(np.diff(scores, axis=1) <= atol), f"n-best not sorted: {scores}"
+    forced = _hypothesis_scores(logp[batch:], beam["tokens"].reshape(batch * BEAM_SIZE, -1),
+                                beam["lengths"].reshape(-1))
+    np.testing.assert_allclose(beam["raw_scores"].reshape(-1), forced, rtol=1e-5, atol=10 * atol,
+                               err_msg="beam hypotheses' scores != teacher-forced log-probabilities")
 
 
-def _check_serialization_and_fit(make_cell, cell, encoded, embedded, logits, embedding_dim,
-                                 atol, fit) -> None:
-    clone = type(cell).from_config(cell.get_config())
+def _check_serialization(cell, encoded, embedded, logits, embedding_dim, atol) -> None:
+    clone = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(cell))
+    assert type(clone) is type(cell), f"deserialized as {type(clone).__name__}"
     assert clone.get_config() == cell.get_config(), "get_config does not round-trip"
-    clone.build((None, embedding_dim))
+    if not clone.built:
+        clone.build((None, embedding_dim))
     clone.set_weights(cell.get_weights())
-    np.testing.assert_allclose(_run(clone, encoded, embedded), logits, atol=atol,
-                               err_msg="from_config(get_config()) gives other logits")
-    if not fit:
-        return
+    np.testing.assert_allclose(_step_all(clone, encoded, embedded[:, :1])[0], logits[:, :1],
+                               atol=atol, err_msg="the deserialized cell gives other logits")
+
+
+def _check_fit_and_save(make_cell, encoded, embedding_dim, atol) -> None:
     source_vocab = 9
     model = TinyDecoderModel(make_cell(), source_vocab_size=source_vocab, embedding_dim=embedding_dim)
     rng = np.random.default_rng(1)
@@ -137,7 +245,9 @@ def _check_serialization_and_fit(make_cell, cell, encoded, embedded, logits, emb
     target = rng.integers(4, model.decoder.cell.target_vocab_size, size=(batch, 4))
     inputs = {"source": source, "target": target}
     model(inputs)
-    model.compile(optimizer=keras.optimizers.Adam(0.01),
+    # Plain SGD (its train step compiles faster than Adam's) with a step large enough
+    # that any non-zero gradient moves its weight.
+    model.compile(optimizer=keras.optimizers.SGD(1.0),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     before = [numpy(w) for w in model.trainable_weights]
     history = model.fit(inputs, target, batch_size=batch, epochs=1, verbose=0)
@@ -145,10 +255,14 @@ def _check_serialization_and_fit(make_cell, cell, encoded, embedded, logits, emb
     unchanged = [w.path for w, b in zip(model.trainable_weights, before) if np.array_equal(numpy(w), b)]
     assert not unchanged, f"one fit step left these weights unchanged: {unchanged}"
     expected = numpy(model(inputs))
+    assert np.all(np.isfinite(expected)), "the logits after one fit step are not finite"
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "cell.keras")
         model.save(path)
         loaded = keras.saving.load_model(path, compile=False)
+    cell = model.decoder.cell
+    assert type(loaded.decoder.cell) is type(cell), type(loaded.decoder.cell).__name__
+    assert loaded.decoder.cell.get_config() == cell.get_config(), ".keras changed the cell config"
     np.testing.assert_allclose(numpy(loaded(inputs)), expected, atol=atol,
                                err_msg=".keras save and load gives other logits")
 
@@ -183,6 +297,7 @@ def run_cell_test(
         the built cell with random weights (for further checks by the caller).
     """
     cell = make_cell()
+    _check_unbuilt(cell)
     encoded = random_encoder_output(batch_size, source_length, cell.annotation_units, seed)
     rng = np.random.default_rng(seed + 1)
     table = rng.normal(size=(cell.target_vocab_size, embedding_dim)).astype("float32")
@@ -191,15 +306,20 @@ def run_cell_test(
     randomize_weights(cell, seed=seed)
 
     _check_states(cell, encoded, batch_size, embedding_dim)
-    logits = _run(cell, encoded, embedded)
+    logits = _run_and_check_masking(cell, encoded, embedded, masking, atol)
     assert logits.shape == (batch_size, target_length, cell.target_vocab_size)
     stepped, attention = _step_all(cell, encoded, embedded)
     np.testing.assert_allclose(stepped, logits, atol=atol, err_msg="stepping != keras.layers.RNN")
     if masking:
-        _check_masking(cell, encoded, embedded, logits, attention, atol)
+        _check_attention(attention, np.asarray(encoded.mask))
     if reference is not None:
         np.testing.assert_allclose(reference(cell, encoded, embedded), logits, atol=atol,
                                    err_msg="the cell does not match its NumPy reference")
-    _check_decoding(cell, encoded, ops.convert_to_tensor(table), batch_size, atol)
-    _check_serialization_and_fit(make_cell, cell, encoded, embedded, logits, embedding_dim, atol, fit)
+    if cell.dropout > 0.0:
+        check_input_dropout(cell, seed=seed)
+        _check_no_dropout_in_step(cell, encoded, embedded, atol)
+    _check_decoding(cell, encoded, table, attention is not None, atol)
+    _check_serialization(cell, encoded, embedded, logits, embedding_dim, atol)
+    if fit:
+        _check_fit_and_save(make_cell, encoded, embedding_dim, atol)
     return cell

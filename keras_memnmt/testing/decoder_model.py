@@ -1,8 +1,10 @@
 """A tiny serializable model around a decoder cell, for tests.
 
-It exercises the cell contract the real models rely on: `initial_states`
-outside the loop, the cell inside `keras.layers.RNN(return_sequences=True)`,
-`readout` on the whole sequence, `fit`, and `.keras` save/load.
+It exercises the cell contract the real models rely on (`Seq2Seq.call`):
+`initial_states` from an `EncoderOutput` outside the loop (with the `training`
+flag), `drop_inputs` on the target embeddings, the cell inside
+`keras.layers.RNN(return_sequences=True)`, `readout` on the whole sequence,
+`fit`, and `.keras` save/load.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from typing import Any
 
 import keras
 from keras import ops
+
+from keras_memnmt.layers.base import EncoderOutput
 
 
 @keras.saving.register_keras_serializable(package="keras_memnmt_testing")
@@ -21,8 +25,8 @@ class TinyDecoderModel(keras.Model):
     `summary = annotations[:, 0]`, `source_mask = source != 0`.
 
     Args:
-        cell: a decoder cell with `initial_states`, `readout`,
-            `annotation_units` and `target_vocab_size`.
+        cell: a `DecoderCell` (`initial_states`, `drop_inputs`, `readout`,
+            `annotation_units`, `target_vocab_size`).
         source_vocab_size: int.
         embedding_dim: int, target embedding size `E`.
         **kwargs: base `keras.Model` arguments.
@@ -54,8 +58,10 @@ class TinyDecoderModel(keras.Model):
         cell = self.decoder.cell
         source_mask = ops.cast(ops.not_equal(source, 0), "float32")  # (B, Tx)
         annotations = self.source_embedding(source)  # (B, Tx, D)
-        states = cell.initial_states(annotations, source_mask, annotations[:, 0])
+        encoded = EncoderOutput(annotations, source_mask, annotations[:, 0])
+        states = cell.initial_states(encoded, training=training)
         embedded = self.target_embedding(inputs["target"])  # (B, T, E)
+        embedded = cell.drop_inputs(embedded, training=training)
         outputs = self.decoder(embedded, initial_state=states, training=training)
         return cell.readout(outputs, training=training)  # (B, T, V)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import keras
@@ -21,6 +22,27 @@ def randomize_weights(layer: keras.layers.Layer, seed: int = 0, scale: float = 0
     rng = np.random.default_rng(seed)
     for weight in layer.trainable_weights:
         weight.assign(rng.normal(scale=scale, size=tuple(weight.shape)).astype(weight.dtype))
+
+
+def compiled(fn: Callable) -> Callable:
+    """``fn`` as one compiled program on JAX (``jax.jit``), unchanged on the other backends.
+
+    Run op by op, JAX compiles every operation on its own the first time it meets
+    its shapes, which makes a test body that runs many operations once (a search
+    loop, a step under a new dtype policy) slower than compiling it whole. The
+    program runs once, so XLA's backend optimizations are skipped
+    (``xla_backend_optimization_level=0``): they take longer than they save.
+    ``fn`` takes no tensor arguments (the layers' weights are read inside) and must
+    not create variables or draw from a ``SeedGenerator``.
+    """
+    if keras.backend.backend() != "jax":
+        return fn
+    import jax
+
+    def run():
+        return jax.jit(fn).lower().compile({"xla_backend_optimization_level": 0})()
+
+    return run
 
 
 def value_and_grads(fn, *arrays: np.ndarray) -> tuple[float, list[np.ndarray]]:

@@ -1,0 +1,138 @@
+"""Checks that every decoder cell's tests make: bad arguments, input dropout, mixed precision.
+
+Each takes the cell (or a function that makes one) and raises ``AssertionError``
+with what went wrong; none needs pytest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import keras
+import numpy as np
+from keras import ops
+
+from keras_memnmt.layers.base import DecoderCell, EncoderOutput
+from keras_memnmt.testing.utils import compiled, numpy
+
+# Bad values of the arguments that `DecoderCell` itself checks, with the argument named.
+SHARED_BAD_ARGUMENTS: tuple[tuple[dict, str], ...] = (
+    ({"units": 0}, "units"),
+    ({"target_vocab_size": -3}, "target_vocab_size"),
+    ({"readout_units": None}, "readout_units"),
+    ({"readout_units": 2.0}, "readout_units"),
+    ({"annotation_units": "6"}, "annotation_units"),
+    ({"output_dropout": 1.0}, "output_dropout"),
+    ({"dropout": -0.1}, "dropout"),
+    ({"dropout": "0.1"}, "dropout"),
+    ({"tied_output": 1}, "tied_output"),
+)
+
+
+def check_bad_arguments(
+    make_cell: Callable[..., DecoderCell], cases: Iterable[tuple[dict, str]] = ()
+) -> None:
+    """``make_cell(**kwargs)`` raises a ``ValueError`` naming the argument, for every case.
+
+    Args:
+        make_cell: builds the cell from valid arguments updated with ``kwargs``.
+        cases: ``(kwargs, argument)`` pairs, the cell's own arguments; the
+            shared ones (:data:`SHARED_BAD_ARGUMENTS`) are always checked too.
+            The error message must contain the argument's name in backquotes.
+    """
+    failures = []
+    for kwargs, argument in (*SHARED_BAD_ARGUMENTS, *cases):
+        try:
+            make_cell(**kwargs)
+        except ValueError as error:
+            if f"`{argument}`" not in str(error):
+                failures.append(f"{kwargs}: the error does not name `{argument}`: {error}")
+            continue
+        failures.append(f"{kwargs}: no ValueError")
+    assert not failures, "bad arguments accepted or not named:\n" + "\n".join(failures)
+
+
+def check_input_dropout(
+    cell: DecoderCell, batch: int = 8, length: int = 5, features: int = 16, seed: int = 0
+) -> np.ndarray:
+    """``cell.drop_inputs`` is variational dropout of the ``(B, T, E)`` input sequence.
+
+    Outside training it returns the input unchanged. In training, with
+    ``cell.dropout > 0``: one mask per sequence (the same features are zero at
+    every time step), the kept values scaled by ``1 / (1 - dropout)``, another
+    mask for another sequence and for the next call. With ``cell.dropout == 0``
+    training changes nothing either.
+
+    Args:
+        cell: the cell (built or not).
+        batch, length, features: the shape of the random input; the mask has
+            ``batch * features`` draws, enough for rates of about 0.05 and more.
+        seed: seed of the input values (the mask comes from the cell's own seed).
+
+    Returns:
+        the ``(B, T, E)`` input dropped in training, as NumPy.
+    """
+    rng = np.random.default_rng(seed)
+    inputs = rng.uniform(0.5, 1.5, size=(batch, length, features)).astype("float32")  # no zeros
+    tensor = ops.convert_to_tensor(inputs)
+    np.testing.assert_array_equal(numpy(cell.drop_inputs(tensor, training=False)), inputs,
+                                  err_msg="drop_inputs changed the input outside training")
+    dropped = numpy(cell.drop_inputs(tensor, training=True))
+    if cell.dropout == 0.0:
+        np.testing.assert_array_equal(dropped, inputs, err_msg="dropout=0 changed the input")
+        return dropped
+    zero = dropped == 0.0  # (B, T, E)
+    assert zero.any() and not zero.all(), f"dropout={cell.dropout} dropped {zero.mean():.0%}"
+    np.testing.assert_array_equal(zero, np.broadcast_to(zero[:, :1], zero.shape),
+                                  err_msg="the dropped features change along the sequence")
+    assert not np.all(zero[:, 0] == zero[:1, 0]), "every sequence got the same mask"
+    np.testing.assert_allclose(dropped[~zero], inputs[~zero] / (1.0 - cell.dropout), rtol=1e-6)
+    again = numpy(cell.drop_inputs(tensor, training=True)) == 0.0
+    assert not np.array_equal(again, zero), "the next call drew the same mask"
+    return dropped
+
+
+def check_mixed_precision(cell: DecoderCell, encoded: EncoderOutput,
+                          embedding_dim: int = 4) -> tuple[Any, list]:
+    """A cell made with a mixed policy (``dtype="mixed_bfloat16"``) computes in its compute dtype.
+
+    The initial states, one step's states and the logits have the compute
+    dtype, every trainable weight the variable dtype, and the logits (and the
+    attention, if any) are finite, the attention summing to 1. The step runs
+    compiled on JAX (:func:`~keras_memnmt.testing.utils.compiled`).
+
+    Args:
+        cell: an unbuilt cell with a mixed dtype policy.
+        encoded: the encoder output the states start from.
+        embedding_dim: size ``E`` of the input embedding.
+
+    Returns:
+        ``(logits, new_states)`` of one step.
+    """
+    policy = cell.dtype_policy
+    compute, variable = policy.compute_dtype, policy.variable_dtype
+    assert compute != variable, f"{policy.name} is not a mixed policy"
+    cell.build((None, embedding_dim))
+    batch = np.asarray(encoded.mask).shape[0]
+
+    def one_step():
+        states = cell.initial_states(encoded)
+        inputs = ops.ones((batch, embedding_dim), compute)  # as from an embedding under the policy
+        output, new_states, attention = cell.step(inputs, states)
+        return states, new_states, cell.readout(output), attention
+
+    states, new_states, logits, attention = compiled(one_step)()
+
+    def dtypes(tensors: list) -> list:
+        return [keras.backend.standardize_dtype(t.dtype) for t in tensors]
+
+    assert dtypes(states) == [compute] * len(states), f"initial states: {dtypes(states)}"
+    assert dtypes(new_states) == [compute] * len(new_states), f"step states: {dtypes(new_states)}"
+    assert dtypes([logits]) == [compute], f"logits: {dtypes([logits])}"
+    assert all(w.dtype == variable for w in cell.trainable_weights)
+    assert np.all(np.isfinite(numpy(ops.cast(logits, "float32"))))
+    if attention is not None:
+        weights = numpy(ops.cast(attention, "float32"))
+        np.testing.assert_allclose(weights.sum(-1), 1.0, atol=1e-2)
+    return logits, new_states
