@@ -103,11 +103,12 @@ def _recipe_module(name_or_path: str):
         raise ConfigError(f"unknown recipe {name_or_path!r}; recipes: {', '.join(names)}") from None
 
 
-def load_recipe(name_or_path: str):
-    """A recipe's CONFIG: a name from recipes/ or a path to a recipe .py file."""
+def load_recipe(name_or_path: str, module=None):
+    """A recipe's CONFIG: a name from recipes/ or a path to a recipe .py file (``module``:
+    the recipe module, when it is loaded already)."""
     from keras_memnmt.config import ConfigError, validate
 
-    module = _recipe_module(name_or_path)
+    module = module or _recipe_module(name_or_path)
     if not hasattr(module, "CONFIG"):
         raise ConfigError(f"recipe {name_or_path} defines no CONFIG")
     return validate(module.CONFIG)
@@ -142,7 +143,7 @@ def cmd_train(args) -> int:
 
     module = _recipe_module(args.recipe)
     recipe_options, overrides = _split_recipe_options(module, args.set or [])
-    config = apply_overrides(load_recipe(args.recipe), overrides)
+    config = apply_overrides(load_recipe(args.recipe, module), overrides)
     out = args.out or os.path.join("runs", os.path.basename(args.recipe).removesuffix(".py"))
     log = lambda msg: print(f"[memnmt] {msg}", file=sys.stderr, flush=True)  # noqa: E731
     common = dict(data_dir=args.data_dir, log=log, resume=args.resume, overwrite=args.overwrite)

@@ -91,13 +91,15 @@ class TrainConfig:
 
     def init_options(self) -> dict:
         """The options the model's constructor takes (``model_options`` without warm-start ones)."""
-        declared = model_options(get_model(self.model))
-        return {k: v for k, v in self.model_options.items() if not declared[k].warm_start}
+        return self._options(warm_start=False)
 
     def warm_start_options(self) -> dict:
         """The options of the model's ``warm_start`` given in ``model_options``."""
+        return self._options(warm_start=True)
+
+    def _options(self, warm_start: bool) -> dict:
         declared = model_options(get_model(self.model))
-        return {k: v for k, v in self.model_options.items() if declared[k].warm_start}
+        return {k: v for k, v in self.model_options.items() if declared[k].warm_start == warm_start}
 
     def to_dict(self) -> dict:
         """A JSON-ready dict (what a run directory's config.json holds)."""

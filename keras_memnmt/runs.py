@@ -95,8 +95,6 @@ def load_model(run_dir: str, checkpoint: str | None = None) -> keras.Model:
     (``step3199``, with or without ``.keras``), a file of the run (``model.keras``), or a
     path to a ``.keras`` file.
     """
-    import keras_memnmt.models  # noqa: F401  (registers the classes for deserialization)
-
     if checkpoint is not None:
         name = checkpoint if checkpoint.endswith(".keras") else checkpoint + ".keras"
         candidates = [checkpoint, os.path.join(run_dir, "checkpoints", name), os.path.join(run_dir, name)]

@@ -23,6 +23,8 @@ from typing import Any
 
 import keras
 
+from keras_memnmt.models.seq2seq import Seq2Seq
+
 MODELS: dict[str, type] = {}
 
 # Constructor arguments that are not options: the vocabulary sizes come from the data.
@@ -88,7 +90,7 @@ def model_options(cls: type) -> dict[str, Option]:
     the keyword arguments of its ``warm_start`` after ``pretrained``."""
     options: dict[str, Option] = {}
     for klass in cls.__mro__:
-        if "__init__" not in vars(klass) or klass is keras.Model or not hasattr(klass, "make_cell"):
+        if "__init__" not in vars(klass) or not issubclass(klass, Seq2Seq):
             continue
         for name, hint, default in _keyword_parameters(klass.__init__, _NOT_OPTIONS):
             options.setdefault(name, Option(name, hint, default))

@@ -289,10 +289,10 @@ class Seq2Seq(keras.Model):
         architecture (MemDec from RNNsearch) override this; keyword arguments they add
         after ``options`` are model options too (``--set`` reaches them).
         """
-        model = cls(pretrained.source_vocab_size, pretrained.target_vocab_size, **options)
-        changed = option_differences(pretrained, model)
         if type(pretrained) is not cls:
             raise ValueError(f"a {type(pretrained).__name__} is not a {cls.__name__}")
+        model = cls(pretrained.source_vocab_size, pretrained.target_vocab_size, **options)
+        changed = option_differences(pretrained, model)
         if changed:
             raise ValueError(", ".join(changed))
         pretrained.build_weights()

@@ -19,7 +19,6 @@ import warnings
 
 import keras
 
-import keras_memnmt.models  # noqa: F401  (registers the library's models and their classes)
 from keras_memnmt.config import ConfigError, TrainConfig, build_model
 from keras_memnmt.data import (
     CorpusError,
