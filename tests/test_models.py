@@ -96,7 +96,7 @@ def test_bad_arguments():
         RNNsearch(0, 30)
 
 
-@pytest.mark.parametrize("name", sorted(MODELS))
+@pytest.mark.parametrize("name", ["cho", "memdec", "rnnsearch"])  # the library's models, not test plugins
 def test_fit_builds_an_unbuilt_model_quietly_and_completely(name):
     """`fit` on a model never called builds it by tracing `call`. On PyTorch Keras traces
     on the "meta" device first; MemDec's `initial_states` once failed there (`ops.full`
