@@ -56,7 +56,8 @@ class DecoderCell(keras.layers.Layer):
       sublayer (``readout``), plus ``get_config`` for its own arguments.
 
     The base supplies ``call`` (``keras.layers.RNN``'s entry: ``step`` without the
-    attention), ``initial_states`` (accepts an :class:`EncoderOutput` or the
+    attention), ``prepare_inputs`` (the step's inputs from the embeddings and ids;
+    the embeddings unless a cell overrides it), ``initial_states`` (accepts an :class:`EncoderOutput` or the
     tensors), ``readout``, ``output_size``, ``drop_inputs`` and ``get_config``
     of the arguments below.
 
@@ -160,6 +161,16 @@ class DecoderCell(keras.layers.Layer):
         if not isinstance(encoded, EncoderOutput):
             encoded = EncoderOutput(encoded, source_mask, summary)
         return self.initial_states_from(encoded, training=training)
+
+    def prepare_inputs(self, embedded: Any, tokens: Any) -> Any:
+        """The step's inputs from the target embeddings ``(B, [T,] E)`` and their ids ``(B, [T])``.
+
+        Called on the whole sequence before the loop in training (after
+        :meth:`drop_inputs`) and on each step's tokens in decoding. Default: the
+        embeddings. A cell with lookups of its own (RMN's memory embeddings) appends
+        them here, outside the loop.
+        """
+        return embedded
 
     def call(self, inputs: Any, states: list, training: bool = False) -> tuple:
         """``keras.layers.RNN``'s entry point: ``step`` without the attention weights."""

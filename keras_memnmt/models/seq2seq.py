@@ -153,7 +153,8 @@ class Seq2Seq(keras.Model):
         states = self.encode(source_ids, training=training)
         embedded = self.target_dropout(self.embed_target(target_in), training=training)  # (B,T,E)
         embedded = self.cell.drop_inputs(embedded, training=training)  # the cell's own, if any
-        outputs = self.decoder_rnn(embedded, initial_state=states, training=training)  # (B,T,O)
+        inputs = self.cell.prepare_inputs(embedded, target_in)  # the cell's own lookups, if any
+        outputs = self.decoder_rnn(inputs, initial_state=states, training=training)  # (B,T,O)
         return self.readout(outputs, training=training)  # (B, T, V)
 
     def decode_step(self, tokens, states):
@@ -161,8 +162,8 @@ class Seq2Seq(keras.Model):
 
         The same ``cell.step`` and :meth:`readout` that ``call`` runs in training.
         """
-        embedded = self.embed_target(tokens)  # (B, E)
-        output, new_states, attention = self.cell.step(embedded, states, training=False)
+        inputs = self.cell.prepare_inputs(self.embed_target(tokens), tokens)  # (B, E) or more
+        output, new_states, attention = self.cell.step(inputs, states, training=False)
         return self.readout(output, training=False), list(new_states), attention
 
     def embed_target(self, tokens):

@@ -12,7 +12,7 @@
 3. masking: the annotations at padded source positions change nothing, and the
    attention the step returns (if any) gives them exactly zero weight and sums to 1;
 4. the NumPy reference, when given: ``reference(cell, encoded, embedded)``
-   returns the ``(B, T, V)`` logits computed from the paper's equations with the
+   (``embedded`` the step inputs, ``cell.prepare_inputs`` of the embeddings) returns the ``(B, T, V)`` logits computed from the paper's equations with the
    cell's weights; they must match to ``atol``;
 5. input dropout, when the cell has ``dropout > 0``: ``drop_inputs`` draws one
    mask per sequence in training and is the identity otherwise
@@ -100,7 +100,7 @@ def _check_unbuilt(cell: DecoderCell) -> None:
         raise AssertionError("get_initial_state did not raise: the cell needs the encoder output")
 
 
-def _check_states(cell: DecoderCell, encoded: EncoderOutput, batch: int, embedding_dim: int) -> None:
+def _check_states(cell: DecoderCell, encoded: EncoderOutput, batch: int, input_dim: int) -> None:
     states = cell.initial_states(encoded)
     sizes = cell.state_size if isinstance(cell.state_size, (list, tuple)) else [cell.state_size]
     assert len(states) == len(sizes), f"{len(states)} initial states, state_size has {len(sizes)}"
@@ -112,7 +112,7 @@ def _check_states(cell: DecoderCell, encoded: EncoderOutput, batch: int, embeddi
     from_tensors = cell.initial_states(encoded.annotations, encoded.mask, encoded.summary)
     for i, (a, b) in enumerate(zip(states, from_tensors)):
         np.testing.assert_array_equal(numpy(b), numpy(a), err_msg=f"state {i}: tensors != EncoderOutput")
-    output, new_states, _ = cell.step(ops.zeros((batch, embedding_dim)), states)
+    output, new_states, _ = cell.step(ops.zeros((batch, input_dim)), states)
     assert tuple(output.shape) == (batch, cell.output_size), "step output is not output_size wide"
     assert len(new_states) == len(states)
 
@@ -176,7 +176,8 @@ def _check_decoding(cell, encoded, table, with_attention, atol) -> None:
     forced_source = EncoderOutput(*(None if x is None else np.asarray(x)[rows] for x in encoded[:3]))
 
     def next_fn(tokens, states):
-        output, states, weights = cell.step(ops.take(table_tensor, tokens, axis=0), states)
+        inputs = cell.prepare_inputs(ops.take(table_tensor, tokens, axis=0), tokens)
+        output, states, weights = cell.step(inputs, states)
         return cell.readout(output), list(states), weights
 
     def searches_and_teacher_forcing():
@@ -191,7 +192,8 @@ def _check_decoding(cell, encoded, table, with_attention, atol) -> None:
         target_in = ops.concatenate([ops.full((len(rows), 1), BOS, "int32"), target_in[:, :-1]], 1)
         states, logits, attention = cell.initial_states(forced_source), [], []
         for t in range(DECODE_LENGTH):
-            output, states, weights = cell.step(ops.take(table_tensor, target_in[:, t], axis=0), states)
+            inputs = cell.prepare_inputs(ops.take(table_tensor, target_in[:, t], axis=0), target_in[:, t])
+            output, states, weights = cell.step(inputs, states)
             logits.append(cell.readout(output))
             attention.append(weights)
         attention = None if attention[0] is None else ops.stack(attention, 1)
@@ -224,12 +226,12 @@ def _check_decoding(cell, encoded, table, with_attention, atol) -> None:
                                err_msg="beam hypotheses' scores != teacher-forced log-probabilities")
 
 
-def _check_serialization(cell, encoded, embedded, logits, embedding_dim, atol) -> None:
+def _check_serialization(cell, encoded, embedded, logits, input_dim, atol) -> None:
     clone = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(cell))
     assert type(clone) is type(cell), f"deserialized as {type(clone).__name__}"
     assert clone.get_config() == cell.get_config(), "get_config does not round-trip"
     if not clone.built:
-        clone.build((None, embedding_dim))
+        clone.build((None, input_dim))
     clone.set_weights(cell.get_weights())
     np.testing.assert_allclose(_step_all(clone, encoded, embedded[:, :1])[0], logits[:, :1],
                                atol=atol, err_msg="the deserialized cell gives other logits")
@@ -301,11 +303,14 @@ def run_cell_test(
     encoded = random_encoder_output(batch_size, source_length, cell.annotation_units, seed)
     rng = np.random.default_rng(seed + 1)
     table = rng.normal(size=(cell.target_vocab_size, embedding_dim)).astype("float32")
-    embedded = table[rng.integers(0, cell.target_vocab_size, size=(batch_size, target_length))]
-    cell.build((None, embedding_dim))
+    tokens = rng.integers(0, cell.target_vocab_size, size=(batch_size, target_length)).astype("int32")
+    # The step's inputs: the embeddings, with whatever the cell's prepare_inputs adds.
+    input_dim = int(cell.prepare_inputs(table[tokens], tokens).shape[-1])
+    cell.build((None, input_dim))
     randomize_weights(cell, seed=seed)
+    embedded = numpy(cell.prepare_inputs(table[tokens], tokens))
 
-    _check_states(cell, encoded, batch_size, embedding_dim)
+    _check_states(cell, encoded, batch_size, input_dim)
     logits = _run_and_check_masking(cell, encoded, embedded, masking, atol)
     assert logits.shape == (batch_size, target_length, cell.target_vocab_size)
     stepped, attention = _step_all(cell, encoded, embedded)
@@ -319,7 +324,7 @@ def run_cell_test(
         check_input_dropout(cell, seed=seed)
         _check_no_dropout_in_step(cell, encoded, embedded, atol)
     _check_decoding(cell, encoded, table, attention is not None, atol)
-    _check_serialization(cell, encoded, embedded, logits, embedding_dim, atol)
+    _check_serialization(cell, encoded, embedded, logits, input_dim, atol)
     if fit:
         _check_fit_and_save(make_cell, encoded, embedding_dim, atol)
     return cell

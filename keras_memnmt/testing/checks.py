@@ -113,12 +113,14 @@ def check_mixed_precision(cell: DecoderCell, encoded: EncoderOutput,
     policy = cell.dtype_policy
     compute, variable = policy.compute_dtype, policy.variable_dtype
     assert compute != variable, f"{policy.name} is not a mixed policy"
-    cell.build((None, embedding_dim))
     batch = np.asarray(encoded.mask).shape[0]
+    tokens = ops.full((batch,), 4, "int32")
+    # As from an embedding under the policy, with what the cell's prepare_inputs adds.
+    inputs = cell.prepare_inputs(ops.ones((batch, embedding_dim), compute), tokens)
+    cell.build((None, int(inputs.shape[-1])))
 
     def one_step():
         states = cell.initial_states(encoded)
-        inputs = ops.ones((batch, embedding_dim), compute)  # as from an embedding under the policy
         output, new_states, attention = cell.step(inputs, states)
         return states, new_states, cell.readout(output), attention
 

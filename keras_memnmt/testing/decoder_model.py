@@ -2,7 +2,7 @@
 
 It exercises the cell contract the real models rely on (`Seq2Seq.call`):
 `initial_states` from an `EncoderOutput` outside the loop (with the `training`
-flag), `drop_inputs` on the target embeddings, the cell inside
+flag), `drop_inputs` and `prepare_inputs` on the target embeddings, the cell inside
 `keras.layers.RNN(return_sequences=True)`, `readout` on the whole sequence,
 `fit`, and `.keras` save/load.
 """
@@ -62,7 +62,8 @@ class TinyDecoderModel(keras.Model):
         states = cell.initial_states(encoded, training=training)
         embedded = self.target_embedding(inputs["target"])  # (B, T, E)
         embedded = cell.drop_inputs(embedded, training=training)
-        outputs = self.decoder(embedded, initial_state=states, training=training)
+        inputs = cell.prepare_inputs(embedded, inputs["target"])
+        outputs = self.decoder(inputs, initial_state=states, training=training)
         return cell.readout(outputs, training=training)  # (B, T, V)
 
     def get_config(self) -> dict:
