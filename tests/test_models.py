@@ -96,7 +96,7 @@ def test_bad_arguments():
         RNNsearch(0, 30)
 
 
-@pytest.mark.parametrize("name", ["cho", "memdec", "rnnsearch"])  # the library's models, not test plugins
+@pytest.mark.parametrize("name", ["cho", "memdec", "rnnsearch", "rmn", "rmr"])  # the library's models, not test plugins
 def test_fit_builds_an_unbuilt_model_quietly_and_completely(name):
     """`fit` on a model never called builds it by tracing `call`. On PyTorch Keras traces
     on the "meta" device first; MemDec's `initial_states` once failed there (`ops.full`
@@ -159,7 +159,7 @@ def test_translate_fills_a_short_last_batch_without_changing_results():
     assert any(small[:10])
 
 
-@pytest.mark.parametrize("model_name", ["rnnsearch", "memdec"])
+@pytest.mark.parametrize("model_name", ["rnnsearch", "memdec", "rmn"])
 def test_attention_remat_reaches_the_attention_and_keeps_the_outputs(model_name):
     """TrainConfig.attention_remat → model → cell → AdditiveAttention.rematerialize; same logits."""
     from keras_memnmt.config import TrainConfig, apply_overrides, build_model

@@ -5,6 +5,7 @@ from keras_memnmt.layers.base import DecoderCell, EncoderOutput
 from keras_memnmt.layers.cho import ChoDecoderCell
 from keras_memnmt.layers.memdec import MemDecCell
 from keras_memnmt.layers.readout import DeepOutput
+from keras_memnmt.layers.rmn import RMNCell
 from keras_memnmt.layers.rnnsearch import RNNsearchCell
 
 __all__ = [
@@ -15,5 +16,6 @@ __all__ = [
     "EncoderOutput",
     "LuongAttention",
     "MemDecCell",
+    "RMNCell",
     "RNNsearchCell",
 ]

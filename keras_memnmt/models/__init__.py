@@ -14,11 +14,13 @@ from keras_memnmt.models.registry import (
     model_options,
     register_model,
 )
+from keras_memnmt.models.rmn import RMN, RMR
 from keras_memnmt.models.rnnsearch import ChoEncoderDecoder, RNNsearch
 from keras_memnmt.models.seq2seq import Seq2Seq, option_differences
 
 __all__ = [
-    "MODELS", "BidirectionalEncoder", "ChoEncoderDecoder", "MemDec", "Option", "RNNsearch", "Seq2Seq",
+    "MODELS", "RMN", "RMR", "BidirectionalEncoder", "ChoEncoderDecoder", "MemDec", "Option", "RNNsearch",
+    "Seq2Seq",
     "get_model", "memdec_from_rnnsearch", "model_names", "model_options", "option_differences",
     "register_model",
 ]

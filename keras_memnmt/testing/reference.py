@@ -469,3 +469,84 @@ def memdec_step(
         "erase": erase,
         "add": add,
     }
+
+
+def lstm_step(
+    x: np.ndarray,
+    h_prev: np.ndarray,
+    c_prev: np.ndarray,
+    kernel: np.ndarray,
+    recurrent_kernel: np.ndarray,
+    bias: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """One LSTM step (paper 001, Eq. 8-12) with `keras.layers.LSTMCell`'s weights.
+
+    Kernel columns are ordered `[i | f | c | o]`; `bias` is `(4U,)`.
+
+        i = sigmoid(x W_i + h U_i + b_i)   f = sigmoid(x W_f + h U_f + b_f)
+        o = sigmoid(x W_o + h U_o + b_o)   c_t = f * c_{t-1} + i * tanh(x W_c + h U_c + b_c)
+        h_t = o * tanh(c_t)
+
+    Returns:
+        `(h_t, c_t)`.
+    """
+    x, h, c, kernel, recurrent_kernel, bias = _f64(x, h_prev, c_prev, kernel, recurrent_kernel, bias)
+    units = h.shape[-1]
+    pre = x @ kernel + h @ recurrent_kernel + bias
+    i, f, g, o = (pre[:, k * units : (k + 1) * units] for k in range(4))
+    c_t = sigmoid(f) * c + sigmoid(i) * np.tanh(g)
+    return sigmoid(o) * np.tanh(c_t), c_t
+
+
+def gated_merge(
+    s: np.ndarray, z: np.ndarray, kernel: np.ndarray, gate_kernel: np.ndarray,
+    candidate_kernel: np.ndarray, bias: np.ndarray,
+) -> np.ndarray:
+    """The gated recurrent function of paper 001 §2.2 (Eq. 4-7) with input `s` and state `z`.
+
+        u  = sigmoid(W_u s + U_u z + b_u)
+        r  = sigmoid(W_r s + U_r z + b_r)
+        h~ = tanh(W s + U (r * z) + b)
+        h  = u * h~ + (1 - u) * z
+
+    Weights of `layers.rmn.GatedMerge`: kernel columns `[u | r | h]`, `gate_kernel`
+    `[U_u | U_r]`, `candidate_kernel` `U`, bias `(3U,)`.
+    """
+    s, z, kernel, gate_kernel, candidate_kernel, bias = _f64(
+        s, z, kernel, gate_kernel, candidate_kernel, bias)
+    units = z.shape[-1]
+
+    def part(i: int) -> slice:
+        return slice(i * units, (i + 1) * units)
+
+    u = sigmoid(s @ kernel[:, part(0)] + z @ gate_kernel[:, part(0)] + bias[part(0)])
+    r = sigmoid(s @ kernel[:, part(1)] + z @ gate_kernel[:, part(1)] + bias[part(1)])
+    candidate = np.tanh(s @ kernel[:, part(2)] + (r * z) @ candidate_kernel + bias[part(2)])
+    return u * candidate + (1.0 - u) * z
+
+
+def memory_block_read(
+    query: np.ndarray, keys: np.ndarray, values: np.ndarray, count: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The RMN memory read (paper 001, Eq. 16-17) over the `count` most recent words.
+
+        P_t = softmax(M_i q_t),  s_t = C_i^T P_t
+
+    Args:
+        query: `(B, d)`; keys, values: `(B, n, d)`, the rows `M_i` and `C_i` of the
+            memory slots, slot 0 the most recent word; count: how many slots hold a
+            word (the others get weight exactly 0).
+
+    Returns:
+        `(s_t (B, d), P_t (B, n))`.
+    """
+    query, keys, values = _f64(query, keys, values)
+    batch, n, _ = keys.shape
+    scores = np.zeros((batch, n))
+    for i in range(n):
+        scores[:, i] = np.sum(keys[:, i] * query, axis=-1)
+    weights = masked_softmax(scores, np.broadcast_to(np.arange(n) < count, (batch, n)))
+    read = np.zeros((batch, values.shape[2]))
+    for i in range(n):
+        read += weights[:, i : i + 1] * values[:, i]
+    return read, weights

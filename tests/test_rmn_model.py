@@ -1,0 +1,101 @@
+"""RMN and RMR models: the shared single step, saving, options, and a memory block that is used."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_memnmt.config import TrainConfig, apply_overrides, build_model
+from keras_memnmt.data import synthetic_corpus
+from keras_memnmt.models import RMN, RMR, get_model, model_options
+from keras_memnmt.testing.utils import assert_stepping_matches, numpy
+
+SIZES = dict(embedding_dim=8, encoder_units=6, decoder_units=10, readout_units=8, attention_units=9,
+             output_dropout=0.0)
+
+
+def batch():
+    rng = np.random.default_rng(1)
+    src = rng.integers(4, 30, size=(3, 6)).astype("int32")
+    src[0, 4:] = 0
+    tgt = rng.integers(4, 25, size=(3, 7)).astype("int32")
+    tgt[:, 0] = 2
+    return src, tgt
+
+
+@pytest.mark.parametrize("cls, options", [
+    (RMN, dict(memory_size=3, tie_embeddings=True)),
+    (RMR, dict(memory_size=2, context="fixed", context_once="input", memory_dim=5)),
+], ids=["rmn_tied", "rmr_fixed_context"])
+def test_teacher_forcing_equals_stepping_and_round_trip(tmp_path, cls, options):
+    model = cls(30, 25, **SIZES, **options)
+    src, tgt = batch()
+    logits = numpy(model((src, tgt)))
+    assert_stepping_matches(model, src, tgt, logits)
+    model.save(str(tmp_path / "m.keras"))
+    loaded = keras.saving.load_model(str(tmp_path / "m.keras"), compile=False)
+    assert type(loaded) is cls and loaded.get_config() == model.get_config()
+    np.testing.assert_allclose(numpy(loaded((src, tgt))), logits, atol=1e-6)
+    out = model.generate(src, beam_size=3, max_length_a=1.0, max_length_b=2)
+    assert numpy(out["tokens"]).shape[:2] == (3, 1)
+
+
+def test_registered_with_their_options():
+    assert get_model("rmn") is RMN and get_model("rmr") is RMR
+    options = model_options(RMR)
+    assert options["top_lstm"].default is True and options["memory_size"].default == 7
+    assert model_options(RMN)["top_lstm"].default is False
+    config = apply_overrides(TrainConfig(model="rmn"), ["memory_size=4", "context_once=none",
+                                                         "context=fixed"])
+    model = build_model(config, 30, 25)
+    assert (model.memory_size, model.context_once, model.context) == (4, None, "fixed")
+    assert apply_overrides(config, ["context_once=output"]).context_once == "output"
+
+
+def test_a_bad_option_names_itself():
+    with pytest.raises(ValueError, match="context_once"):
+        RMN(30, 25, context_once="twice", **SIZES)
+
+
+def _word_ids(corpus):
+    words = sorted({w for line in corpus.source + corpus.target for w in line.split()})
+    ids = {w: i + 4 for i, w in enumerate(words)}  # 0 pad, 2 bos, 3 eos
+
+    def encode(lines, bos):
+        rows = [([2] if bos else []) + [ids[w] for w in line.split()] + ([] if bos else [3])
+                for line in lines]
+        out = np.zeros((len(rows), max(map(len, rows))), "int32")
+        for i, row in enumerate(rows):
+            out[i, :len(row)] = row
+        return out
+
+    return len(ids) + 4, encode(corpus.source, False), encode(corpus.target, True), encode(corpus.target, False)
+
+
+def _kl_from_uniform(model, src, tgt_in, memory_size):
+    """Mean KL(P_t || uniform over the filled slots) over real target steps with >= 3 words."""
+    states = model.encode(src)
+    inputs = model.cell.prepare_inputs(model.embed_target(tgt_in), tgt_in)
+    divergences = []
+    for t in range(tgt_in.shape[1]):
+        weights = numpy(model.cell.memory_attention(inputs[:, t], states))
+        _, states, _ = model.cell.step(inputs[:, t], states)
+        filled = min(t + 1, memory_size)
+        if filled >= 3:
+            p = weights[tgt_in[:, t] != 0, :filled]
+            divergences.append(np.sum(p * np.log(p * filled + 1e-12), axis=-1))
+    return float(np.mean(np.concatenate(divergences)))
+
+
+def test_trained_memory_attention_is_not_uniform():
+    """After a short training on the synthetic corpus the block attends selectively."""
+    keras.utils.set_random_seed(0)
+    vocab, src, tgt_in, tgt_out = _word_ids(synthetic_corpus(2000, seed=0))
+    model = RMN(vocab, vocab, embedding_dim=16, encoder_units=16, decoder_units=32, attention_units=16,
+                readout_units=16, memory_size=4, output_dropout=0.0)
+    model((src[:2], tgt_in[:2]))
+    before = _kl_from_uniform(model, src[:200], tgt_in[:200], 4)
+    model.compile(keras.optimizers.Adam(1e-2),
+                  keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0))
+    model.fit((src, tgt_in), tgt_out, batch_size=100, epochs=2, verbose=0)
+    after = _kl_from_uniform(model, src[:200], tgt_in[:200], 4)
+    assert after > 0.2 and after > 5 * before, (before, after)
