@@ -14,7 +14,7 @@ untied model), so the figures are those of the training in docs/results.md
 ``TrainConfig``'s defaults instead (bucket width 8 rather than the recipe's 4, no
 label smoothing, no embedding dropout, untied).
 
-Figures, per model (``--model rnnsearch,memdec`` benchmarks several in one run,
+Figures, per model (``--model rnnsearch,memdec,rmn`` benchmarks several in one run,
 each line prefixed by the model's name): training sentence pairs/s and target
 tokens/s (steady state, after the warm-up steps that compile each bucket shape),
 the training cost per target token (µs), memory, the fraction of 100 GFLOP/s
@@ -43,6 +43,9 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+# The models whose matmul FLOPs `train_flops_per_batch` counts.
+BENCHMARKED = ("rnnsearch", "cho", "memdec", "rmn", "rmr")
+
 
 def train_flops_per_batch(c, src_tokens: int, tgt_tokens: int, model: str) -> float:
     """Matmul FLOPs (forward ×3) for one batch with the given padded token counts."""
@@ -64,9 +67,24 @@ def train_flops_per_batch(c, src_tokens: int, tgt_tokens: int, model: str) -> fl
         dec += n * m * am + heads * (d * am + d)  # memory projected once; U_a s and gate per head
         dec += 2 * d * m  # erase and add
         keys = 2 * h * a
+    elif model in ("rmn", "rmr"):
+        a, cell = c.attention_units, c.cell
+        n, m = cell.memory_size, cell.memory_dim
+        lstm_in = e + (0 if cell.context_once == "output" else 2 * h)
+        dec = 4 * d * (lstm_in + d)  # LSTM on [e, c] with state d
+        dec += (d + e) * d + a * d  # feedback-attention query, W_a q
+        dec += (0 if m == d else d * m) + 2 * n * m  # memory query, Eq. 16 scores, Eq. 17 read
+        dec += 3 * d * (m + d)  # the gated merge (a GRU step on s_t with state z_t)
+        if cell.top_lstm:
+            dec += 4 * d * (2 * d)  # RMR's top LSTM
+        keys = 2 * h * a
     else:  # cho: GRU on [e, c] plus the fixed context
         dec = 3 * d * (e + 2 * h + d)
-    readout = c.readout_units * (d + 2 * h + e) + c.readout_units * v
+    if model in ("rmn", "rmr"):  # the deep output reads [h_t; c_t] (or h_t)
+        readout_in = d + (0 if c.cell.context_once == "input" else 2 * h)
+    else:
+        readout_in = d + 2 * h + e
+    readout = c.readout_units * readout_in + c.readout_units * v
     macs = src_tokens * (enc + keys) + tgt_tokens * (dec + readout)
     return 3 * 2 * macs
 
@@ -97,7 +115,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data-dir", default=os.environ.get("MEMNMT_DATA", "../shared/data/multi30k"))
     p.add_argument("--model", default="rnnsearch",
-                   help="model(s), comma-separated: rnnsearch, cho, memdec")
+                   help="model(s), comma-separated: " + ", ".join(BENCHMARKED))
     p.add_argument("--recipe", default="multi30k_rnnsearch",
                    help="recipe whose data and model settings are measured (bucket width, batch, "
                         "sizes, label smoothing); 'none': TrainConfig's defaults")
@@ -110,9 +128,9 @@ def main() -> None:
                    help="override a TrainConfig field (model sizes, batch_by, ...)")
     args = p.parse_args()
     models = [m.strip() for m in args.model.split(",") if m.strip()]
-    unknown = sorted(set(models) - {"rnnsearch", "cho", "memdec"})
+    unknown = sorted(set(models) - set(BENCHMARKED))
     if not models or unknown:
-        p.error(f"--model: unknown model(s) {unknown or args.model!r}; choose from rnnsearch, cho, memdec")
+        p.error(f"--model: unknown model(s) {unknown or args.model!r}; choose from {', '.join(BENCHMARKED)}")
 
     from keras_memnmt.runtime import import_tensorflow_without_jax, tune_malloc
 
