@@ -216,6 +216,12 @@ class DecoderCell(keras.layers.Layer):
         return ops.reshape(x, (ops.shape(x)[0], -1))
 
     @staticmethod
+    def push_window(window: Any, new: Any) -> Any:
+        """``(B, n*F), (B, F) -> (B, n*F)``: ``new`` enters slot 0 of a newest-first window
+        of ``n`` slots and the oldest slot leaves (a fixed-size history as a 2-D state)."""
+        return ops.concatenate([new, window[:, : int(window.shape[-1]) - int(new.shape[-1])]], axis=-1)
+
+    @staticmethod
     def unflatten(x: Any, mask: Any, features: int) -> Any:
         """``(B, Tx*F) -> (B, Tx, F)``, with ``Tx`` read from the ``(B, Tx)`` mask state."""
         return ops.reshape(x, (-1, ops.shape(mask)[1], features))

@@ -10,14 +10,12 @@ from keras import ops
 
 from keras_memnmt.layers import _sublayers as sublayers
 from keras_memnmt.layers._checks import check_bool, check_choice, check_positive_int
+from keras_memnmt.layers.attention import masked_softmax
 from keras_memnmt.layers.base import DecoderCell, EncoderOutput
 from keras_memnmt.layers.readout import clone_initializer
 
 CONTEXTS = ("attention", "fixed")
 CONTEXT_ONCE = (None, "input", "output")
-# A finite stand-in for -inf in the memory softmax: exp() of it is exactly 0 in every
-# float type (in float16 it overflows to -inf, which is as good).
-_MASKED = -1e9
 
 
 @keras.saving.register_keras_serializable(package="keras_memnmt")
@@ -393,9 +391,9 @@ class RMNCell(DecoderCell):
         lstm_input = e if self.context_once == "output" else ops.concatenate([e, context], axis=-1)
         z, (_, k) = self.lstm(lstm_input, [z_prev, k_prev], training=training)
         # 3. push y_{t-1} into slot 0; the oldest word leaves
-        keys_flat = ops.concatenate([key_new, keys_flat[:, : (n - 1) * d]], axis=-1)
-        values_flat = ops.concatenate([value_new, values_flat[:, : (n - 1) * d]], axis=-1)
-        filled = ops.concatenate([ops.ones_like(filled[:, :1]), filled[:, : n - 1]], axis=-1)
+        keys_flat = self.push_window(keys_flat, key_new)
+        values_flat = self.push_window(values_flat, value_new)
+        filled = self.push_window(filled, ops.ones_like(filled[:, :1]))
         memory_keys = ops.reshape(keys_flat, (-1, n, d))  # (B, n, d)
         memory_values = ops.reshape(values_flat, (-1, n, d))
         if self.temporal_embeddings:
@@ -404,8 +402,7 @@ class RMNCell(DecoderCell):
         # 4. P_t = softmax(M_i q_t) over the filled slots (Eq. 16); s_t = C_i^T P_t (Eq. 17)
         query = z if self.memory_query is None else self.memory_query(z)  # (B, d)
         scores = ops.squeeze(ops.matmul(memory_keys, ops.expand_dims(query, -1)), -1)  # (B, n)
-        scores = ops.where(filled > 0, scores, ops.cast(_MASKED, scores.dtype))
-        weights = ops.softmax(scores, axis=-1) * filled  # exactly 0 on empty slots
+        weights = masked_softmax(scores, filled)  # exactly 0 on empty slots
         read = ops.squeeze(ops.matmul(ops.expand_dims(weights, 1), memory_values), 1)  # (B, d)
         # 5. the gated merge of s_t and z_t (§2.2)
         h = self.gate(read, z)
