@@ -44,7 +44,7 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 # The models whose matmul FLOPs `train_flops_per_batch` counts.
-BENCHMARKED = ("rnnsearch", "cho", "memdec", "rmn", "rmr")
+BENCHMARKED = ("rnnsearch", "cho", "memdec", "rmn", "rmr", "attentive")
 
 
 def train_flops_per_batch(c, src_tokens: int, tgt_tokens: int, model: str) -> float:
@@ -78,10 +78,21 @@ def train_flops_per_batch(c, src_tokens: int, tgt_tokens: int, model: str) -> fl
         if cell.top_lstm:
             dec += 4 * d * (2 * d)  # RMR's top LSTM
         keys = 2 * h * a
+    elif model == "attentive":  # stacked LSTMs of h (encoder) and d (decoder) units
+        cell, layers = c.cell, c.num_layers
+        bottom = 2 * 4 * (h // 2) * (e + h // 2) if c.bidirectional_bottom else 4 * h * (e + h)
+        enc = bottom + (layers - 1) * 4 * h * 2 * h
+        keys = {"dot": 0, "general": h * d, "concat": h * (cell.concat_units or 0)}[cell.score]
+        a = cell.self_attention_units
+        dec = 4 * d * (e + d) + (layers - 1) * 4 * d * 2 * d  # the decoder stack
+        dec += d * a * (2 if cell.self_score == "combined" else 1)  # W_s h_t (and U_s h_t)
+        dec += 2 * d * d + (d + h) * d  # Eq. 14 and Eq. 10 merges
     else:  # cho: GRU on [e, c] plus the fixed context
         dec = 3 * d * (e + 2 * h + d)
     if model in ("rmn", "rmr"):  # the deep output reads [h_t; c_t] (or h_t)
         readout_in = d + (0 if c.cell.context_once == "input" else 2 * h)
+    elif model == "attentive":  # Eq. 16 reads [h''_t; h'_t]
+        readout_in = 2 * d
     else:
         readout_in = d + 2 * h + e
     readout = c.readout_units * readout_in + c.readout_units * v

@@ -7,7 +7,7 @@ import pytest
 from keras_memnmt.config import TrainConfig, apply_overrides, build_model
 from keras_memnmt.data import synthetic_corpus
 from keras_memnmt.models import RMN, RMR, get_model, model_options
-from keras_memnmt.testing.utils import assert_stepping_matches, numpy
+from keras_memnmt.testing.utils import assert_model_round_trip, numpy
 
 SIZES = dict(embedding_dim=8, encoder_units=6, decoder_units=10, readout_units=8, attention_units=9,
              output_dropout=0.0)
@@ -28,15 +28,7 @@ def batch():
 ], ids=["rmn_tied", "rmr_fixed_context"])
 def test_teacher_forcing_equals_stepping_and_round_trip(tmp_path, cls, options):
     model = cls(30, 25, **SIZES, **options)
-    src, tgt = batch()
-    logits = numpy(model((src, tgt)))
-    assert_stepping_matches(model, src, tgt, logits)
-    model.save(str(tmp_path / "m.keras"))
-    loaded = keras.saving.load_model(str(tmp_path / "m.keras"), compile=False)
-    assert type(loaded) is cls and loaded.get_config() == model.get_config()
-    np.testing.assert_allclose(numpy(loaded((src, tgt))), logits, atol=1e-6)
-    out = model.generate(src, beam_size=3, max_length_a=1.0, max_length_b=2)
-    assert numpy(out["tokens"]).shape[:2] == (3, 1)
+    assert_model_round_trip(model, *batch(), tmp_path)
 
 
 def test_registered_with_their_options():

@@ -1,6 +1,7 @@
 """Attention layers and decoder cells (one public class per module)."""
 
 from keras_memnmt.layers.attention import AdditiveAttention, LuongAttention
+from keras_memnmt.layers.attentive import AttentiveCell
 from keras_memnmt.layers.base import DecoderCell, EncoderOutput
 from keras_memnmt.layers.cho import ChoDecoderCell
 from keras_memnmt.layers.memdec import MemDecCell
@@ -10,6 +11,7 @@ from keras_memnmt.layers.rnnsearch import RNNsearchCell
 
 __all__ = [
     "AdditiveAttention",
+    "AttentiveCell",
     "ChoDecoderCell",
     "DecoderCell",
     "DeepOutput",

@@ -4,7 +4,8 @@ Each model is registered under a name (``register_model``); ``get_model(name)``
 returns its class and ``model_options(cls)`` its options.
 """
 
-from keras_memnmt.models.encoder import BidirectionalEncoder
+from keras_memnmt.models.attentive import AttentiveNMT
+from keras_memnmt.models.encoder import BidirectionalEncoder, StackedLSTMEncoder
 from keras_memnmt.models.memdec import MemDec, memdec_from_rnnsearch
 from keras_memnmt.models.registry import (
     MODELS,
@@ -19,7 +20,7 @@ from keras_memnmt.models.rnnsearch import ChoEncoderDecoder, RNNsearch
 from keras_memnmt.models.seq2seq import Seq2Seq, option_differences
 
 __all__ = [
-    "MODELS", "RMN", "RMR", "BidirectionalEncoder", "ChoEncoderDecoder", "MemDec", "Option", "RNNsearch",
+    "MODELS", "RMN", "RMR", "AttentiveNMT", "StackedLSTMEncoder", "BidirectionalEncoder", "ChoEncoderDecoder", "MemDec", "Option", "RNNsearch",
     "Seq2Seq",
     "get_model", "memdec_from_rnnsearch", "model_names", "model_options", "option_differences",
     "register_model",

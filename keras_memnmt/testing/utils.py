@@ -82,3 +82,25 @@ def assert_stepping_matches(model: keras.Model, source_ids: np.ndarray, target_i
     for t in range(target_in.shape[1]):
         step_logits, states, _ = model.decode_step(keras.ops.convert_to_tensor(target_in[:, t]), states)
         np.testing.assert_allclose(numpy(step_logits), logits[:, t], atol=atol)
+
+
+def assert_model_round_trip(model: keras.Model, source_ids: np.ndarray, target_in: np.ndarray,
+                            directory: str, atol: float = 1e-6) -> np.ndarray:
+    """A model's teacher-forced logits equal its decoding steps, a ``.keras`` save and load
+    in ``directory`` keeps its class, config and logits, and beam search runs.
+
+    Returns:
+        the teacher-forced logits ``(B, T, V)``.
+    """
+    import os
+
+    logits = numpy(model((source_ids, target_in)))
+    assert_stepping_matches(model, source_ids, target_in, logits)
+    path = os.path.join(str(directory), "model.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path, compile=False)
+    assert type(loaded) is type(model) and loaded.get_config() == model.get_config()
+    np.testing.assert_allclose(numpy(loaded((source_ids, target_in))), logits, atol=atol)
+    out = model.generate(source_ids, beam_size=3, max_length_a=1.0, max_length_b=2)
+    assert numpy(out["tokens"]).shape[:2] == (source_ids.shape[0], 1)
+    return logits

@@ -1,0 +1,150 @@
+"""Tests for AttentiveCell (run once per backend).
+
+``run_cell_test`` checks the contract every cell meets (states, RNN run == stepping,
+masking, greedy and beam search with the past-states buffer reordered, serialization,
+fit and ``.keras``) and the NumPy reference below, written from Salton et al.'s Eq. 5-16;
+the other tests check the past-state attention, the hand-off and the arguments.
+"""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_memnmt.layers import EncoderOutput
+from keras_memnmt.layers.attentive import AttentiveCell
+from keras_memnmt.testing import random_encoder_output, reference, run_cell_test
+from keras_memnmt.testing.checks import check_bad_arguments, check_mixed_precision
+from keras_memnmt.testing.utils import numpy, randomize_weights
+
+B, TX, E, T = 3, 5, 4, 5
+UNITS, VOCAB, READ = 8, 11, 9
+ARGUMENTS = dict(units=UNITS, target_vocab_size=VOCAB, readout_units=READ, annotation_units=6,
+                 num_layers=2, init_state="zeros", history_length=3)
+
+
+def _make(**kwargs):
+    return AttentiveCell(**{**ARGUMENTS, **kwargs})
+
+
+def _weights(layer):
+    return [numpy(w) for w in layer.weights]
+
+
+def _reference_logits(cell, encoded, embedded):
+    """Eq. 5-16 of paper 002 in NumPy, one step at a time (no dropout: inference)."""
+    annotations, mask = (np.asarray(x, np.float64) for x in encoded[:2])
+    batch, units = annotations.shape[0], cell.units
+    if cell.init_state == "encoder":
+        states = [np.asarray(s, np.float64) for layer in encoded.final_states for s in layer]
+    else:
+        states = [np.zeros((batch, units))] * (2 * cell.num_layers)
+    attention = cell.source_attention
+    kernel = numpy(attention.kernel) if cell.score != "dot" else None
+    score_vector = numpy(attention.score_vector) if cell.score == "concat" else None
+    past = []  # top states h_1..h_{t-1}, the most recent first
+    outputs = []
+    for t in range(embedded.shape[1]):
+        x = embedded[:, t]
+        for i in range(cell.num_layers):
+            h, c = reference.lstm_step(x, states[2 * i], states[2 * i + 1], *_weights(cell.lstms[i]))
+            states[2 * i], states[2 * i + 1], x = h, c, h
+        top = x
+        # Eq. 11-13 over the last history_length states; c^d = 0 before any.
+        window = past[: cell.history_length]
+        if window:
+            scores = np.zeros((batch, len(window)))
+            for i, h_i in enumerate(window):
+                pre = reference.dense(h_i, *_weights(cell.past_key))
+                if cell.self_score == "combined":
+                    pre = pre + reference.dense(top, *_weights(cell.past_query))
+                scores[:, i] = np.tanh(pre) @ numpy(cell.past_score).astype(np.float64)
+            weights = reference.masked_softmax(scores, None)
+            past_context = sum(weights[:, i:i + 1] * h_i for i, h_i in enumerate(window))
+        else:
+            past_context = np.zeros((batch, units))
+        merged_past = np.tanh(reference.dense(np.concatenate([top, past_context], -1),
+                                              *_weights(cell.past_merge)))  # Eq. 14
+        context, _ = reference.luong_attention(top, annotations, mask, cell.score, kernel, score_vector)
+        merged_source = np.tanh(reference.dense(np.concatenate([top, context], -1),
+                                                *_weights(cell.source_merge)))  # Eq. 10
+        outputs.append(np.concatenate([merged_source, merged_past], -1))
+        past = [top] + past
+    deep = cell.deep_output
+    return reference.readout(np.stack(outputs, 1), *[numpy(w) for w in (
+        deep.hidden.kernel, deep.hidden.bias, deep.logits.kernel, deep.logits.bias)])  # Eq. 16, 15
+
+
+@pytest.mark.parametrize("kwargs, fit", [
+    ({"layer_dropout": 0.3, "dropout": 0.1, "seed": 2}, True),  # general, single score (Eq. 13)
+    # Large input kernels: with Keras's small defaults and the tiny model's small embeddings,
+    # one SGD step moves the "combined" query kernel by less than float32 resolves (~1e-11).
+    ({"score": "dot", "annotation_units": UNITS, "self_score": "combined", "num_layers": 1,
+      "self_attention_units": 5, "kernel_initializer": keras.initializers.RandomNormal(stddev=1.0)}, True),
+    ({"score": "concat", "concat_units": 7, "history_length": 10}, False),  # no sliding
+], ids=["general_single", "dot_combined_one_layer", "concat_long_buffer"])
+def test_cell_contract_and_numpy_reference(kwargs, fit):
+    run_cell_test(lambda: _make(**kwargs), embedding_dim=E, target_length=T,
+                  reference=_reference_logits, fit=fit)
+
+
+def _built(seed=0, **kwargs):
+    cell = _make(**kwargs)
+    cell.build((None, E))
+    randomize_weights(cell, seed=seed)
+    return cell
+
+
+def test_past_attention_covers_only_the_states_so_far():
+    """Eq. 12 sums to 1 over the min(t - 1, K) past states and is exactly 0 elsewhere."""
+    cell = _built(history_length=4)
+    embedded = np.random.default_rng(1).normal(size=(B, 7, E)).astype("float32")
+    states = cell.initial_states(random_encoder_output(B, TX, 6))
+    for t in range(7):
+        weights = numpy(cell.past_attention(embedded[:, t], states))
+        filled = min(t, 4)
+        assert np.all(weights[:, filled:] == 0.0), (t, weights)
+        if filled:
+            assert np.all(weights[:, :filled] > 0.0)
+            np.testing.assert_allclose(weights.sum(-1), 1.0, atol=1e-6)
+        _, states, _ = cell.step(embedded[:, t], states)
+
+
+def test_encoder_hand_off_starts_each_layer_from_its_encoder_layer():
+    rng = np.random.default_rng(3)
+    final = tuple([rng.normal(size=(B, UNITS)).astype("float32") for _ in range(2)] for _ in range(2))
+    encoded = random_encoder_output(B, TX, 6)._replace(final_states=final)
+    cell = _built(init_state="encoder")
+    states = cell.initial_states(encoded)
+    for i in range(4):
+        np.testing.assert_array_equal(numpy(states[i]), final[i // 2][i % 2])
+    embedded = rng.normal(size=(B, T, E)).astype("float32")
+    run = numpy(cell.readout(cell.step(embedded[:, 0], states)[0]))
+    np.testing.assert_allclose(run, _reference_logits(cell, encoded, embedded[:, :1])[:, 0], atol=1e-5)
+    with pytest.raises(ValueError, match="8 units for each of the decoder's 2 layers"):
+        cell.initial_states(EncoderOutput(encoded.annotations, encoded.mask, None, final[:1]))
+
+
+def test_layer_dropout_masks_are_drawn_once_per_sequence_in_training_only():
+    cell = _built(layer_dropout=0.5, seed=4)
+    encoded = random_encoder_output(16, TX, 6)
+    masks = numpy(cell.initial_states(encoded, training=True)[4])  # after 2 layers' [h, c]
+    assert set(np.unique(masks)) == {0.0, 2.0}
+    assert np.all(numpy(cell.initial_states(encoded)[4]) == 1.0)
+    assert not np.array_equal(numpy(cell.initial_states(encoded, training=True)[4]), masks)
+
+
+def test_bad_arguments_raise_value_error_naming_the_argument():
+    check_bad_arguments(_make, [
+        ({"num_layers": 0}, "num_layers"),
+        ({"score": "additive"}, "score"),
+        ({"score": "dot"}, "score"),  # annotation_units 6 != units 8
+        ({"self_score": "both"}, "self_score"),
+        ({"history_length": 0}, "history_length"),
+        ({"layer_dropout": 1.0}, "layer_dropout"),
+        ({"init_state": "mean"}, "init_state"),
+        ({"self_attention_units": -2}, "self_attention_units"),
+    ])
+
+
+def test_mixed_precision_policy_reaches_every_sublayer():
+    check_mixed_precision(_make(dtype="mixed_bfloat16"), random_encoder_output(B, TX, 6), E)
