@@ -127,6 +127,10 @@ def main() -> None:
     p.add_argument("--data-dir", default=os.environ.get("MEMNMT_DATA", "../shared/data/multi30k"))
     p.add_argument("--model", default="rnnsearch",
                    help="model(s), comma-separated: " + ", ".join(BENCHMARKED))
+    p.add_argument("--model-recipes", default="",
+                   help="comma-separated recipes, one per --model entry, whose model settings that "
+                        "model takes (e.g. multi30k_rnnsearch,multi30k_attentive_general); the data "
+                        "settings and --set stay --recipe's. Default: every model from --recipe")
     p.add_argument("--recipe", default="multi30k_rnnsearch",
                    help="recipe whose data and model settings are measured (bucket width, batch, "
                         "sizes, label smoothing); 'none': TrainConfig's defaults")
@@ -176,10 +180,20 @@ def main() -> None:
     test = None
     if args.translate:
         test = load_multi30k("en", "de", "test_2016_flickr", data_dir=args.data_dir).take(args.translate)
+    own = [r.strip() for r in args.model_recipes.split(",") if r.strip()]
+    if own and len(own) != len(models):
+        p.error(f"--model-recipes: {len(own)} recipes for {len(models)} models")
     cost = {}
-    for model_name in models:
-        cost[model_name] = benchmark(model_name, apply_overrides(config, [f"model={model_name}"]),
-                                     vocab, batches, args.warmup_steps, test)
+    for i, model_name in enumerate(models):
+        if own:  # that recipe's model and options (--set reaches --recipe's config only)
+            recipe = load_recipe(own[i])
+            if recipe.model != model_name:
+                p.error(f"--model-recipes: {own[i]} trains {recipe.model!r}, not {model_name!r}")
+            model_config = config.replace(model=recipe.model, **recipe.model_options)
+            print(f"{model_name}_recipe={own[i]}")
+        else:
+            model_config = apply_overrides(config, [f"model={model_name}"])
+        cost[model_name] = benchmark(model_name, model_config, vocab, batches, args.warmup_steps, test)
     if "rnnsearch" in cost:
         for name, (value, median) in cost.items():
             if name != "rnnsearch":

@@ -10,12 +10,13 @@ from recipes.multi30k_rnnsearch import CONFIG as RNNSEARCH
 # The data, vocabulary, batches, optimizer, label smoothing, schedule and 30-epoch budget of
 # multi30k_rnnsearch, with its embedding, readout and dropout settings (tied output, embedding
 # dropout 0.2, annotation dropout 0.2, output dropout 0.5). The paper's 4 x 1,000 LSTMs do not
-# train in a session on this CPU: 2 layers of 512 in each stack, the encoder's bottom layer
-# bidirectional (256 + 256, as RNNsearch's encoder, so both read the source both ways), and the
-# decoder's layers start from the encoder's (Luong's hand-off, init_state="encoder"). Dropout
+# train in a session on this CPU: 2 layers of 384 in each stack (a training step costs 1.49x
+# RNNsearch's; 2 x 512 cost 2.46x; docs/benchmarks.md), the encoder's bottom layer
+# bidirectional (192 + 192: both encoders read the source both ways), and the decoder's layers
+# start from the encoder's (Luong's hand-off, init_state="encoder"). Dropout
 # 0.3 between layers (the paper: 0.5 on every non-recurrent connection, for 1,000 units). The
 # past-state attention reads the 32 most recent states (a sliding window beyond): the buffer is
 # carried and kept for the backward pass at every step, so its length costs time and memory.
-CONFIG = RNNSEARCH.replace(model="attentive", score="dot", num_layers=2, encoder_units=512,
-                           decoder_units=512, bidirectional_bottom=True, layer_dropout=0.3,
+CONFIG = RNNSEARCH.replace(model="attentive", score="dot", num_layers=2, encoder_units=384,
+                           decoder_units=384, bidirectional_bottom=True, layer_dropout=0.3,
                            self_score="single", history_length=32)
