@@ -10,7 +10,7 @@ from recipes.multi30k_rnnsearch import CONFIG as RNNSEARCH
 # The data, vocabulary, batches, optimizer, label smoothing, schedule and 30-epoch budget of
 # multi30k_rnnsearch, with its embedding, readout and dropout settings (tied output, embedding
 # dropout 0.2, annotation dropout 0.2, output dropout 0.5). The paper's 4 x 1,000 LSTMs do not
-# train in a session on this CPU: 2 layers of 384 in each stack (a training step costs 1.49x
+# train in three hours on this 2-core CPU: 2 layers of 384 in each stack (a training step costs 1.49x
 # RNNsearch's; 2 x 512 cost 2.46x; docs/benchmarks.md), the encoder's bottom layer
 # bidirectional (192 + 192: both encoders read the source both ways), and the decoder's layers
 # start from the encoder's (Luong's hand-off, init_state="encoder"). Dropout
