@@ -5,18 +5,9 @@ import pytest
 
 from keras_memnmt.config import TrainConfig, apply_overrides, build_model
 from keras_memnmt.models import AttentiveNMT, StackedLSTMEncoder, get_model, model_options
-from keras_memnmt.testing.utils import assert_model_round_trip, numpy
+from keras_memnmt.testing.utils import assert_model_round_trip, numpy, small_batch
 
 SIZES = dict(embedding_dim=8, encoder_units=10, decoder_units=10, readout_units=8, output_dropout=0.0)
-
-
-def batch():
-    rng = np.random.default_rng(1)
-    src = rng.integers(4, 30, size=(3, 6)).astype("int32")
-    src[0, 4:] = 0
-    tgt = rng.integers(4, 25, size=(3, 7)).astype("int32")
-    tgt[:, 0] = 2
-    return src, tgt
 
 
 @pytest.mark.parametrize("options", [
@@ -25,12 +16,12 @@ def batch():
 ], ids=["general_tied_sliding_window", "dot_combined_zeros"])
 def test_teacher_forcing_equals_stepping_and_round_trip(tmp_path, options):
     model = AttentiveNMT(30, 25, **{**SIZES, **options})
-    assert_model_round_trip(model, *batch(), tmp_path)
+    assert_model_round_trip(model, *small_batch(), tmp_path)
 
 
 def test_the_encoder_hands_every_layer_over():
     encoder = StackedLSTMEncoder(30, 8, 10, num_layers=3, bidirectional_bottom=True)
-    src, _ = batch()
+    src, _ = small_batch()
     out = encoder(src)
     assert len(out.final_states) == 3 and all(len(layer) == 2 for layer in out.final_states)
     np.testing.assert_array_equal(numpy(out.summary), numpy(out.final_states[-1][0]))

@@ -7,19 +7,10 @@ import pytest
 from keras_memnmt.config import TrainConfig, apply_overrides, build_model
 from keras_memnmt.data import synthetic_corpus
 from keras_memnmt.models import RMN, RMR, get_model, model_options
-from keras_memnmt.testing.utils import assert_model_round_trip, numpy
+from keras_memnmt.testing.utils import assert_model_round_trip, numpy, small_batch
 
 SIZES = dict(embedding_dim=8, encoder_units=6, decoder_units=10, readout_units=8, attention_units=9,
              output_dropout=0.0)
-
-
-def batch():
-    rng = np.random.default_rng(1)
-    src = rng.integers(4, 30, size=(3, 6)).astype("int32")
-    src[0, 4:] = 0
-    tgt = rng.integers(4, 25, size=(3, 7)).astype("int32")
-    tgt[:, 0] = 2
-    return src, tgt
 
 
 @pytest.mark.parametrize("cls, options", [
@@ -28,7 +19,7 @@ def batch():
 ], ids=["rmn_tied", "rmr_fixed_context"])
 def test_teacher_forcing_equals_stepping_and_round_trip(tmp_path, cls, options):
     model = cls(30, 25, **SIZES, **options)
-    assert_model_round_trip(model, *batch(), tmp_path)
+    assert_model_round_trip(model, *small_batch(), tmp_path)
 
 
 def test_registered_with_their_options():

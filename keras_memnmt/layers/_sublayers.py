@@ -50,6 +50,18 @@ def gru_cell(cell: keras.layers.Layer) -> GRUCell:
     )
 
 
+def lstm_cell(cell: keras.layers.Layer, name: str) -> keras.layers.LSTMCell:
+    """``keras.layers.LSTMCell(cell.units)`` with the cell's initializers and dtype policy."""
+    return keras.layers.LSTMCell(
+        cell.units,
+        kernel_initializer=clone_initializer(cell.kernel_initializer),
+        recurrent_initializer=clone_initializer(cell.recurrent_initializer),
+        bias_initializer=clone_initializer(cell.bias_initializer),
+        dtype=cell.dtype_policy,
+        name=name,
+    )
+
+
 def deep_output(cell: keras.layers.Layer, seed: int | None) -> DeepOutput:
     """The deep output (Eq. 9) over ``cell.target_vocab_size``, named ``deep_output``."""
     return DeepOutput(

@@ -132,11 +132,7 @@ class AttentiveCell(DecoderCell):
         self.init_state = check_choice("init_state", init_state, INIT_STATES)
         self.attention_remat = bool(attention_remat)
 
-        self.lstms = [keras.layers.LSTMCell(
-            self.units, kernel_initializer=clone_initializer(self.kernel_initializer),
-            recurrent_initializer=clone_initializer(self.recurrent_initializer),
-            bias_initializer=clone_initializer(self.bias_initializer),
-            dtype=self.dtype_policy, name=f"lstm_{i}") for i in range(self.num_layers)]
+        self.lstms = [sublayers.lstm_cell(self, f"lstm_{i}") for i in range(self.num_layers)]
         self.past_key = sublayers.dense(self, self.self_attention_units, "past_key", activation=None)
         self.past_query = (sublayers.dense(self, self.self_attention_units, "past_query", activation=None)
                            if self.self_score == "combined" else None)

@@ -228,8 +228,8 @@ class RMNCell(DecoderCell):
         self.attention = sublayers.additive_attention(self) if attending else None
         self.query_dense = (sublayers.dense(self, self.units, "feedback_query")
                             if attending and feedback_attention else None)
-        self.lstm = self._lstm_cell("lstm")
-        self.top = self._lstm_cell("top_lstm") if top_lstm else None
+        self.lstm = sublayers.lstm_cell(self, "lstm")
+        self.top = sublayers.lstm_cell(self, "top_lstm") if top_lstm else None
         self.memory_query = (None if self.memory_dim == self.units else
                              sublayers.dense(self, self.memory_dim, "memory_query", activation=None))
         self.key_embedding = self._memory_embedding("memory_key_embedding")
@@ -239,14 +239,6 @@ class RMNCell(DecoderCell):
             recurrent_initializer=self.recurrent_initializer,
             bias_initializer=self.bias_initializer, dtype=self.dtype_policy, name="memory_gate")
         self.deep_output = sublayers.deep_output(self, self.seed)
-
-    def _lstm_cell(self, name: str) -> keras.layers.LSTMCell:
-        return keras.layers.LSTMCell(
-            self.units,
-            kernel_initializer=clone_initializer(self.kernel_initializer),
-            recurrent_initializer=clone_initializer(self.recurrent_initializer),
-            bias_initializer=clone_initializer(self.bias_initializer),
-            dtype=self.dtype_policy, name=name)
 
     def _memory_embedding(self, name: str) -> keras.layers.Embedding:
         return keras.layers.Embedding(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -84,6 +85,17 @@ def assert_stepping_matches(model: keras.Model, source_ids: np.ndarray, target_i
         np.testing.assert_allclose(numpy(step_logits), logits[:, t], atol=atol)
 
 
+def small_batch(source_vocab: int = 30, target_vocab: int = 25, seed: int = 1) -> tuple:
+    """``(source (3, 6), target_in (3, 7))`` int32 ids for model tests: row 0 has two padded
+    source positions, every target starts with bos (2)."""
+    rng = np.random.default_rng(seed)
+    source = rng.integers(4, source_vocab, size=(3, 6)).astype("int32")
+    source[0, 4:] = 0
+    target = rng.integers(4, target_vocab, size=(3, 7)).astype("int32")
+    target[:, 0] = 2
+    return source, target
+
+
 def assert_model_round_trip(model: keras.Model, source_ids: np.ndarray, target_in: np.ndarray,
                             directory: str, atol: float = 1e-6) -> np.ndarray:
     """A model's teacher-forced logits equal its decoding steps, a ``.keras`` save and load
@@ -92,8 +104,6 @@ def assert_model_round_trip(model: keras.Model, source_ids: np.ndarray, target_i
     Returns:
         the teacher-forced logits ``(B, T, V)``.
     """
-    import os
-
     logits = numpy(model((source_ids, target_in)))
     assert_stepping_matches(model, source_ids, target_in, logits)
     path = os.path.join(str(directory), "model.keras")
