@@ -28,6 +28,10 @@ class TrainConfig:
     src: str = "en"  # source language (Multi30k)
     tgt: str = "de"  # target language (Multi30k)
     train_limit: int | None = None  # use only the first N training pairs (None = all)
+    # Train on the pairs in the files {train_prefix}.{src} and {train_prefix}.{tgt} (plain, or
+    # .gz when only that exists) instead of the corpus's train split; val and test stay the
+    # corpus's, and train_limit applies to these pairs (None = the corpus's train split).
+    train_prefix: str | None = None
     val_limit: int | None = None  # validate on the first N val pairs (None = all)
     test_limit: int | None = None  # score only the first N test pairs after training (None = all)
     synthetic_size: int = 20000  # training pairs when corpus is synthetic

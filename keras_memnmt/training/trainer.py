@@ -26,6 +26,7 @@ from keras_memnmt.data import (
     SubwordVocab,
     load_multi30k,
     make_dataset,
+    read_parallel,
     synthetic_splits,
 )
 from keras_memnmt.inference import score, translate
@@ -43,11 +44,21 @@ from keras_memnmt.training.losses import MaskedCrossEntropy
 from keras_memnmt.training.optimizers import build_optimizer
 
 
+def _prefix_file(prefix: str, lang: str) -> str:
+    """``{prefix}.{lang}``, else ``{prefix}.{lang}.gz`` when only that exists."""
+    path = f"{prefix}.{lang}"
+    return path if os.path.isfile(path) or not os.path.isfile(path + ".gz") else path + ".gz"
+
+
 def load_corpora(config: TrainConfig, data_dir: str | None = None, log=print):
-    """``(train, val, test, name)``; ``corpus="auto"`` falls back to synthetic data with a notice."""
+    """``(train, val, test, name)``; ``corpus="auto"`` falls back to synthetic data with a notice.
+
+    With ``config.train_prefix``, the training pairs are read from that prefix's files.
+    """
+    prefix = config.train_prefix
     if config.corpus in ("multi30k", "auto"):
         try:
-            train = load_multi30k(config.src, config.tgt, "train", data_dir)
+            train = None if prefix else load_multi30k(config.src, config.tgt, "train", data_dir)
             val = load_multi30k(config.src, config.tgt, "val", data_dir)
             test = load_multi30k(config.src, config.tgt, config.test_split, data_dir)
             name = f"multi30k {config.src}->{config.tgt}"
@@ -60,6 +71,9 @@ def load_corpora(config: TrainConfig, data_dir: str | None = None, log=print):
     if config.corpus == "synthetic":
         train, val, test = synthetic_splits(config.synthetic_size, seed=config.seed)
         name = "synthetic"
+    if prefix:
+        train = read_parallel(_prefix_file(prefix, config.src), _prefix_file(prefix, config.tgt))
+        log(f"training pairs: {train.name}")
     return (train.take(config.train_limit), val.take(config.val_limit),
             test.take(config.test_limit), name)
 
