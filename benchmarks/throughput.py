@@ -44,7 +44,7 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 # The models whose matmul FLOPs `train_flops_per_batch` counts.
-BENCHMARKED = ("rnnsearch", "cho", "memdec", "rmn", "rmr", "attentive")
+BENCHMARKED = ("rnnsearch", "cho", "memdec", "rmn", "rmr", "attentive", "luong")
 
 
 def train_flops_per_batch(c, src_tokens: int, tgt_tokens: int, model: str) -> float:
@@ -78,15 +78,19 @@ def train_flops_per_batch(c, src_tokens: int, tgt_tokens: int, model: str) -> fl
         if cell.top_lstm:
             dec += 4 * d * (2 * d)  # RMR's top LSTM
         keys = 2 * h * a
-    elif model == "attentive":  # stacked LSTMs of h (encoder) and d (decoder) units
+    elif model in ("attentive", "luong"):  # stacked LSTMs of h (encoder) and d (decoder) units
         cell, layers = c.cell, c.num_layers
         bottom = 2 * 4 * (h // 2) * (e + h // 2) if c.bidirectional_bottom else 4 * h * (e + h)
         enc = bottom + (layers - 1) * 4 * h * 2 * h
         keys = {"dot": 0, "general": h * d, "concat": h * (cell.concat_units or 0)}[cell.score]
-        a = cell.self_attention_units
-        dec = 4 * d * (e + d) + (layers - 1) * 4 * d * 2 * d  # the decoder stack
-        dec += d * a * (2 if cell.self_score == "combined" else 1)  # W_s h_t (and U_s h_t)
-        dec += 2 * d * d + (d + h) * d  # Eq. 14 and Eq. 10 merges
+        fed = c.readout_units if model == "luong" and cell.input_feeding else 0  # h~_{t-1}
+        dec = 4 * d * (e + fed + d) + (layers - 1) * 4 * d * 2 * d  # the decoder stack
+        if model == "attentive":
+            a = cell.self_attention_units
+            dec += d * a * (2 if cell.self_score == "combined" else 1)  # W_s h_t (and U_s h_t)
+            dec += 2 * d * d + (d + h) * d  # Eq. 14 and Eq. 10 merges
+        else:
+            dec += (d + h) * c.readout_units  # h~_t = tanh(W_att [h_t; k_t])
     else:  # cho: GRU on [e, c] plus the fixed context
         dec = 3 * d * (e + 2 * h + d)
     if model in ("rmn", "rmr"):  # the deep output reads [h_t; c_t] (or h_t)
@@ -95,7 +99,7 @@ def train_flops_per_batch(c, src_tokens: int, tgt_tokens: int, model: str) -> fl
         readout_in = 2 * d
     else:
         readout_in = d + 2 * h + e
-    readout = c.readout_units * readout_in + c.readout_units * v
+    readout = c.readout_units * (0 if model == "luong" else readout_in) + c.readout_units * v  # Luong: W_out h~
     macs = src_tokens * (enc + keys) + tgt_tokens * (dec + readout)
     return 3 * 2 * macs
 

@@ -4,6 +4,7 @@ from keras_memnmt.layers.attention import AdditiveAttention, LuongAttention
 from keras_memnmt.layers.attentive import AttentiveCell
 from keras_memnmt.layers.base import DecoderCell, EncoderOutput
 from keras_memnmt.layers.cho import ChoDecoderCell
+from keras_memnmt.layers.luong import LuongCell
 from keras_memnmt.layers.memdec import MemDecCell
 from keras_memnmt.layers.readout import DeepOutput
 from keras_memnmt.layers.rmn import RMNCell
@@ -17,6 +18,7 @@ __all__ = [
     "DeepOutput",
     "EncoderOutput",
     "LuongAttention",
+    "LuongCell",
     "MemDecCell",
     "RMNCell",
     "RNNsearchCell",

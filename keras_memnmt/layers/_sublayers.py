@@ -15,11 +15,13 @@ from keras_memnmt.layers.gru import GRUCell
 from keras_memnmt.layers.readout import DeepOutput, clone_initializer
 
 
-def dense(cell: keras.layers.Layer, size: int, name: str, activation: str | None = "tanh"):
+def dense(cell: keras.layers.Layer, size: int, name: str, activation: str | None = "tanh",
+          use_bias: bool = True):
     """``Dense(size, activation)`` with the cell's kernel/bias initializers and dtype policy."""
     return keras.layers.Dense(
         size,
         activation=activation,
+        use_bias=use_bias,
         kernel_initializer=clone_initializer(cell.kernel_initializer),
         bias_initializer=clone_initializer(cell.bias_initializer),
         dtype=cell.dtype_policy,
@@ -62,7 +64,7 @@ def lstm_cell(cell: keras.layers.Layer, name: str) -> keras.layers.LSTMCell:
     )
 
 
-def deep_output(cell: keras.layers.Layer, seed: int | None) -> DeepOutput:
+def deep_output(cell: keras.layers.Layer, seed: int | None, hidden_layer: bool = True) -> DeepOutput:
     """The deep output (Eq. 9) over ``cell.target_vocab_size``, named ``deep_output``."""
     return DeepOutput(
         cell.readout_units,
@@ -72,6 +74,7 @@ def deep_output(cell: keras.layers.Layer, seed: int | None) -> DeepOutput:
         kernel_initializer=clone_initializer(cell.kernel_initializer),
         bias_initializer=clone_initializer(cell.bias_initializer),
         seed=seed,
+        hidden_layer=hidden_layer,
         dtype=cell.dtype_policy,
         name="deep_output",
     )

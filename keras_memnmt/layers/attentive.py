@@ -9,17 +9,17 @@ import keras
 from keras import ops
 
 from keras_memnmt.layers import _sublayers as sublayers
-from keras_memnmt.layers._checks import check_choice, check_positive_int, check_rate
-from keras_memnmt.layers.attention import LUONG_SCORES, LuongAttention, masked_softmax
-from keras_memnmt.layers.base import DecoderCell, EncoderOutput
+from keras_memnmt.layers._checks import check_choice, check_positive_int
+from keras_memnmt.layers._stacked import StackedLSTMCell
+from keras_memnmt.layers.attention import masked_softmax
+from keras_memnmt.layers.base import EncoderOutput
 from keras_memnmt.layers.readout import clone_initializer
 
 SELF_SCORES = ("single", "combined")
-INIT_STATES = ("encoder", "zeros")
 
 
 @keras.saving.register_keras_serializable(package="keras_memnmt")
-class AttentiveCell(DecoderCell):
+class AttentiveCell(StackedLSTMCell):
     """Attentive NMT decoder step: stacked LSTM, attention over its past top states and
     Luong attention over the source, merged (Salton et al. 2017, paper 002, §3, Eq. 5-16).
 
@@ -117,45 +117,25 @@ class AttentiveCell(DecoderCell):
         attention_remat: bool = True,
         **kwargs: Any,
     ) -> None:
-        super().__init__(units, target_vocab_size, readout_units, annotation_units, **kwargs)
-        self.num_layers = check_positive_int("num_layers", num_layers)
-        self.score = check_choice("score", score, LUONG_SCORES)
-        if score == "dot" and self.annotation_units != self.units:
-            raise ValueError(f"`score`='dot' needs annotation_units == units, got annotation_units="
-                             f"{self.annotation_units}, units={self.units}")
-        self.concat_units = concat_units
+        super().__init__(units, target_vocab_size, readout_units, annotation_units, num_layers=num_layers,
+                         score=score, concat_units=concat_units, layer_dropout=layer_dropout,
+                         init_state=init_state, attention_remat=attention_remat, **kwargs)
         self.self_score = check_choice("self_score", self_score, SELF_SCORES)
         self.self_attention_units = (self.units if self_attention_units is None else
                                      check_positive_int("self_attention_units", self_attention_units))
         self.history_length = check_positive_int("history_length", history_length)
-        self.layer_dropout = check_rate("layer_dropout", layer_dropout)
-        self.init_state = check_choice("init_state", init_state, INIT_STATES)
-        self.attention_remat = bool(attention_remat)
-
-        self.lstms = [sublayers.lstm_cell(self, f"lstm_{i}") for i in range(self.num_layers)]
         self.past_key = sublayers.dense(self, self.self_attention_units, "past_key", activation=None)
         self.past_query = (sublayers.dense(self, self.self_attention_units, "past_query", activation=None)
                            if self.self_score == "combined" else None)
         self.past_merge = sublayers.dense(self, self.units, "past_merge")  # Eq. 14
-        self.source_attention = LuongAttention(
-            self.score, units=concat_units, rematerialize=self.attention_remat,
-            kernel_initializer=clone_initializer(self.kernel_initializer),
-            dtype=self.dtype_policy, name="source_attention")
         self.source_merge = sublayers.dense(self, self.units, "source_merge")  # Eq. 10
         self.deep_output = sublayers.deep_output(self, self.seed)  # Eq. 16 and 15
 
     # ----------------------------------------------------------------- sizes
     @property
-    def source_key_units(self) -> int:
-        if self.score == "dot":
-            return self.annotation_units
-        return self.units if self.score == "general" else self.concat_units
-
-    @property
     def state_size(self) -> list:
         k, u = self.history_length, self.units
-        return ([u] * (2 * self.num_layers) + [self.num_layers * u, k * u,
-                                                k * self.self_attention_units, k, None, None, None])
+        return [*self.stack_state_size, k * u, k * self.self_attention_units, k, None, None, None]
 
     def compute_output_size(self, embedding_dim: int) -> int:
         """``2 * units``: ``[h''_t; h'_t]``."""
@@ -163,8 +143,7 @@ class AttentiveCell(DecoderCell):
 
     # ----------------------------------------------------------------- build
     def _build_memory_side(self) -> None:
-        if not self.source_attention.built:
-            self.source_attention.build((None, self.units), (None, None, self.annotation_units))
+        self.build_source_side()
         if not self.past_key.built:
             self.past_key.build((None, self.units))
         if self.past_query is not None and not self.past_query.built:
@@ -173,8 +152,7 @@ class AttentiveCell(DecoderCell):
     def build(self, input_shape: tuple) -> None:
         embedding_dim = self.set_embedding_dim(input_shape)
         self._build_memory_side()
-        for i, lstm in enumerate(self.lstms):
-            lstm.build((None, embedding_dim if i == 0 else self.units))
+        self.build_stack(embedding_dim)
         self.past_score = self.add_weight(shape=(self.self_attention_units,), name="past_score",
                                           initializer=clone_initializer(self.kernel_initializer))
         self.past_merge.build((None, 2 * self.units))
@@ -186,30 +164,11 @@ class AttentiveCell(DecoderCell):
     def initial_states_from(self, encoded: EncoderOutput, training: bool = False) -> list:
         """The states of the class docstring; the buffer starts empty."""
         self._build_memory_side()
-        dtype = self.compute_dtype
-        annotations = ops.cast(encoded.annotations, dtype)
-        mask = ops.cast(encoded.mask, dtype)
-        batch = ops.shape(annotations)[0]
-        zeros = ops.zeros((batch, self.units), dtype)
-        if self.init_state == "encoder":
-            layers = encoded.final_states
-            shapes = [[int(s.shape[-1]) for s in layer] for layer in layers]
-            if len(layers) != self.num_layers or any(s != [self.units, self.units] for s in shapes):
-                raise ValueError(
-                    f"init_state='encoder' needs the encoder's final [h, c] of {self.units} units for "
-                    f"each of the decoder's {self.num_layers} layers; the encoder hands over {shapes} "
-                    "(pass init_state='zeros' or match the sizes)")
-            lstm_states = [ops.cast(s, dtype) for layer in layers for s in layer]
-        else:
-            lstm_states = [zeros] * (2 * self.num_layers)
-        masks = ops.ones((batch, self.num_layers * self.units), dtype)
-        if training and self.layer_dropout > 0.0:
-            masks = keras.random.dropout(masks, self.layer_dropout, seed=self.seed_generator)
-        k = self.history_length
+        stack, source = self.stack_initial_states(encoded, training=training)
+        batch, dtype, k = ops.shape(source[2])[0], self.compute_dtype, self.history_length
         buffer = [ops.zeros((batch, k * self.units), dtype),
                   ops.zeros((batch, k * self.self_attention_units), dtype), ops.zeros((batch, k), dtype)]
-        keys = ops.cast(self.source_attention.precompute_keys(annotations), dtype)
-        return [*lstm_states, masks, *buffer, self.flatten(annotations), self.flatten(keys), mask]
+        return [*stack, *buffer, *source]
 
     # ----------------------------------------------------------------- step
     def step(self, inputs: Any, states: list, training: bool = False) -> tuple:
@@ -224,15 +183,11 @@ class AttentiveCell(DecoderCell):
 
     def _step(self, inputs: Any, states: list) -> tuple:
         layers = 2 * self.num_layers
-        masks, past_flat, past_keys_flat, filled, annotations_flat, keys_flat, source_mask = states[layers:]
+        masks, past_flat, past_keys_flat, filled = states[layers:layers + 4]
+        source = states[layers + 4:]
         units, k = self.units, self.history_length
         # 1. the stack; dropout between layers and on the top output (masks from the state)
-        x, lstm_states = inputs, []
-        for i, lstm in enumerate(self.lstms):
-            h, (_, c) = lstm(x, [states[2 * i], states[2 * i + 1]])
-            lstm_states += [h, c]
-            x = h * masks[:, i * units:(i + 1) * units]
-        top = x  # (B, units)
+        top, lstm_states = self.run_stack(inputs, states[:layers], masks)  # (B, units)
         # 2. attention over the past top states (Eq. 11-14); empty at t = 1: c^d = 0
         past = ops.reshape(past_flat, (-1, k, units))
         past_keys = ops.reshape(past_keys_flat, (-1, k, self.self_attention_units))
@@ -243,30 +198,21 @@ class AttentiveCell(DecoderCell):
         past_context = ops.sum(ops.expand_dims(weights, -1) * past, axis=1)  # (B, units)
         merged_past = self.past_merge(ops.concatenate([top, past_context], axis=-1))  # h'_t
         # 3. Luong attention over the source (Eq. 5-10)
-        annotations = self.unflatten(annotations_flat, source_mask, self.annotation_units)
-        source_keys = self.unflatten(keys_flat, source_mask, self.source_key_units)
-        context, attention = self.source_attention(top, source_keys, annotations, mask=source_mask)
+        context, attention = self.attend_source(top, source)
         merged_source = self.source_merge(ops.concatenate([top, context], axis=-1))  # h''_t
         # 5. push h_t (and W_s h_t) into the buffer
         past_flat = self.push_window(past_flat, top)
         past_keys_flat = self.push_window(past_keys_flat, self.past_key(top))
         filled = self.push_window(filled, ops.ones_like(filled[:, :1]))
         output = ops.concatenate([merged_source, merged_past], axis=-1)  # 4. [h''_t; h'_t]
-        new_states = [*lstm_states, masks, past_flat, past_keys_flat, filled,
-                      annotations_flat, keys_flat, source_mask]
+        new_states = [*lstm_states, masks, past_flat, past_keys_flat, filled, *source]
         return output, new_states, attention, weights
 
     # ---------------------------------------------------------------- config
     def get_config(self) -> dict:
         return {
             **super().get_config(),
-            "num_layers": self.num_layers,
-            "score": self.score,
-            "concat_units": self.concat_units,
             "self_score": self.self_score,
             "self_attention_units": self.self_attention_units,
             "history_length": self.history_length,
-            "layer_dropout": self.layer_dropout,
-            "init_state": self.init_state,
-            "attention_remat": self.attention_remat,
         }

@@ -14,7 +14,7 @@ from keras_memnmt.layers import EncoderOutput
 from keras_memnmt.layers.attentive import AttentiveCell
 from keras_memnmt.testing import random_encoder_output, reference, run_cell_test
 from keras_memnmt.testing.checks import check_bad_arguments, check_mixed_precision
-from keras_memnmt.testing.utils import numpy, randomize_weights
+from keras_memnmt.testing.utils import numpy, randomize_weights, stacked_reference_start, weights_of
 
 B, TX, E, T = 3, 5, 4, 5
 UNITS, VOCAB, READ = 8, 11, 9
@@ -26,27 +26,16 @@ def _make(**kwargs):
     return AttentiveCell(**{**ARGUMENTS, **kwargs})
 
 
-def _weights(layer):
-    return [numpy(w) for w in layer.weights]
-
-
 def _reference_logits(cell, encoded, embedded):
     """Eq. 5-16 of paper 002 in NumPy, one step at a time (no dropout: inference)."""
-    annotations, mask = (np.asarray(x, np.float64) for x in encoded[:2])
+    annotations, mask, states, kernel, score_vector = stacked_reference_start(cell, encoded)
     batch, units = annotations.shape[0], cell.units
-    if cell.init_state == "encoder":
-        states = [np.asarray(s, np.float64) for layer in encoded.final_states for s in layer]
-    else:
-        states = [np.zeros((batch, units))] * (2 * cell.num_layers)
-    attention = cell.source_attention
-    kernel = numpy(attention.kernel) if cell.score != "dot" else None
-    score_vector = numpy(attention.score_vector) if cell.score == "concat" else None
     past = []  # top states h_1..h_{t-1}, the most recent first
     outputs = []
     for t in range(embedded.shape[1]):
         x = embedded[:, t]
         for i in range(cell.num_layers):
-            h, c = reference.lstm_step(x, states[2 * i], states[2 * i + 1], *_weights(cell.lstms[i]))
+            h, c = reference.lstm_step(x, states[2 * i], states[2 * i + 1], *weights_of(cell.lstms[i]))
             states[2 * i], states[2 * i + 1], x = h, c, h
         top = x
         # Eq. 11-13 over the last history_length states; c^d = 0 before any.
@@ -54,19 +43,19 @@ def _reference_logits(cell, encoded, embedded):
         if window:
             scores = np.zeros((batch, len(window)))
             for i, h_i in enumerate(window):
-                pre = reference.dense(h_i, *_weights(cell.past_key))
+                pre = reference.dense(h_i, *weights_of(cell.past_key))
                 if cell.self_score == "combined":
-                    pre = pre + reference.dense(top, *_weights(cell.past_query))
+                    pre = pre + reference.dense(top, *weights_of(cell.past_query))
                 scores[:, i] = np.tanh(pre) @ numpy(cell.past_score).astype(np.float64)
             weights = reference.masked_softmax(scores, None)
             past_context = sum(weights[:, i:i + 1] * h_i for i, h_i in enumerate(window))
         else:
             past_context = np.zeros((batch, units))
         merged_past = np.tanh(reference.dense(np.concatenate([top, past_context], -1),
-                                              *_weights(cell.past_merge)))  # Eq. 14
+                                              *weights_of(cell.past_merge)))  # Eq. 14
         context, _ = reference.luong_attention(top, annotations, mask, cell.score, kernel, score_vector)
         merged_source = np.tanh(reference.dense(np.concatenate([top, context], -1),
-                                                *_weights(cell.source_merge)))  # Eq. 10
+                                                *weights_of(cell.source_merge)))  # Eq. 10
         outputs.append(np.concatenate([merged_source, merged_past], -1))
         past = [top] + past
     deep = cell.deep_output

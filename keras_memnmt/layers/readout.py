@@ -40,12 +40,17 @@ class DeepOutput(keras.layers.Layer):
     `keras.layers.ReversibleEmbedding` whose `reverse=True` call computes `t E^T`;
     `readout_units` must equal the embedding size. Only `b_y` is this layer's.
 
+    Without the hidden layer (`hidden_layer=False`, Luong et al. 2015's softmax on the
+    attentional vector, which the cell computes): `t = dropout(inputs)`, whose size must
+    be `readout_units`.
+
     Args:
-        readout_units: int, size of the tanh hidden layer `t`.
+        readout_units: int, size of the tanh hidden layer `t` (of the inputs, without it).
         target_vocab_size: int, number of logits.
         output_dropout: float in [0, 1), dropout rate on `t`.
         tied: bool, take `W_y` from the `output_embedding` call argument (above)
             instead of a kernel of its own.
+        hidden_layer: bool, the tanh layer `W_o` (default); False: logits of the inputs.
         kernel_initializer: initializer of `W_o` and `W_y`.
         bias_initializer: initializer of `b_o` and `b_y`.
         seed: optional int, seed of the dropout.
@@ -61,7 +66,7 @@ class DeepOutput(keras.layers.Layer):
     Returns:
         `(..., target_vocab_size)` unnormalized logits.
 
-    Sublayers: `hidden` (Dense, tanh), `dropout_layer`, `logits` (Dense; `None` when
+    Sublayers: `hidden` (Dense, tanh; `None` without the hidden layer), `dropout_layer`, `logits` (Dense; `None` when
     tied, which has the weight `logits_bias` instead).
     """
 
@@ -74,6 +79,7 @@ class DeepOutput(keras.layers.Layer):
         kernel_initializer: Any = "glorot_uniform",
         bias_initializer: Any = "zeros",
         seed: int | None = None,
+        hidden_layer: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -81,10 +87,11 @@ class DeepOutput(keras.layers.Layer):
         self.target_vocab_size = check_positive_int("target_vocab_size", target_vocab_size)
         self.output_dropout = check_rate("output_dropout", output_dropout)
         self.tied = check_bool("tied", tied)
+        self.hidden_layer = check_bool("hidden_layer", hidden_layer)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.seed = seed
-        self.hidden = keras.layers.Dense(
+        self.hidden = None if not self.hidden_layer else keras.layers.Dense(
             self.readout_units,
             activation="tanh",
             kernel_initializer=clone_initializer(self.kernel_initializer),
@@ -104,7 +111,11 @@ class DeepOutput(keras.layers.Layer):
         )
 
     def build(self, input_shape: tuple) -> None:
-        self.hidden.build(tuple(input_shape))
+        if self.hidden is not None:
+            self.hidden.build(tuple(input_shape))
+        elif input_shape[-1] != self.readout_units:
+            raise ValueError(f"without the hidden layer the inputs are the readout: readout_units="
+                             f"{self.readout_units}, got inputs of {input_shape[-1]} features")
         if self.tied:
             self.logits_bias = self.add_weight(shape=(self.target_vocab_size,),
                                                initializer=clone_initializer(self.bias_initializer),
@@ -117,7 +128,7 @@ class DeepOutput(keras.layers.Layer):
         if self.tied != (output_embedding is not None):
             raise ValueError("a tied DeepOutput needs output_embedding (the target ReversibleEmbedding)"
                              if self.tied else "output_embedding is only for a tied DeepOutput (tied=True)")
-        hidden = self.hidden(inputs)  # (..., readout_units)
+        hidden = inputs if self.hidden is None else self.hidden(inputs)  # (..., readout_units)
         hidden = self.dropout_layer(hidden, training=training)
         if self.tied:  # t E^T + b_y
             return ops.add(output_embedding(hidden, reverse=True), self.logits_bias)
@@ -137,6 +148,7 @@ class DeepOutput(keras.layers.Layer):
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
                 "bias_initializer": keras.initializers.serialize(self.bias_initializer),
                 "seed": self.seed,
+                "hidden_layer": self.hidden_layer,
             }
         )
         return config

@@ -6,79 +6,37 @@ from __future__ import annotations
 import keras
 
 from keras_memnmt.layers.attentive import AttentiveCell
-from keras_memnmt.models.encoder import StackedLSTMEncoder
 from keras_memnmt.models.registry import register_model
-from keras_memnmt.models.seq2seq import Seq2Seq
+from keras_memnmt.models.stacked import StackedSeq2Seq
 
 
 @register_model("attentive")
-class AttentiveNMT(Seq2Seq):
+class AttentiveNMT(StackedSeq2Seq):
     """:class:`~keras_memnmt.models.encoder.StackedLSTMEncoder` + :class:`~keras_memnmt.layers.AttentiveCell`.
 
-    Args (beyond :class:`Seq2Seq`; ``encoder_units`` and ``decoder_units`` are the LSTM
-    sizes of the two stacks, equal for the layer-by-layer hand-off):
-        num_layers: LSTM layers of the encoder and of the decoder (the paper: 4).
-        score: the source attention's score, "dot", "general" or "concat" (Eq. 7-9).
-        concat_units: the "concat" score's hidden size.
+    Args (beyond :class:`~keras_memnmt.models.stacked.StackedSeq2Seq`, whose ``num_layers``
+    (the paper: 4), ``score`` (Eq. 7-9), ``layer_dropout`` (the paper: 0.5), ``readout_units``
+    (``h†_t``, Eq. 16; the paper ties, Eq. 15) and hand-off options it takes):
         self_score: "single" (Eq. 13 as printed) or "combined".
         self_attention_units: size of ``W_s h_i`` (None: ``decoder_units``).
         history_length: the past-states buffer's length.
-        layer_dropout: dropout between the layers of both stacks and on the decoder's top
-            output (the non-recurrent connections; the paper: 0.5); ``annotation_dropout``
-            acts on the encoder's top output.
-        readout_units: size of ``h†_t`` (Eq. 16); equal to ``embedding_dim`` for tying
-            (the paper ties, Eq. 15).
-        init_state: "encoder" (layer-by-layer hand-off) or "zeros".
-        bidirectional_bottom: the encoder's bottom layer reads both ways (``encoder_units // 2``
-            per direction).
 
     See :class:`~keras_memnmt.layers.AttentiveCell` for every paper decision.
     """
 
     def __init__(self, source_vocab_size: int, target_vocab_size: int, num_layers: int = 2,
-                 score: str = "general", concat_units: int | None = None, self_score: str = "single",
-                 self_attention_units: int | None = None, history_length: int = 100,
-                 layer_dropout: float = 0.0, readout_units: int = 256, init_state: str = "encoder",
-                 bidirectional_bottom: bool = False, encoder_units: int = 512, decoder_units: int = 512,
-                 **kwargs):
-        self.num_layers = num_layers
-        self.score = score
-        self.concat_units = concat_units
+                 score: str = "general", self_score: str = "single",
+                 self_attention_units: int | None = None, history_length: int = 100, **kwargs):
         self.self_score = self_score
         self.self_attention_units = self_attention_units
         self.history_length = history_length
-        self.layer_dropout = layer_dropout
-        self.readout_units = readout_units
-        self.init_state = init_state
-        self.bidirectional_bottom = bidirectional_bottom
-        if init_state == "encoder" and encoder_units != decoder_units:
-            raise ValueError(f"init_state='encoder' (the layer-by-layer hand-off) needs encoder_units == "
-                             f"decoder_units, got encoder_units={encoder_units}, decoder_units={decoder_units}; "
-                             "pass init_state='zeros' or equal sizes")
-        super().__init__(source_vocab_size, target_vocab_size, encoder_units=encoder_units,
-                         decoder_units=decoder_units, **kwargs)
-
-    free_options = (*Seq2Seq.free_options, "layer_dropout")
-
-    def make_encoder(self) -> keras.layers.Layer:
-        return StackedLSTMEncoder(self.source_vocab_size, self.embedding_dim, self.encoder_units,
-                                  self.num_layers, dropout=self.dropout, layer_dropout=self.layer_dropout,
-                                  annotation_dropout=self.annotation_dropout, bidirectional_bottom=self.bidirectional_bottom, name="encoder")
+        super().__init__(source_vocab_size, target_vocab_size, num_layers=num_layers, score=score, **kwargs)
 
     def make_cell(self) -> keras.layers.Layer:
-        return AttentiveCell(
-            self.decoder_units, self.target_vocab_size, readout_units=self.readout_units,
-            annotation_units=self.encoder.annotation_units, num_layers=self.num_layers, score=self.score,
-            concat_units=self.concat_units, self_score=self.self_score,
-            self_attention_units=self.self_attention_units, history_length=self.history_length,
-            layer_dropout=self.layer_dropout, init_state=self.init_state,
-            attention_remat=self.attention_remat, output_dropout=self.output_dropout,
-            tied_output=self.tie_embeddings, name="attentive_cell",
-        )
+        return AttentiveCell(**self.stacked_cell_arguments(), self_score=self.self_score,
+                             self_attention_units=self.self_attention_units,
+                             history_length=self.history_length, name="attentive_cell")
 
     def get_config(self) -> dict:
-        return {**super().get_config(), "num_layers": self.num_layers, "score": self.score,
-                "concat_units": self.concat_units, "self_score": self.self_score,
-                "self_attention_units": self.self_attention_units, "history_length": self.history_length,
-                "layer_dropout": self.layer_dropout, "readout_units": self.readout_units,
-                "init_state": self.init_state, "bidirectional_bottom": self.bidirectional_bottom}
+        return {**super().get_config(), "self_score": self.self_score,
+                "self_attention_units": self.self_attention_units, "history_length": self.history_length}

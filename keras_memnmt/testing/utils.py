@@ -15,6 +15,26 @@ def numpy(x: Any) -> np.ndarray:
     return np.asarray(keras.ops.convert_to_numpy(x))
 
 
+def weights_of(layer: keras.layers.Layer) -> list[np.ndarray]:
+    """A layer's weights as NumPy arrays, in ``layer.weights`` order."""
+    return [numpy(w) for w in layer.weights]
+
+
+def stacked_reference_start(cell: keras.layers.Layer, encoded: Any) -> tuple:
+    """What a NumPy reference of a stacked-LSTM cell (Luong, Attentive) starts from:
+    ``(annotations, mask, [h^1, c^1, ..., h^L, c^L], W_a or None, v_a or None)`` in float64,
+    the LSTM states from the encoder's layers (``init_state="encoder"``) or zeros."""
+    annotations, mask = (np.asarray(x, np.float64) for x in encoded[:2])
+    if cell.init_state == "encoder":
+        states = [np.asarray(s, np.float64) for layer in encoded.final_states for s in layer]
+    else:
+        states = [np.zeros((annotations.shape[0], cell.units))] * (2 * cell.num_layers)
+    attention = cell.source_attention
+    kernel = numpy(attention.kernel) if cell.score != "dot" else None
+    score_vector = numpy(attention.score_vector) if cell.score == "concat" else None
+    return annotations, mask, states, kernel, score_vector
+
+
 def randomize_weights(layer: keras.layers.Layer, seed: int = 0, scale: float = 0.5) -> None:
     """Sets every trainable weight (biases included) to N(0, scale^2) values.
 

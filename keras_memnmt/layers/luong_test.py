@@ -1,0 +1,112 @@
+"""Tests for LuongCell (run once per backend).
+
+``run_cell_test`` checks the contract every cell meets (states, RNN run == stepping,
+masking, greedy and beam search, serialization, fit and ``.keras``) and the NumPy
+reference below, written from paper 004's §2 (Luong et al. 2015, Eq. 5-8, input feeding).
+"""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_memnmt.layers import EncoderOutput
+from keras_memnmt.layers.luong import LuongCell
+from keras_memnmt.testing import random_encoder_output, reference, run_cell_test
+from keras_memnmt.testing.checks import check_bad_arguments, check_mixed_precision
+from keras_memnmt.testing.utils import numpy, randomize_weights, stacked_reference_start, weights_of
+
+B, TX, E, T = 3, 5, 4, 5
+UNITS, VOCAB, READ = 8, 11, 9
+ARGUMENTS = dict(units=UNITS, target_vocab_size=VOCAB, readout_units=READ, annotation_units=6,
+                 num_layers=2, score="general", init_state="zeros")
+
+
+def _make(**kwargs):
+    return LuongCell(**{**ARGUMENTS, **kwargs})
+
+
+def _reference_logits(cell, encoded, embedded):
+    """Paper 004 §2 in NumPy, one step at a time (no dropout: inference)."""
+    annotations, mask, states, kernel, score_vector = stacked_reference_start(cell, encoded)
+    fed = np.zeros((annotations.shape[0], cell.readout_units))  # h̃_0 = 0
+    outputs = []
+    for t in range(embedded.shape[1]):
+        x = np.concatenate([embedded[:, t], fed], -1) if cell.input_feeding else embedded[:, t]
+        for i in range(cell.num_layers):
+            h, c = reference.lstm_step(x, states[2 * i], states[2 * i + 1], *weights_of(cell.lstms[i]))
+            states[2 * i], states[2 * i + 1], x = h, c, h
+        context, _ = reference.luong_attention(x, annotations, mask, cell.score, kernel, score_vector)
+        (w_att,) = weights_of(cell.attentional)  # no bias
+        fed = np.tanh(reference.dense(np.concatenate([x, context], -1), w_att))  # h̃_t
+        outputs.append(fed)
+    logits = cell.deep_output.logits
+    return reference.dense(np.stack(outputs, 1), numpy(logits.kernel), numpy(logits.bias))  # W_out h̃ + b
+
+
+@pytest.mark.parametrize("kwargs, fit", [
+    ({"layer_dropout": 0.3, "dropout": 0.1, "seed": 2}, True),  # general, input feeding
+    ({"score": "dot", "annotation_units": UNITS, "num_layers": 1}, True),  # the paper's score
+    ({"score": "concat", "concat_units": 7, "input_feeding": False}, False),
+], ids=["general_feeding", "dot_one_layer", "concat_no_feeding"])
+def test_cell_contract_and_numpy_reference(kwargs, fit):
+    run_cell_test(lambda: _make(**kwargs), embedding_dim=E, target_length=T,
+                  reference=_reference_logits, fit=fit)
+
+
+def _built(seed=0, **kwargs):
+    cell = _make(**kwargs)
+    cell.build((None, E))
+    randomize_weights(cell, seed=seed)
+    return cell
+
+
+def test_input_feeding_carries_the_attentional_vector_to_the_next_step():
+    """states[0] after a step is the step's output h̃_t, and it changes the next step."""
+    cell = _built()
+    rng = np.random.default_rng(5)
+    states = cell.initial_states(random_encoder_output(B, TX, 6))
+    assert np.all(numpy(states[0]) == 0.0)
+    e = rng.normal(size=(B, E)).astype("float32")
+    output, states, _ = cell.step(e, states)
+    np.testing.assert_array_equal(numpy(states[0]), numpy(output))
+    changed = [numpy(states[0]), rng.normal(size=(B, READ)).astype("float32")]
+    nexts = [numpy(cell.step(e, [keras.ops.convert_to_tensor(f), *states[1:]])[0]) for f in changed]
+    assert not np.allclose(nexts[0], nexts[1])
+
+
+def test_encoder_hand_off_starts_each_layer_from_its_encoder_layer():
+    rng = np.random.default_rng(3)
+    final = tuple([rng.normal(size=(B, UNITS)).astype("float32") for _ in range(2)] for _ in range(2))
+    encoded = random_encoder_output(B, TX, 6)._replace(final_states=final)
+    cell = _built(init_state="encoder")
+    states = cell.initial_states(encoded)
+    for i in range(4):
+        np.testing.assert_array_equal(numpy(states[1 + i]), final[i // 2][i % 2])
+    embedded = rng.normal(size=(B, T, E)).astype("float32")
+    run = numpy(cell.readout(cell.step(embedded[:, 0], states)[0]))
+    np.testing.assert_allclose(run, _reference_logits(cell, encoded, embedded[:, :1])[:, 0], atol=1e-5)
+    with pytest.raises(ValueError, match="8 units for each of the decoder's 2 layers"):
+        cell.initial_states(EncoderOutput(encoded.annotations, encoded.mask, None, final[:1]))
+
+
+def test_layer_dropout_masks_are_drawn_once_per_sequence_in_training_only():
+    cell = _built(layer_dropout=0.5, seed=4)
+    encoded = random_encoder_output(16, TX, 6)
+    masks = numpy(cell.initial_states(encoded, training=True)[5])  # after h̃ and 2 layers' [h, c]
+    assert set(np.unique(masks)) == {0.0, 2.0}
+    assert np.all(numpy(cell.initial_states(encoded)[5]) == 1.0)
+
+
+def test_bad_arguments_raise_value_error_naming_the_argument():
+    check_bad_arguments(_make, [
+        ({"num_layers": 0}, "num_layers"),
+        ({"score": "additive"}, "score"),
+        ({"score": "dot"}, "score"),  # annotation_units 6 != units 8
+        ({"layer_dropout": 1.0}, "layer_dropout"),
+        ({"init_state": "mean"}, "init_state"),
+        ({"input_feeding": "yes"}, "input_feeding"),
+    ])
+
+
+def test_mixed_precision_policy_reaches_every_sublayer():
+    check_mixed_precision(_make(dtype="mixed_bfloat16"), random_encoder_output(B, TX, 6), E)

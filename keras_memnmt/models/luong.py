@@ -1,0 +1,36 @@
+"""Luong et al. (2015) global attention with input feeding, as in MetaMind's WMT16 system
+(Bradbury & Socher 2016, §2): stacked-LSTM encoder and decoder."""
+
+from __future__ import annotations
+
+import keras
+
+from keras_memnmt.layers.luong import LuongCell
+from keras_memnmt.models.registry import register_model
+from keras_memnmt.models.stacked import StackedSeq2Seq
+
+
+@register_model("luong")
+class LuongNMT(StackedSeq2Seq):
+    """:class:`~keras_memnmt.models.encoder.StackedLSTMEncoder` + :class:`~keras_memnmt.layers.LuongCell`.
+
+    Args (beyond :class:`~keras_memnmt.models.stacked.StackedSeq2Seq`, whose
+    ``layer_dropout`` (Luong's dropout between layers; paper 004: 0.2), ``readout_units``
+    (the size of ``h̃_t``) and hand-off options it takes):
+        num_layers: LSTM layers of each stack (paper 004: 4).
+        score: "dot" (paper 004's "Global attention (dot)"), "general" or "concat".
+        input_feeding: feed ``h̃_{t-1}`` to the decoder's bottom layer (default True).
+
+    See :class:`~keras_memnmt.layers.LuongCell` for every paper decision.
+    """
+
+    def __init__(self, source_vocab_size: int, target_vocab_size: int, num_layers: int = 4,
+                 score: str = "dot", input_feeding: bool = True, **kwargs):
+        self.input_feeding = input_feeding
+        super().__init__(source_vocab_size, target_vocab_size, num_layers=num_layers, score=score, **kwargs)
+
+    def make_cell(self) -> keras.layers.Layer:
+        return LuongCell(**self.stacked_cell_arguments(), input_feeding=self.input_feeding, name="luong_cell")
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "input_feeding": self.input_feeding}

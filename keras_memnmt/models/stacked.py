@@ -1,0 +1,71 @@
+"""The base of the stacked-LSTM models (Luong, Attentive NMT): a stacked-LSTM encoder whose
+layers hand their final states to the decoder's, layer by layer."""
+
+from __future__ import annotations
+
+import keras
+
+from keras_memnmt.models.encoder import StackedLSTMEncoder
+from keras_memnmt.models.seq2seq import Seq2Seq
+
+
+class StackedSeq2Seq(Seq2Seq):
+    """:class:`~keras_memnmt.models.encoder.StackedLSTMEncoder` + a stacked-LSTM decoder cell
+    (a :class:`~keras_memnmt.layers._stacked.StackedLSTMCell`), built by the subclass's
+    ``make_cell`` from :meth:`stacked_cell_arguments` and its own.
+
+    Args (beyond :class:`Seq2Seq`; ``encoder_units`` and ``decoder_units`` are the LSTM
+    sizes of the two stacks, equal for the layer-by-layer hand-off):
+        num_layers: LSTM layers of the encoder and of the decoder.
+        score: the source attention's score, "dot", "general" or "concat".
+        concat_units: the "concat" score's hidden size.
+        layer_dropout: dropout between the layers of both stacks and on the decoder's top
+            output (the non-recurrent connections); ``annotation_dropout`` acts on the
+            encoder's top output.
+        readout_units: size of the vector the softmax reads; equal to ``embedding_dim``
+            for tying.
+        init_state: "encoder" (layer-by-layer hand-off) or "zeros".
+        bidirectional_bottom: the encoder's bottom layer reads both ways (``encoder_units // 2``
+            per direction).
+    """
+
+    def __init__(self, source_vocab_size: int, target_vocab_size: int, num_layers: int = 2,
+                 score: str = "general", concat_units: int | None = None, layer_dropout: float = 0.0,
+                 readout_units: int = 256, init_state: str = "encoder", bidirectional_bottom: bool = False,
+                 encoder_units: int = 512, decoder_units: int = 512, **kwargs):
+        self.num_layers = num_layers
+        self.score = score
+        self.concat_units = concat_units
+        self.layer_dropout = layer_dropout
+        self.readout_units = readout_units
+        self.init_state = init_state
+        self.bidirectional_bottom = bidirectional_bottom
+        if init_state == "encoder" and encoder_units != decoder_units:
+            raise ValueError(f"init_state='encoder' (the layer-by-layer hand-off) needs encoder_units == "
+                             f"decoder_units, got encoder_units={encoder_units}, decoder_units={decoder_units}; "
+                             "pass init_state='zeros' or equal sizes")
+        super().__init__(source_vocab_size, target_vocab_size, encoder_units=encoder_units,
+                         decoder_units=decoder_units, **kwargs)
+
+    free_options = (*Seq2Seq.free_options, "layer_dropout")
+
+    def make_encoder(self) -> keras.layers.Layer:
+        return StackedLSTMEncoder(self.source_vocab_size, self.embedding_dim, self.encoder_units,
+                                  self.num_layers, dropout=self.dropout, layer_dropout=self.layer_dropout,
+                                  annotation_dropout=self.annotation_dropout,
+                                  bidirectional_bottom=self.bidirectional_bottom, name="encoder")
+
+    def stacked_cell_arguments(self) -> dict:
+        """The cell arguments every stacked-LSTM cell takes, from this model's options."""
+        return dict(units=self.decoder_units, target_vocab_size=self.target_vocab_size,
+                    readout_units=self.readout_units, annotation_units=self.encoder.annotation_units,
+                    num_layers=self.num_layers, score=self.score, concat_units=self.concat_units,
+                    layer_dropout=self.layer_dropout, init_state=self.init_state,
+                    attention_remat=self.attention_remat, output_dropout=self.output_dropout,
+                    tied_output=self.tie_embeddings)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "num_layers": self.num_layers, "score": self.score,
+                "concat_units": self.concat_units, "layer_dropout": self.layer_dropout,
+                "readout_units": self.readout_units, "init_state": self.init_state,
+                "bidirectional_bottom": self.bidirectional_bottom}
