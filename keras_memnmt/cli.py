@@ -160,34 +160,83 @@ def cmd_train(args) -> int:
     return 0
 
 
+def _members(args) -> list[tuple[str, str | None]]:
+    """``(run, checkpoint)`` of each model to translate with (more than one: an ensemble).
+
+    The pairing of ``--model`` and ``--checkpoint``: no ``--checkpoint``, each run's
+    best.keras; as many ``--checkpoint`` as ``--model``, paired in order; one ``--model``
+    with several ``--checkpoint``, those checkpoints of that run.
+    """
+    runs, checkpoints = args.model, args.checkpoint or []
+    if not checkpoints:
+        return [(run, None) for run in runs]
+    if len(checkpoints) == len(runs):
+        return list(zip(runs, checkpoints))
+    if len(runs) == 1:
+        return [(runs[0], checkpoint) for checkpoint in checkpoints]
+    raise ValueError(f"{len(runs)} --model and {len(checkpoints)} --checkpoint: give no --checkpoint, "
+                     "one per --model (in the same order; `best` names a run's best.keras), or "
+                     "several with a single --model")
+
+
+def _complete_lines(path: str) -> int:
+    """The number of complete lines of a partly written output file; an unfinished last
+    line (no newline) is cut off, so that the translation goes on from its input line."""
+    with open(path, "rb") as f:
+        data = f.read()
+    end = data.rfind(b"\n") + 1
+    if end < len(data):
+        with open(path, "r+b") as f:
+            f.truncate(end)
+    return data.count(b"\n")
+
+
 def cmd_translate(args) -> int:
-    from keras_memnmt.inference import translate
-    from keras_memnmt.runs import load_run
+    from keras_memnmt.inference import translate_chunks
+    from keras_memnmt.runs import load_ensemble
 
     search = _search(args)  # bad options fail before the model is loaded
-    model, vocab, _ = load_run(args.model, args.checkpoint)
+    if args.resume and not args.output:
+        raise ValueError("--resume continues an --output file; give --output")
+    if args.chunk_size < 1:
+        raise ValueError(f"--chunk-size must be >= 1, got {args.chunk_size}")
+    model, vocab, _ = load_ensemble(_members(args))
     if args.input:
         from keras_memnmt.data import read_lines
 
         lines = read_lines(args.input)
     else:
         lines = [line.rstrip("\r\n") for line in sys.stdin]
-    out = translate(model, vocab, lines, beam_size=args.beam, progress=not args.quiet, **search)
-    text = "".join(line + "\n" for line in out)
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
+    done = 0
+    if args.resume and os.path.isfile(args.output):
+        done = _complete_lines(args.output)
+        if done > len(lines):
+            raise ValueError(f"--resume: {args.output} has {done} lines, more than the input's {len(lines)}")
+        if not args.quiet:
+            print(f"resume: {args.output} holds {done} of {len(lines)} lines; translating the rest",
+                  file=sys.stderr)
+    out = open(args.output, "a" if args.resume else "w", encoding="utf-8") if args.output else sys.stdout
+    try:
+        # Chunk by chunk in input order (each sorted by length inside): a finished chunk
+        # is written at once, so a long run's output grows as it goes and --resume can
+        # continue it.
+        for chunk in translate_chunks(model, vocab, lines[done:], chunk_size=args.chunk_size,
+                                      beam_size=args.beam, progress=not args.quiet, **search):
+            out.write("".join(line + "\n" for line in chunk))
+            out.flush()
+    finally:
+        if args.output:
+            out.close()
     return 0
 
 
 def cmd_evaluate(args) -> int:
     from keras_memnmt.inference import score, translate
-    from keras_memnmt.runs import load_run
+    from keras_memnmt.runs import load_ensemble
 
     search = _search(args)  # bad options fail before the model is loaded
-    model, vocab, config = load_run(args.model, args.checkpoint)
+    members = _members(args)
+    model, vocab, config = load_ensemble(members)  # the first member's config
     if config.corpus == "synthetic":  # the run's own synthetic test set (seeded)
         from keras_memnmt.data import synthetic_splits
 
@@ -199,7 +248,25 @@ def cmd_evaluate(args) -> int:
         name = f"multi30k {config.src}->{config.tgt} {args.split}"
     test = test.take(args.limit)
     hyps = translate(model, vocab, test.source, beam_size=args.beam, **search)
-    print(json.dumps({"corpus": name, "beam_size": args.beam, **search, **score(hyps, test.target)}, indent=2))
+    ensemble = {"ensemble": [run if checkpoint is None else f"{run}:{checkpoint}" for run, checkpoint in members]}
+    print(json.dumps({"corpus": name, "beam_size": args.beam, **search, **(ensemble if len(members) > 1 else {}),
+                      **score(hyps, test.target)}, indent=2))
+    return 0
+
+
+def cmd_average(args) -> int:
+    from keras_memnmt.runs import average_checkpoints, checkpoint_path, last_checkpoints
+
+    if not args.out.endswith(".keras"):
+        raise ValueError(f"--out must name a .keras file, got {args.out!r}")
+    if args.last is not None:
+        paths = last_checkpoints(args.model, args.last)
+    else:
+        if not os.path.isdir(args.model):
+            raise FileNotFoundError(f"model directory not found: {args.model}")
+        paths = [checkpoint_path(args.model, c) for c in args.checkpoint]
+    average_checkpoints(paths, args.out)
+    print(json.dumps({"out": args.out, "averaged": paths}, indent=2))
     return 0
 
 
@@ -220,6 +287,14 @@ def _add_search_args(parser) -> None:
 
 CHECKPOINT_HELP = ("another model file of the run instead of best.keras: a name in "
                    "MODEL/checkpoints (e.g. step3199) or a path to a .keras file")
+ENSEMBLE_CHECKPOINT_HELP = (CHECKPOINT_HELP + ". Repeatable: with several --model, give none (each run's "
+                            "best.keras) or one per --model, paired in order (`best` names a run's "
+                            "best.keras); with one --model, several --checkpoint translate with an "
+                            "ensemble of those checkpoints of that run")
+MODEL_HELP = ("run directory written by `memnmt train`. Repeat it (--model A --model B) to translate "
+              "with an ensemble: at every step the models' log-probabilities are averaged and "
+              "renormalized. The runs must have the same source and target vocabularies (the "
+              "first run's encode and decode)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -263,22 +338,42 @@ def build_parser() -> argparse.ArgumentParser:
     tr.set_defaults(func=cmd_train)
 
     tl = sub.add_parser("translate", help="translate text with a trained run directory")
-    tl.add_argument("--model", required=True, help="run directory written by `memnmt train`")
-    tl.add_argument("--checkpoint", help=CHECKPOINT_HELP)
+    tl.add_argument("--model", required=True, action="append", help=MODEL_HELP)
+    tl.add_argument("--checkpoint", action="append", help=ENSEMBLE_CHECKPOINT_HELP)
     _add_search_args(tl)
     tl.add_argument("--input", help="input file, one sentence per line (default: stdin)")
-    tl.add_argument("--output", help="output file (default: stdout)")
+    tl.add_argument("--output", help="output file (default: stdout); written a chunk at a time, "
+                    "in input order, as the translation goes")
+    tl.add_argument("--resume", action="store_true",
+                    help="continue a partly written --output: keep its complete lines and "
+                         "translate the input from the next line on")
+    tl.add_argument("--chunk-size", type=int, default=4096,
+                    help="input lines translated (sorted by length) and written together (default 4096)")
     tl.add_argument("--quiet", action="store_true", help="no progress bar")
     tl.set_defaults(func=cmd_translate)
 
     ev = sub.add_parser("evaluate", help="translate a split and print sacreBLEU scores as JSON")
-    ev.add_argument("--model", required=True, help="run directory written by `memnmt train`")
-    ev.add_argument("--checkpoint", help=CHECKPOINT_HELP)
+    ev.add_argument("--model", required=True, action="append", help=MODEL_HELP)
+    ev.add_argument("--checkpoint", action="append", help=ENSEMBLE_CHECKPOINT_HELP)
     ev.add_argument("--split", default="test_2016_flickr")
     ev.add_argument("--data-dir")
     _add_search_args(ev)
     ev.add_argument("--limit", type=int, help="score only the first N sentences")
     ev.set_defaults(func=cmd_evaluate)
+
+    av = sub.add_parser("average", help="average the weights of a run's checkpoints into one .keras file")
+    av.add_argument("--model", required=True, help="run directory written by `memnmt train` "
+                    "(with --set keep_checkpoints=true for --last)")
+    which = av.add_mutually_exclusive_group(required=True)
+    which.add_argument("--last", type=int, metavar="K",
+                       help="the last K kept checkpoints, MODEL/checkpoints/step{N}.keras by N")
+    which.add_argument("--checkpoint", action="append",
+                       help="a checkpoint to average, repeatable: a name in MODEL/checkpoints "
+                            "(e.g. step3199) or a path to a .keras file")
+    av.add_argument("--out", required=True, help="the averaged model, a .keras file (float weights: "
+                    "the mean; integer state: the newest's; no optimizer state); translate with "
+                    "--checkpoint OUT")
+    av.set_defaults(func=cmd_average)
     return parser
 
 

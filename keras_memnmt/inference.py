@@ -2,14 +2,15 @@
 
 Sentences are sorted by length, batched and padded to multiples of
 ``pad_multiple`` (few distinct shapes, so compiled decoding is reused), decoded
-with :meth:`Seq2Seq.generate`, detokenized (``SentencePieceVocab.decode``) and put
-back in input order.
+with :meth:`Seq2Seq.generate` (or an :class:`~keras_memnmt.models.Ensemble`'s),
+detokenized (``SentencePieceVocab.decode``) and put back in input order;
+:func:`translate_chunks` does it a chunk of the input at a time.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -43,31 +44,69 @@ def translate(
     **generate_kwargs,
 ) -> list[str]:
     """Translates ``sentences``; one output per input, empty input → empty output."""
+    results: list[str] = []
+    for chunk in translate_chunks(model, vocab, sentences, beam_size=beam_size, batch_size=batch_size,
+                                  pad_multiple=pad_multiple, progress=progress, **generate_kwargs):
+        results += chunk
+    return results
+
+
+def translate_chunks(
+    model,
+    vocab: SubwordVocab,
+    sentences: Sequence[str],
+    chunk_size: int | None = None,
+    beam_size: int = 5,
+    batch_size: int = 64,
+    pad_multiple: int = 8,
+    progress: bool = True,
+    **generate_kwargs,
+) -> Iterator[list[str]]:
+    """Translates ``sentences`` ``chunk_size`` at a time, yielding each chunk's outputs in input order.
+
+    Each chunk is sorted by length and batched on its own, so a caller can write a
+    large file's translations as they finish (``memnmt translate --output``); with
+    ``chunk_size=None`` the whole input is one chunk (what :func:`translate` does).
+    The progress bar counts the non-empty sentences of the whole input.
+    """
     from tqdm.auto import tqdm
 
+    if chunk_size is not None and chunk_size < 1:
+        raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+    size = chunk_size or max(len(sentences), 1)
+    total = sum(1 for s in sentences if s.strip())
+    # A short last batch is filled up with one-token rows (eos) to the full batch size
+    # when the input has more than one batch: the compiled search then sees one batch
+    # size and compiles per width only.
+    rows = batch_size if total > batch_size else None
+    with tqdm(total=total, desc="translating", unit="sent", disable=not progress or not total,
+              file=sys.stderr) as bar:
+        for start in range(0, len(sentences), size):
+            yield _translate_chunk(model, vocab, sentences[start:start + size], beam_size, batch_size,
+                                   pad_multiple, rows, bar, generate_kwargs)
+
+
+def _translate_chunk(model, vocab: SubwordVocab, sentences: Sequence[str], beam_size: int,
+                     batch_size: int, pad_multiple: int, rows: int | None, bar,
+                     generate_kwargs: dict) -> list[str]:
     results = [""] * len(sentences)
     todo = [i for i, s in enumerate(sentences) if s.strip()]
     if not todo:
         return results
     ids = dict(zip(todo, encode_sources(vocab, [sentences[i] for i in todo])))
     order = sorted(todo, key=lambda i: len(ids[i]))
-    with tqdm(total=len(order), desc="translating", unit="sent", disable=not progress,
-              file=sys.stderr) as bar:
-        for start in range(0, len(order), batch_size):
-            chunk = order[start:start + batch_size]
-            width = -(-max(len(ids[i]) for i in chunk) // pad_multiple) * pad_multiple
-            # A short last batch is filled up with one-token rows (eos) to the full batch
-            # size: the compiled search then sees one batch size and compiles per width only.
-            rows = batch_size if len(order) > batch_size else len(chunk)
-            batch = np.full((rows, width), PAD_ID, np.int32)
-            batch[len(chunk):, 0] = EOS_ID
-            for row, i in enumerate(chunk):
-                batch[row, : len(ids[i])] = ids[i]
-            out = model.generate(batch, beam_size=beam_size, **generate_kwargs)
-            tokens = np.asarray(out["tokens"])[: len(chunk), 0, :]  # best hypothesis (B, L)
-            for i, text in zip(chunk, vocab.target.decode(tokens)):
-                results[i] = text
-            bar.update(len(chunk))
+    for start in range(0, len(order), batch_size):
+        chunk = order[start:start + batch_size]
+        width = -(-max(len(ids[i]) for i in chunk) // pad_multiple) * pad_multiple
+        batch = np.full((rows or len(chunk), width), PAD_ID, np.int32)
+        batch[len(chunk):, 0] = EOS_ID
+        for row, i in enumerate(chunk):
+            batch[row, : len(ids[i])] = ids[i]
+        out = model.generate(batch, beam_size=beam_size, **generate_kwargs)
+        tokens = np.asarray(out["tokens"])[: len(chunk), 0, :]  # best hypothesis (B, L)
+        for i, text in zip(chunk, vocab.target.decode(tokens)):
+            results[i] = text
+        bar.update(len(chunk))
     return results
 
 

@@ -1,0 +1,135 @@
+"""The compiled search behind ``generate``, shared by every model that decodes.
+
+:class:`Generator` is a mixin for a ``keras.Model`` that provides
+``encode(source_ids) -> [initial states]`` and
+``decode_step(tokens, states) -> (logits, new_states, attention)`` (the step
+callback of :mod:`keras_memnmt.decoding`): it adds :meth:`Generator.generate`,
+greedy and beam search compiled once per shape on TensorFlow and JAX.
+:class:`~keras_memnmt.models.Seq2Seq` and :class:`~keras_memnmt.models.Ensemble`
+both decode through it.
+"""
+
+from __future__ import annotations
+
+import keras
+from keras import ops
+
+from keras_memnmt.data.vocab import BOS_ID, EOS_ID, PAD_ID
+
+
+def _width_cap(width: int) -> int:
+    """The source width a TensorFlow search is traced for: 64, or the next power of 2."""
+    return max(64, 1 << (width - 1).bit_length())
+
+
+class Generator:
+    """Mixin: ``generate`` over the model's own ``encode`` and ``decode_step``.
+
+    The model must be a ``keras.Model`` whose call on ``(source_ids, target_in_ids)``
+    creates every weight, and whose variables (``trainable_variables``,
+    ``non_trainable_variables``) are all that ``encode`` and ``decode_step`` read.
+    """
+
+    def generate(
+        self,
+        source_ids,
+        beam_size: int = 1,
+        max_length_a: float = 1.5,
+        max_length_b: int = 10,
+        length_penalty: str = "gnmt",
+        alpha: float = 0.6,
+        n_best: int = 1,
+        return_attention: bool = False,
+    ) -> dict:
+        """Translates a batch of source ids (greedy when ``beam_size == 1``).
+
+        The output length is capped at ``max_length_a · |x| + max_length_b``
+        tokens per sentence (eos included). The whole search is one compiled
+        program on TensorFlow (``tf.function``) and JAX (``jax.jit``, weights
+        passed in through a ``StatelessScope`` as keras-hub's samplers do, so a
+        model that keeps training never decodes with stale weights); PyTorch
+        runs it eagerly. JAX compiles one program per ``(B, width)`` shape;
+        TensorFlow traces one per batch size for every source width up to 64 (or
+        the next power of 2), except with ``return_attention``, whose ``(B, L, Tx)``
+        buffers need the width: it traces one per shape.
+        On TensorFlow and PyTorch finished sentences leave the search's loop as
+        it goes (``compact`` in ``keras_memnmt.decoding``); JAX's loop keeps its
+        shapes.
+
+        Returns:
+            dict with ``tokens (B, n_best, L)`` (pad after eos; on TensorFlow without
+            attention ``L`` is the bound for the width cap), ``scores (B, n_best)``
+            and, if asked, ``attention (B, n_best, L, Tx)``.
+        """
+        if beam_size < 1 or n_best < 1 or n_best > beam_size:
+            raise ValueError(f"need 1 <= n_best <= beam_size, got n_best={n_best}, beam_size={beam_size}")
+        options = (beam_size, float(max_length_a), int(max_length_b), length_penalty, float(alpha),
+                   n_best, return_attention)
+        source_ids = ops.convert_to_tensor(source_ids, "int32")
+        if not self.built:  # create the weights eagerly: never inside jit / tf.function
+            self((source_ids[:1], ops.full((1, 1), BOS_ID, "int32")))
+        backend = keras.backend.backend()
+        if backend == "torch":
+            import torch
+
+            with torch.no_grad():
+                return self._generate(source_ids, *options)
+        # TensorFlow shares one trace per (batch, width cap); with attention, whose (B, L, Tx)
+        # buffers need a static Tx, and on JAX, the compiled function specializes per shape.
+        shared = backend == "tensorflow" and not return_attention
+        batch, width = (int(d) for d in source_ids.shape)
+        key = (options, batch, _width_cap(width)) if shared else (options, None, None)
+        cache = self.__dict__.setdefault("_compiled_generate", {})
+        if key not in cache:
+            cache[key] = self._compile_generate(*key)
+        return cache[key](source_ids)
+
+    def _compile_generate(self, options, batch=None, width_cap=None):
+        if keras.backend.backend() == "tensorflow":
+            import tensorflow as tf
+
+            # autograph=False: the search's loops and branches are keras.ops calls already,
+            # and autograph's rewriting of every function it reaches (about 30, the layers'
+            # included) took most of the tracing time: the first greedy pass over
+            # test_2016_flickr went from 2.6-3.0 s to 1.6-1.7 s without it (docs/benchmarks.md).
+            if width_cap is None:  # one trace per (batch, width) shape
+                return tf.function(lambda src: self._generate(src, *options), autograph=False)
+            # One trace for every source width up to `width_cap` (tracing and optimizing
+            # the search graph takes seconds, so a trace per padded width made the first
+            # pass over a test set several times slower than the second). The width is
+            # left unknown; the output buffers are sized for `width_cap`, and the loop
+            # still stops once every sentence has finished.
+            spec = tf.TensorSpec([batch, None], tf.int32)
+            return tf.function(lambda src: self._generate(src, *options, width_cap=width_cap),
+                               input_signature=[spec], autograph=False)
+        import jax
+
+        @jax.jit
+        def run(source_ids, trainable, non_trainable):
+            mapping = list(zip(self.trainable_variables, trainable)) + list(
+                zip(self.non_trainable_variables, non_trainable))
+            with keras.StatelessScope(state_mapping=mapping):
+                return self._generate(source_ids, *options)
+
+        return lambda src: run(src, [v.value for v in self.trainable_variables],
+                               [v.value for v in self.non_trainable_variables])
+
+    def _generate(self, source_ids, beam_size, max_length_a, max_length_b, length_penalty, alpha,
+                  n_best, return_attention, width_cap=None) -> dict:
+        from keras_memnmt.decoding import beam_search, greedy_search
+
+        batch, width = source_ids.shape  # static, except the width in TensorFlow's shared trace
+        if width is None:
+            width = width_cap
+        source_len = ops.sum(ops.cast(ops.not_equal(source_ids, PAD_ID), "float32"), axis=1)  # (B,)
+        per_sentence = ops.cast(max_length_a * source_len + max_length_b, "int32")  # (B,)
+        steps = int(max_length_a * width + max_length_b)  # static buffer width
+        states = self.encode(source_ids)
+        common = dict(bos_id=BOS_ID, eos_id=EOS_ID, pad_id=PAD_ID, max_steps=steps,
+                      return_attention=return_attention)
+        if beam_size == 1:
+            out = greedy_search(self.decode_step, states, batch, per_sentence, **common)
+            # (B, ...) -> (B, 1, ...): the same layout as beam search's n-best
+            return {k: ops.expand_dims(v, 1) for k, v in out.items() if k in ("tokens", "scores", "attention")}
+        return beam_search(self.decode_step, states, batch, beam_size, per_sentence,
+                           length_penalty=length_penalty, alpha=alpha, n_best=n_best, **common)

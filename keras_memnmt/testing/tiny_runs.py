@@ -1,0 +1,55 @@
+"""Tiny run directories written without training, for tests of loading, ensembles and the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from keras_memnmt.data import SubwordVocab
+from keras_memnmt.models import get_model
+from keras_memnmt.testing.utils import randomize_weights
+
+TINY_OPTIONS = {
+    "rnnsearch": dict(embedding_dim=8, encoder_units=6, decoder_units=10, attention_units=9,
+                      readout_units=7, output_dropout=0.0),
+    "memdec": dict(embedding_dim=8, encoder_units=6, decoder_units=10, attention_units=9,
+                   readout_units=7, output_dropout=0.0, memory_size=4, memory_dim=5),
+    "cho": dict(embedding_dim=8, encoder_units=6, decoder_units=10, readout_units=7, output_dropout=0.0),
+}
+
+
+def synthetic_vocab(size: int = 60, pairs: int = 200, seed: int = 0) -> SubwordVocab:
+    """A small vocabulary trained on the synthetic corpus (the tiny runs' vocabulary)."""
+    from keras_memnmt.data import synthetic_corpus
+
+    corpus = synthetic_corpus(pairs, seed=seed)
+    return SubwordVocab.train(corpus.source, corpus.target, size=size)
+
+
+def write_tiny_run(out_dir: str, vocab: SubwordVocab, model: str = "rnnsearch", seed: int = 0,
+                   checkpoints: int = 0, synthetic_size: int = 200) -> str:
+    """A run directory as ``memnmt train`` leaves it (config.json, vocab/, best.keras and
+    model.keras), with a tiny ``model`` (see ``TINY_OPTIONS``) of random weights drawn
+    from ``seed``, on the synthetic corpus (``memnmt evaluate`` then needs no data).
+
+    ``checkpoints``: also ``checkpoints/step{10 i}.keras`` for ``i = 1..checkpoints``,
+    each with weights of its own (as ``keep_checkpoints=True`` keeps them).
+    Returns ``out_dir``.
+    """
+    options = dict(TINY_OPTIONS[model])
+    net = get_model(model)(vocab.source.vocab_size, vocab.target.vocab_size, **options)
+    net.build_weights()
+    os.makedirs(out_dir, exist_ok=True)
+    vocab.save(os.path.join(out_dir, "vocab"))
+    config = {"corpus": "synthetic", "synthetic_size": synthetic_size, "model": model,
+              "model_options": options, "seed": seed}  # the other fields: TrainConfig's defaults
+    with open(os.path.join(out_dir, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+    for i in range(1, checkpoints + 1):
+        os.makedirs(os.path.join(out_dir, "checkpoints"), exist_ok=True)
+        randomize_weights(net, seed=1000 * seed + i)
+        net.save(os.path.join(out_dir, "checkpoints", f"step{10 * i}.keras"))
+    randomize_weights(net, seed=1000 * seed)
+    for name in ("best.keras", "model.keras"):
+        net.save(os.path.join(out_dir, name))
+    return out_dir
