@@ -44,7 +44,7 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 # The models whose matmul FLOPs `train_flops_per_batch` counts.
-BENCHMARKED = ("rnnsearch", "cho", "memdec", "rmn", "rmr", "attentive", "luong")
+BENCHMARKED = ("rnnsearch", "cho", "memdec", "rmn", "rmr", "attentive", "luong", "ylstm")
 
 
 def train_flops_per_batch(c, src_tokens: int, tgt_tokens: int, model: str) -> float:
@@ -91,6 +91,12 @@ def train_flops_per_batch(c, src_tokens: int, tgt_tokens: int, model: str) -> fl
             dec += 2 * d * d + (d + h) * d  # Eq. 14 and Eq. 10 merges
         else:
             dec += (d + h) * c.readout_units  # h~_t = tanh(W_att [h_t; k_t])
+    elif model == "ylstm":  # two tracked stacks of h and d units, trackers of t units
+        layers, t = c.num_layers, c.cell.tracker_units
+        enc = 4 * h * (e + h) + (layers - 1) * 4 * h * 2 * h + 4 * h * t + 4 * t * (h + t)
+        enc += h * c.source_vocab_size if c.encoder_lm_weight > 0 else 0  # the language model's softmax
+        dec = 4 * d * (e + d) + (layers - 1) * 4 * d * 2 * d + 4 * d * t + 4 * t * (d + t)
+        keys = t * t if c.cell.score == "general" else 0
     else:  # cho: GRU on [e, c] plus the fixed context
         dec = 3 * d * (e + 2 * h + d)
     if model in ("rmn", "rmr"):  # the deep output reads [h_t; c_t] (or h_t)
@@ -99,7 +105,10 @@ def train_flops_per_batch(c, src_tokens: int, tgt_tokens: int, model: str) -> fl
         readout_in = 2 * d
     else:
         readout_in = d + 2 * h + e
-    readout = c.readout_units * (0 if model == "luong" else readout_in) + c.readout_units * v  # Luong: W_out h~
+    if model == "ylstm":  # the softmax reads h^L_t
+        readout = d * v
+    else:
+        readout = c.readout_units * (0 if model == "luong" else readout_in) + c.readout_units * v  # Luong: W_out h~
     macs = src_tokens * (enc + keys) + tgt_tokens * (dec + readout)
     return 3 * 2 * macs
 

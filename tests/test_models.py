@@ -96,7 +96,7 @@ def test_bad_arguments():
         RNNsearch(0, 30)
 
 
-@pytest.mark.parametrize("name", ["cho", "memdec", "rnnsearch", "rmn", "rmr", "attentive", "luong"])  # the library's, not plugins
+@pytest.mark.parametrize("name", ["cho", "memdec", "rnnsearch", "rmn", "rmr", "attentive", "luong", "ylstm"])  # the library's, not plugins
 def test_fit_builds_an_unbuilt_model_quietly_and_completely(name):
     """`fit` on a model never called builds it by tracing `call`. On PyTorch Keras traces
     on the "meta" device first; MemDec's `initial_states` once failed there (`ops.full`
@@ -104,9 +104,11 @@ def test_fit_builds_an_unbuilt_model_quietly_and_completely(name):
     being actually built" and created its weights during the first step instead."""
     import warnings
 
-    kwargs = dict(SIZES) if name in ("cho", "attentive", "luong") else dict(SIZES, attention_units=9)
-    if name in ("attentive", "luong"):  # the layer-by-layer hand-off needs equal encoder and decoder sizes
+    kwargs = dict(SIZES) if name in ("cho", "attentive", "luong", "ylstm") else dict(SIZES, attention_units=9)
+    if name in ("attentive", "luong", "ylstm"):  # equal stacks (the hand-off; the Y-LSTM's trackers)
         kwargs["encoder_units"] = kwargs["decoder_units"]
+    if name == "ylstm":  # its softmax reads the top LSTM's output: no readout size of its own
+        kwargs.pop("readout_units")
     model = MODELS[name](30, 25, **kwargs)
     model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     src, tgt = batch()

@@ -7,7 +7,7 @@ import pytest
 from keras_memnmt.config import TrainConfig, apply_overrides, build_model
 from keras_memnmt.data import synthetic_corpus
 from keras_memnmt.models import RMN, RMR, get_model, model_options
-from keras_memnmt.testing.utils import assert_model_round_trip, numpy, small_batch
+from keras_memnmt.testing.utils import assert_model_round_trip, numpy, small_batch, word_ids
 
 SIZES = dict(embedding_dim=8, encoder_units=6, decoder_units=10, readout_units=8, attention_units=9,
              output_dropout=0.0)
@@ -39,21 +39,6 @@ def test_a_bad_option_names_itself():
         RMN(30, 25, context_once="twice", **SIZES)
 
 
-def _word_ids(corpus):
-    words = sorted({w for line in corpus.source + corpus.target for w in line.split()})
-    ids = {w: i + 4 for i, w in enumerate(words)}  # 0 pad, 2 bos, 3 eos
-
-    def encode(lines, bos):
-        rows = [([2] if bos else []) + [ids[w] for w in line.split()] + ([] if bos else [3])
-                for line in lines]
-        out = np.zeros((len(rows), max(map(len, rows))), "int32")
-        for i, row in enumerate(rows):
-            out[i, :len(row)] = row
-        return out
-
-    return len(ids) + 4, encode(corpus.source, False), encode(corpus.target, True), encode(corpus.target, False)
-
-
 def _kl_from_uniform(model, src, tgt_in, memory_size):
     """Mean KL(P_t || uniform over the filled slots) over real target steps with >= 3 words."""
     states = model.encode(src)
@@ -72,7 +57,7 @@ def _kl_from_uniform(model, src, tgt_in, memory_size):
 def test_trained_memory_attention_is_not_uniform():
     """After a short training on the synthetic corpus the block attends selectively."""
     keras.utils.set_random_seed(0)
-    vocab, src, tgt_in, tgt_out = _word_ids(synthetic_corpus(2000, seed=0))
+    vocab, src, tgt_in, tgt_out = word_ids(synthetic_corpus(2000, seed=0))
     model = RMN(vocab, vocab, embedding_dim=16, encoder_units=16, decoder_units=32, attention_units=16,
                 readout_units=16, memory_size=4, output_dropout=0.0)
     model((src[:2], tgt_in[:2]))

@@ -9,6 +9,8 @@ from keras_memnmt.layers.memdec import MemDecCell
 from keras_memnmt.layers.readout import DeepOutput
 from keras_memnmt.layers.rmn import RMNCell
 from keras_memnmt.layers.rnnsearch import RNNsearchCell
+from keras_memnmt.layers.ylstm import YLSTMCell
+from keras_memnmt.layers.ylstm_encoder import YLSTMEncoderCell
 
 __all__ = [
     "AdditiveAttention",
@@ -22,4 +24,6 @@ __all__ = [
     "MemDecCell",
     "RMNCell",
     "RNNsearchCell",
+    "YLSTMCell",
+    "YLSTMEncoderCell",
 ]

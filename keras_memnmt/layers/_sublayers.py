@@ -52,10 +52,10 @@ def gru_cell(cell: keras.layers.Layer) -> GRUCell:
     )
 
 
-def lstm_cell(cell: keras.layers.Layer, name: str) -> keras.layers.LSTMCell:
-    """``keras.layers.LSTMCell(cell.units)`` with the cell's initializers and dtype policy."""
+def lstm_cell(cell: keras.layers.Layer, name: str, units: int | None = None) -> keras.layers.LSTMCell:
+    """``keras.layers.LSTMCell(units or cell.units)`` with the cell's initializers and dtype policy."""
     return keras.layers.LSTMCell(
-        cell.units,
+        units or cell.units,
         kernel_initializer=clone_initializer(cell.kernel_initializer),
         recurrent_initializer=clone_initializer(cell.recurrent_initializer),
         bias_initializer=clone_initializer(cell.bias_initializer),

@@ -5,7 +5,7 @@ returns its class and ``model_options(cls)`` its options.
 """
 
 from keras_memnmt.models.attentive import AttentiveNMT
-from keras_memnmt.models.encoder import BidirectionalEncoder, StackedLSTMEncoder
+from keras_memnmt.models.encoder import BidirectionalEncoder, StackedLSTMEncoder, YLSTMEncoder
 from keras_memnmt.models.ensemble import Ensemble
 from keras_memnmt.models.luong import LuongNMT
 from keras_memnmt.models.memdec import MemDec, memdec_from_rnnsearch
@@ -21,10 +21,11 @@ from keras_memnmt.models.rmn import RMN, RMR
 from keras_memnmt.models.rnnsearch import ChoEncoderDecoder, RNNsearch
 from keras_memnmt.models.seq2seq import Seq2Seq, option_differences
 from keras_memnmt.models.stacked import StackedSeq2Seq
+from keras_memnmt.models.ylstm import YLSTM
 
 __all__ = [
     "MODELS", "RMN", "RMR", "AttentiveNMT", "LuongNMT", "StackedLSTMEncoder", "BidirectionalEncoder", "ChoEncoderDecoder", "Ensemble", "MemDec", "Option", "RNNsearch",
-    "Seq2Seq", "StackedSeq2Seq",
+    "Seq2Seq", "StackedSeq2Seq", "YLSTM", "YLSTMEncoder",
     "get_model", "memdec_from_rnnsearch", "model_names", "model_options", "option_differences",
     "register_model",
 ]

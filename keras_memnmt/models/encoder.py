@@ -8,6 +8,7 @@ from keras import ops
 from keras_memnmt.data.vocab import PAD_ID
 from keras_memnmt.layers.base import EncoderOutput
 from keras_memnmt.layers.gru import GRUCell
+from keras_memnmt.layers.ylstm_encoder import YLSTMEncoderCell
 
 
 def embedding_initializer(lookup_scale: float = 1.0) -> keras.initializers.Initializer:
@@ -191,3 +192,89 @@ class StackedLSTMEncoder(keras.layers.Layer):
                 "units": self.units, "num_layers": self.num_layers, "dropout": self.dropout,
                 "layer_dropout": self.layer_dropout, "annotation_dropout": self.annotation_dropout,
                 "bidirectional_bottom": self.bidirectional_bottom}
+
+
+@keras.saving.register_keras_serializable(package="keras_memnmt")
+class YLSTMEncoder(keras.layers.Layer):
+    """The Y-LSTM encoder (Bradbury & Socher 2016, §2.1): a stacked-LSTM language model over
+    the source whose tracker's states are the encoding.
+
+    Embedding, then :class:`~keras_memnmt.layers.YLSTMEncoderCell` inside ``keras.layers.RNN``
+    (masked over padding). The top output ``h^L_s`` feeds a softmax (``lm_output``) that
+    predicts the next source token; in training, when ``lm_weight > 0``, the layer adds
+    ``lm_weight`` times that language model's mean cross-entropy over the real next tokens
+    as a loss (``add_loss``; the paper sums it with the translation loss, weight 1).
+
+    Args:
+        vocab_size: source vocabulary size.
+        embedding_dim: source embedding size.
+        units: LSTM units of every layer.
+        num_layers, tracker_layer, tracker_units, layer_dropout: see the cell.
+        dropout: dropout on the embeddings (training only).
+        lm_weight: float >= 0, the language-model loss's weight (0: no softmax, no loss).
+        seed: optional int, seed of the dropout masks.
+
+    Call arguments:
+        source_ids: ``(B, Tx)`` int ids, ``0`` = padding.
+
+    Returns:
+        an :class:`~keras_memnmt.layers.EncoderOutput`: annotations ``[H; C]``
+        ``(B, Tx, 2*tracker_units)`` (the tracker's hidden and memory states at every step),
+        ``mask (B, Tx)``, no summary and no final states (the only path to the decoder is
+        its attention over ``H`` and ``C``).
+    """
+
+    def __init__(self, vocab_size: int, embedding_dim: int = 256, units: int = 256, num_layers: int = 5,
+                 tracker_layer: int = 3, tracker_units: int | None = None, dropout: float = 0.0,
+                 layer_dropout: float = 0.0, lm_weight: float = 1.0, seed: int | None = None, **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(vocab_size, int) or vocab_size < 1:
+            raise ValueError(f"vocab_size must be a positive integer, got {vocab_size!r}")
+        if not lm_weight >= 0.0:
+            raise ValueError(f"lm_weight must be >= 0, got {lm_weight!r}")
+        self.vocab_size = vocab_size
+        self.embedding_dim = embedding_dim
+        self.dropout = dropout
+        self.lm_weight = float(lm_weight)
+        self.seed = seed
+        self.cell = YLSTMEncoderCell(units, num_layers, tracker_layer, tracker_units, layer_dropout,
+                                     seed=seed, dtype=self.dtype_policy, name="cell")
+        self.embedding = keras.layers.Embedding(vocab_size, embedding_dim, name="source_embedding",
+                                                embeddings_initializer=embedding_initializer())
+        self.embedding_dropout = keras.layers.Dropout(dropout)
+        self.rnn = keras.layers.RNN(self.cell, return_sequences=True, name="rnn")
+        self.lm_output = keras.layers.Dense(vocab_size, name="lm_output") if self.lm_weight > 0 else None
+
+    @property
+    def annotation_units(self) -> int:
+        return 2 * self.cell.tracker_units
+
+    def build(self, input_shape):
+        self.embedding.build(input_shape)
+        self.rnn.build(tuple(input_shape) + (self.embedding_dim,))
+        if self.lm_output is not None:
+            self.lm_output.build((None, None, self.cell.units))
+
+    def call(self, source_ids, training=False):
+        mask = ops.not_equal(source_ids, PAD_ID)  # (B, Tx) bool
+        x = self.embedding_dropout(self.embedding(source_ids), training=training)  # (B, Tx, E)
+        states = self.cell.initial_states(ops.shape(source_ids)[0], training=training)
+        outputs = self.rnn(x, initial_state=states, mask=mask, training=training)  # (B, Tx, U + 2T)
+        units = self.cell.units
+        if training and self.lm_output is not None:
+            self.add_loss(self.lm_weight * self.lm_loss(outputs[:, :, :units], source_ids))
+        return EncoderOutput(outputs[:, :, units:], ops.cast(mask, outputs.dtype))
+
+    def lm_loss(self, top, source_ids):
+        """The language model's mean cross-entropy: ``h^L_s`` predicts token ``s + 1``, over the
+        positions whose next token is real (not padding)."""
+        logits = ops.cast(self.lm_output(top[:, :-1]), "float32")  # (B, Tx-1, V)
+        targets = source_ids[:, 1:]
+        weights = ops.cast(ops.not_equal(targets, PAD_ID), "float32")
+        losses = keras.losses.sparse_categorical_crossentropy(targets, logits, from_logits=True)
+        return ops.sum(losses * weights) / ops.maximum(ops.sum(weights), 1.0)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "vocab_size": self.vocab_size, "embedding_dim": self.embedding_dim,
+                "units": self.cell.units, **self.cell.tracked_config(), "dropout": self.dropout,
+                "lm_weight": self.lm_weight, "seed": self.seed}

@@ -134,3 +134,20 @@ def assert_model_round_trip(model: keras.Model, source_ids: np.ndarray, target_i
     out = model.generate(source_ids, beam_size=3, max_length_a=1.0, max_length_b=2)
     assert numpy(out["tokens"]).shape[:2] == (source_ids.shape[0], 1)
     return logits
+
+
+def word_ids(corpus) -> tuple:
+    """``(vocabulary size, source ids, target-in ids, target-out ids)`` of a word-level corpus
+    (the synthetic one): one id per word (0 pad, 2 bos, 3 eos), padded arrays."""
+    words = sorted({w for line in corpus.source + corpus.target for w in line.split()})
+    ids = {w: i + 4 for i, w in enumerate(words)}  # 0 pad, 2 bos, 3 eos
+
+    def encode(lines, bos):
+        rows = [([2] if bos else []) + [ids[w] for w in line.split()] + ([] if bos else [3])
+                for line in lines]
+        out = np.zeros((len(rows), max(map(len, rows))), "int32")
+        for i, row in enumerate(rows):
+            out[i, :len(row)] = row
+        return out
+
+    return len(ids) + 4, encode(corpus.source, False), encode(corpus.target, True), encode(corpus.target, False)

@@ -1,0 +1,138 @@
+"""The Y-LSTM decoder cell (Bradbury & Socher 2016, §2.1): a target language model whose
+tracker's states are replaced, at every step, by attention over the encoder's tracker states."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+from keras import ops
+
+from keras_memnmt.layers import _sublayers as sublayers
+from keras_memnmt.layers._checks import check_choice
+from keras_memnmt.layers._tracked import TrackedStack
+from keras_memnmt.layers.attention import LuongAttention
+from keras_memnmt.layers.base import DecoderCell, EncoderOutput
+from keras_memnmt.layers.readout import clone_initializer
+
+TRACKER_SCORES = ("dot", "general")
+
+
+@keras.saving.register_keras_serializable(package="keras_memnmt")
+class YLSTMCell(TrackedStack, DecoderCell):
+    """Y-LSTM decoder step (paper 004, §2.1): the encoder's structure over the target, the
+    tracker's states replaced by an attentional sum of the encoder's tracker states.
+
+    One step, given the embedding ``e = w^out_{t-1}`` of the previous target word:
+
+        1. stack    the :class:`~keras_memnmt.layers._tracked.TrackedStack` step with
+                    x^1 = e: layer m reads [x^m; h̃^tracker_{t-1}], the tracker runs
+                    h'_t, k'_t = LSTM_tracker(h^m_t, (h̃^tracker_{t-1}, c̃^tracker_{t-1}))
+        2. attend   alpha_ts = softmax_s(h'_t . h^tracker_s)          (score "dot", printed)
+                    h̃^tracker_t = sum_s alpha_ts h^tracker_s,  c̃^tracker_t = sum_s alpha_ts c^tracker_s
+        3. output   h^L_t, read by the softmax (W_out h^L_t + b; the readout has no hidden layer)
+
+    The attention is the only path from the source to the target: the decoder's LSTMs start
+    from zeros, and ``(h̃^tracker, c̃^tracker)`` is what the next step's layer m and tracker read.
+
+    Decisions where the printed text is unclear:
+
+    - **The query** of ``score(h̃^tracker_t, h^tracker_s)`` cannot be the replaced state it
+      defines: it is the tracker's own output ``h'_t`` at step t, and the replaced states
+      become the tracker's recurrent state and layer m's extra input at step t+1. Replacing
+      the tracker's input at step t instead (attention queried by the tracker's previous
+      output, before it runs) is the same computation shifted by one step, so there is
+      one reading, not two.
+    - **The start**: ``(h̃^tracker_0, c̃^tracker_0)`` is the attention with equal scores, the
+      mean of the encoder's tracker states over the real source positions; a zero start
+      would leave the first target word without the source.
+    - **Score**: the printed ``h_t h_s^T``, "dot" (default); "general" (``h_t W_a h_s^T``)
+      as an option.
+    - **Dropout** (paper: 0.2): ``layer_dropout`` between layers and on the top output, one
+      mask per sequence carried in the state; ``output_dropout`` before the softmax.
+
+    States (all 2-D)::
+
+        [h^1, k^1, ..., h^L, k^L (units each), h̃^tracker, c̃^tracker (tracker_units each),
+         dropout masks (L*units), encoder tracker states [H; C] (Tx*2*tracker_units),
+         attention keys (Tx*tracker_units), source mask (Tx)]
+
+    Args:
+        units: int, LSTM size of every layer (and of the softmax's input).
+        target_vocab_size: int, number of logits.
+        readout_units: int, must equal ``units`` (the softmax reads ``h^L_t``).
+        annotation_units: int, ``2 * tracker_units``: the encoder hands over ``[H; C]``.
+        num_layers: int, stacked layers (paper: 5).
+        tracker_layer: int, the layer (1-based) the tracker is attached to (paper: 3).
+        tracker_units: int or None, the tracker's size (None: ``units``).
+        score: "dot" (default) or "general".
+        layer_dropout: float in [0, 1).
+        **kwargs: the ``DecoderCell`` arguments and ``keras.layers.Layer``'s.
+
+    Returns (``call``): ``(h^L_t (B, units), new_states)``; (``step``): the same plus the
+    attention ``(B, Tx)`` over the encoder's tracker states.
+    """
+
+    def __init__(self, units: int, target_vocab_size: int, readout_units: int, annotation_units: int,
+                 num_layers: int = 5, tracker_layer: int = 3, tracker_units: int | None = None,
+                 score: str = "dot", layer_dropout: float = 0.0, **kwargs: Any) -> None:
+        super().__init__(units, target_vocab_size, readout_units, annotation_units, **kwargs)
+        self.init_tracked_stack(num_layers, tracker_layer, tracker_units, layer_dropout)
+        if self.readout_units != self.units:
+            raise ValueError(f"the softmax reads h^L_t: `readout_units` must equal `units`, got "
+                             f"readout_units={readout_units}, units={units}")
+        if self.annotation_units != 2 * self.tracker_units:
+            raise ValueError(f"the encoder hands over [H; C] of its tracker: `annotation_units` must be "
+                             f"2 * tracker_units = {2 * self.tracker_units}, got annotation_units={annotation_units}")
+        self.score = check_choice("score", score, TRACKER_SCORES)
+        self.tracker_attention = LuongAttention(
+            self.score, kernel_initializer=clone_initializer(self.kernel_initializer),
+            dtype=self.dtype_policy, name="tracker_attention")
+        self.deep_output = sublayers.deep_output(self, self.seed, hidden_layer=False)  # W_out
+
+    @property
+    def state_size(self) -> list:
+        return [*self.tracked_state_size, None, None, None]
+
+    def compute_output_size(self, embedding_dim: int) -> int:
+        return self.units
+
+    def _build_attention(self) -> None:
+        if not self.tracker_attention.built:
+            self.tracker_attention.build((None, self.tracker_units), (None, None, self.tracker_units))
+
+    def build(self, input_shape: tuple) -> None:
+        self.build_tracked_stack(self.set_embedding_dim(input_shape))
+        self._build_attention()
+        self.deep_output.build((None, self.units))
+        self.built = True
+
+    def initial_states_from(self, encoded: EncoderOutput, training: bool = False) -> list:
+        """Zero LSTM states, the tracker's start (the mean of ``H`` and ``C``), the masks and the
+        encoder's tracker states."""
+        self._build_attention()
+        dtype = self.compute_dtype
+        annotations = ops.cast(encoded.annotations, dtype)  # (B, Tx, 2T) = [H; C]
+        mask = ops.cast(encoded.mask, dtype)
+        batch = ops.shape(annotations)[0]
+        start = self.masked_mean(annotations, mask)  # equal scores: [mean H; mean C]
+        tracker = [start[:, : self.tracker_units], start[:, self.tracker_units:]]
+        keys = ops.cast(self.tracker_attention.precompute_keys(annotations[..., : self.tracker_units]), dtype)
+        lstm_states = [ops.zeros((batch, self.units), dtype)] * (2 * self.num_layers)
+        return [*lstm_states, *tracker, self.layer_masks(batch, training=training),
+                self.flatten(annotations), self.flatten(keys), mask]
+
+    def step(self, inputs: Any, states: list, training: bool = False) -> tuple:
+        """One decoder step (the class docstring): ``(h^L_t, states, alpha_t)``."""
+        layers = 2 * self.num_layers
+        tracker, masks = states[layers:layers + 2], states[layers + 2]
+        annotations_flat, keys_flat, source_mask = states[layers + 3:]
+        top, lstm_states, (query, _) = self.tracked_step(inputs, states[:layers], tracker, masks)  # 1.
+        annotations = self.unflatten(annotations_flat, source_mask, 2 * self.tracker_units)
+        keys = self.unflatten(keys_flat, source_mask, self.tracker_units)
+        replaced, attention = self.tracker_attention(query, keys, annotations, mask=source_mask)  # 2.
+        tracker = [replaced[:, : self.tracker_units], replaced[:, self.tracker_units:]]
+        return top, [*lstm_states, *tracker, masks, annotations_flat, keys_flat, source_mask], attention
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), **self.tracked_config(), "score": self.score}

@@ -1,0 +1,128 @@
+"""Tests for the Y-LSTM cells (run once per backend).
+
+``run_cell_test`` checks the decoder cell's contract (states, RNN run == stepping, masking,
+greedy and beam search, serialization, fit and ``.keras``) and the NumPy reference below,
+written from paper 004's §2.1; the encoder cell has its own reference of the tracker exchange.
+"""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_memnmt.layers.ylstm import YLSTMCell
+from keras_memnmt.layers.ylstm_encoder import YLSTMEncoderCell
+from keras_memnmt.testing import random_encoder_output, reference, run_cell_test
+from keras_memnmt.testing.checks import check_bad_arguments, check_mixed_precision
+from keras_memnmt.testing.utils import numpy, randomize_weights, weights_of
+
+B, TX, E, T = 3, 5, 4, 5
+UNITS, VOCAB, TRACKER = 8, 11, 6
+ARGUMENTS = dict(units=UNITS, target_vocab_size=VOCAB, readout_units=UNITS, annotation_units=2 * TRACKER,
+                 num_layers=3, tracker_layer=2, tracker_units=TRACKER)
+
+
+def _make(**kwargs):
+    return YLSTMCell(**{**ARGUMENTS, **kwargs})
+
+
+def _tracked_stack_step(cell, x, states, tracker):
+    """Paper 004 §2.1's a^l_t, a^m_t and a^tracker_t in NumPy: ``(top, states, h', k')``."""
+    middle = cell.tracker_layer - 1
+    for i in range(cell.num_layers):
+        if i == middle:
+            x = np.concatenate([x, tracker[0]], -1)  # a^m_t = [h^{m-1}_t; h^m_{t-1}; h^tracker_{t-1}]
+        h, c = reference.lstm_step(x, states[2 * i], states[2 * i + 1], *weights_of(cell.lstms[i]))
+        states[2 * i], states[2 * i + 1], x = h, c, h
+        if i == middle:
+            tracker_input = h
+    h, c = reference.lstm_step(tracker_input, tracker[0], tracker[1], *weights_of(cell.tracker))  # a^tracker_t
+    return x, states, h, c
+
+
+def _reference_logits(cell, encoded, embedded):
+    """The decoder of paper 004 §2.1 in NumPy, one step at a time (no dropout: inference)."""
+    annotations, mask = (np.asarray(x, np.float64) for x in encoded[:2])
+    t_units = cell.tracker_units
+    H, C = annotations[..., :t_units], annotations[..., t_units:]
+    states = [np.zeros((annotations.shape[0], cell.units))] * (2 * cell.num_layers)
+    uniform = mask / mask.sum(-1, keepdims=True)  # equal scores over the real positions
+    tracker = [np.einsum("bs,bsd->bd", uniform, H), np.einsum("bs,bsd->bd", uniform, C)]
+    kernel = numpy(cell.tracker_attention.kernel) if cell.score == "general" else None
+    outputs = []
+    for t in range(embedded.shape[1]):
+        top, states, query, _ = _tracked_stack_step(cell, embedded[:, t], states, tracker)
+        _, alpha = reference.luong_attention(query, H, mask, cell.score, kernel)  # softmax_s score(h', h_s)
+        tracker = [np.einsum("bs,bsd->bd", alpha, H), np.einsum("bs,bsd->bd", alpha, C)]  # h~, c~
+        outputs.append(top)
+    logits = cell.deep_output.logits
+    return reference.dense(np.stack(outputs, 1), numpy(logits.kernel), numpy(logits.bias))  # W_out h^L + b
+
+
+@pytest.mark.parametrize("kwargs, fit", [
+    ({"layer_dropout": 0.3, "dropout": 0.1, "seed": 2}, True),  # the paper's dot score
+    ({"score": "general", "num_layers": 1, "tracker_layer": 1}, True),
+    ({"tracker_layer": 3, "tracker_units": None, "annotation_units": 2 * UNITS}, False),  # top layer
+], ids=["dot_middle", "general_one_layer", "top_layer_tracker"])
+def test_cell_contract_and_numpy_reference(kwargs, fit):
+    run_cell_test(lambda: _make(**kwargs), embedding_dim=E, target_length=T,
+                  reference=_reference_logits, fit=fit)
+
+
+def test_the_tracker_starts_from_the_mean_encoder_state_and_the_source_is_reached_only_by_attention():
+    cell = _make()
+    cell.build((None, E))
+    randomize_weights(cell, seed=1)
+    encoded = random_encoder_output(B, TX, 2 * TRACKER)
+    states = cell.initial_states(encoded)
+    layers = 2 * cell.num_layers
+    mask = encoded.mask
+    mean = (encoded.annotations * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)
+    np.testing.assert_allclose(numpy(states[layers]), mean[:, :TRACKER], atol=1e-6)
+    np.testing.assert_allclose(numpy(states[layers + 1]), mean[:, TRACKER:], atol=1e-6)
+    assert all(np.all(numpy(s) == 0.0) for s in states[:layers])
+    e = np.random.default_rng(2).normal(size=(B, E)).astype("float32")
+    _, new_states, attention = cell.step(e, states)
+    np.testing.assert_allclose(numpy(attention).sum(-1), 1.0, atol=1e-6)
+    assert np.all(numpy(attention)[0, TX - 2:] == 0.0)  # padded positions
+
+
+def test_encoder_cell_matches_the_papers_tracker_exchange():
+    cell = YLSTMEncoderCell(UNITS, num_layers=3, tracker_layer=2, tracker_units=TRACKER)
+    cell.build((None, E))
+    randomize_weights(cell, seed=3)
+    rng = np.random.default_rng(4)
+    states = cell.initial_states(B)
+    np_states = [np.zeros((B, UNITS))] * 6
+    np_tracker = [np.zeros((B, TRACKER))] * 2
+    for _ in range(3):
+        x = rng.normal(size=(B, E)).astype("float32")
+        output, states = cell(x, states)
+        top, np_states, h, c = _tracked_stack_step(cell, x, np_states, np_tracker)
+        np_tracker = [h, c]
+        np.testing.assert_allclose(numpy(output), np.concatenate([top, h, c], -1), atol=1e-5)
+
+
+def test_bad_arguments_raise_value_error_naming_the_argument():
+    check_bad_arguments(_make, [
+        ({"num_layers": 0}, "num_layers"),
+        ({"tracker_layer": 4}, "tracker_layer"),
+        ({"tracker_units": 0}, "tracker_units"),
+        ({"score": "concat"}, "score"),
+        ({"readout_units": 5}, "readout_units"),
+        ({"annotation_units": 6}, "annotation_units"),
+        ({"layer_dropout": 1.0}, "layer_dropout"),
+    ])
+    with pytest.raises(ValueError, match="tracker_layer"):
+        YLSTMEncoderCell(UNITS, num_layers=2, tracker_layer=3)
+
+
+def test_mixed_precision_policy_reaches_every_sublayer():
+    check_mixed_precision(_make(dtype="mixed_bfloat16"), random_encoder_output(B, TX, 2 * TRACKER), E)
+
+
+def test_encoder_cell_serializes():
+    cell = YLSTMEncoderCell(UNITS, num_layers=2, tracker_layer=1, tracker_units=TRACKER, layer_dropout=0.1, seed=3)
+    again = YLSTMEncoderCell.from_config(cell.get_config())
+    assert again.get_config() == cell.get_config()
+    assert isinstance(keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(cell)),
+                      YLSTMEncoderCell)

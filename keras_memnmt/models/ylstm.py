@@ -1,0 +1,89 @@
+"""The Y-LSTM (Bradbury & Socher 2016, §2.1): a purely attentional translator whose encoder
+and decoder are language models joined by tracker LSTMs."""
+
+from __future__ import annotations
+
+import keras
+from keras import ops
+
+from keras_memnmt.layers.ylstm import YLSTMCell
+from keras_memnmt.models.encoder import YLSTMEncoder
+from keras_memnmt.models.registry import register_model
+from keras_memnmt.models.seq2seq import Seq2Seq
+
+
+@register_model("ylstm")
+class YLSTM(Seq2Seq):
+    """:class:`~keras_memnmt.models.encoder.YLSTMEncoder` + :class:`~keras_memnmt.layers.YLSTMCell`.
+
+    The loss is the translation loss plus ``encoder_lm_weight`` times the encoder's
+    next-source-token language-model loss (paper: their sum, weight 1), one ``model.fit``:
+    the encoder adds its loss in training (``add_loss``), and the training log and
+    TensorBoard show the two apart as ``translation_loss`` and ``encoder_lm_loss``
+    (unweighted) beside the total ``loss``. ``encoder_lm_weight=0`` builds no language-model
+    softmax and adds no loss.
+
+    Args (beyond :class:`Seq2Seq`; ``encoder_units`` and ``decoder_units`` are the LSTM sizes
+    of the two stacks, and the decoder's softmax reads ``h^L_t``, so tying needs
+    ``decoder_units == embedding_dim``):
+        num_layers: LSTM layers of each stack (paper: 5).
+        tracker_layer: the layer (1-based) joined to the tracker (paper: 3).
+        tracker_units: size of both trackers (None: ``decoder_units``).
+        score: the decoder's attention over the encoder's tracker states, "dot" (printed)
+            or "general".
+        layer_dropout: dropout between the layers of both stacks (paper: 0.2).
+        encoder_lm_weight: weight of the encoder's language-model loss.
+
+    See :class:`~keras_memnmt.layers.YLSTMCell` for every paper decision.
+    """
+
+    def __init__(self, source_vocab_size: int, target_vocab_size: int, num_layers: int = 5,
+                 tracker_layer: int = 3, tracker_units: int | None = None, score: str = "dot",
+                 layer_dropout: float = 0.0, encoder_lm_weight: float = 1.0, encoder_units: int = 256,
+                 decoder_units: int = 256, **kwargs):
+        self.num_layers = num_layers
+        self.tracker_layer = tracker_layer
+        self.tracker_units = tracker_units
+        self.score = score
+        self.layer_dropout = layer_dropout
+        self.encoder_lm_weight = encoder_lm_weight
+        super().__init__(source_vocab_size, target_vocab_size, encoder_units=encoder_units,
+                         decoder_units=decoder_units, **kwargs)
+        if encoder_lm_weight > 0:  # the two losses, logged apart
+            self.translation_loss_tracker = keras.metrics.Mean(name="translation_loss")
+            self.encoder_lm_loss_tracker = keras.metrics.Mean(name="encoder_lm_loss")
+
+    # encoder_lm_weight is not free: 0 builds no language-model softmax.
+    free_options = (*Seq2Seq.free_options, "layer_dropout")
+
+    def make_encoder(self) -> keras.layers.Layer:
+        return YLSTMEncoder(self.source_vocab_size, self.embedding_dim, self.encoder_units, self.num_layers,
+                            self.tracker_layer, self._tracker_units, dropout=self.dropout,
+                            layer_dropout=self.layer_dropout, lm_weight=self.encoder_lm_weight, name="encoder")
+
+    @property
+    def _tracker_units(self) -> int:
+        return self.decoder_units if self.tracker_units is None else self.tracker_units
+
+    def make_cell(self) -> keras.layers.Layer:
+        return YLSTMCell(self.decoder_units, self.target_vocab_size, readout_units=self.decoder_units,
+                         annotation_units=self.encoder.annotation_units, num_layers=self.num_layers,
+                         tracker_layer=self.tracker_layer, tracker_units=self._tracker_units, score=self.score,
+                         layer_dropout=self.layer_dropout, output_dropout=self.output_dropout,
+                         tied_output=self.tie_embeddings, name="ylstm_cell")
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        """The total loss (Keras's: the compiled loss plus the encoder's added loss); records
+        the translation and the unweighted language-model losses apart."""
+        total = super().compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=training)
+        added = [ops.cast(loss, "float32") for loss in self.losses]
+        if added and self.encoder_lm_weight > 0:
+            lm = ops.sum(ops.stack(added))
+            self.encoder_lm_loss_tracker.update_state(lm / self.encoder_lm_weight)
+            self.translation_loss_tracker.update_state(ops.cast(total, "float32") - lm)
+        return total
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "num_layers": self.num_layers, "tracker_layer": self.tracker_layer,
+                "tracker_units": self.tracker_units, "score": self.score, "layer_dropout": self.layer_dropout,
+                "encoder_lm_weight": self.encoder_lm_weight}
