@@ -20,8 +20,10 @@ class YLSTMEncoderCell(TrackedStack, keras.layers.Layer):
     next-source-token softmax) and the tracker's hidden and memory states, which the
     encoder keeps at every step as the matrices ``H`` and ``C``.
 
-    States: ``[h^1, k^1, ..., h^L, k^L, h^tracker, k^tracker, masks]`` (2-D each); the
-    masks ``(B, L*units)`` are the dropout masks, passed through unchanged.
+    States: ``[output, h^1, k^1, ..., h^L, k^L, h^tracker, k^tracker, masks]`` (2-D each):
+    the step's output comes first (the Keras 3 cell contract: JAX's masked loop holds the
+    previous output in a state of the output's shape), and the masks ``(B, L*units)`` are
+    the dropout masks, passed through unchanged.
 
     Args:
         units: int, LSTM size of every layer.
@@ -54,7 +56,7 @@ class YLSTMEncoderCell(TrackedStack, keras.layers.Layer):
 
     @property
     def state_size(self) -> list:
-        return self.tracked_state_size
+        return [self.output_size, *self.tracked_state_size]
 
     @property
     def output_size(self) -> int:
@@ -65,8 +67,8 @@ class YLSTMEncoderCell(TrackedStack, keras.layers.Layer):
         self.built = True
 
     def initial_states(self, batch: Any, training: bool = False) -> list:
-        """Zero LSTM and tracker states and this sequence's dropout masks."""
-        zeros = [ops.zeros((batch, size), self.compute_dtype) for size in self.tracked_state_size[:-1]]
+        """A zero output, zero LSTM and tracker states, and this sequence's dropout masks."""
+        zeros = [ops.zeros((batch, size), self.compute_dtype) for size in self.state_size[:-1]]
         return [*zeros, self.layer_masks(batch, training=training)]
 
     def get_initial_state(self, batch_size: int | None = None) -> list:
@@ -74,10 +76,11 @@ class YLSTMEncoderCell(TrackedStack, keras.layers.Layer):
 
     def call(self, inputs: Any, states: list, training: bool = False) -> tuple:
         layers = 2 * self.num_layers
+        states = states[1:]  # the previous output is not read
         masks = states[layers + 2]
         top, lstm_states, tracker = self.tracked_step(inputs, states[:layers], states[layers:layers + 2], masks)
         output = ops.concatenate([top, *tracker], axis=-1)
-        return output, [*lstm_states, *tracker, masks]
+        return output, [output, *lstm_states, *tracker, masks]
 
     def get_config(self) -> dict:
         return {**super().get_config(), "units": self.units, **self.tracked_config(),
