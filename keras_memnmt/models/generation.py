@@ -121,6 +121,8 @@ class Generator:
         batch, width = source_ids.shape  # static, except the width in TensorFlow's shared trace
         if width is None:
             width = width_cap
+        if batch is None:  # a TensorFlow trace for any batch size (keras_memnmt.export)
+            batch = ops.shape(source_ids)[0]
         source_len = ops.sum(ops.cast(ops.not_equal(source_ids, PAD_ID), "float32"), axis=1)  # (B,)
         per_sentence = ops.cast(max_length_a * source_len + max_length_b, "int32")  # (B,)
         steps = int(max_length_a * width + max_length_b)  # static buffer width
