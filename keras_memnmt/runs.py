@@ -11,6 +11,8 @@ A run directory holds everything ``memnmt translate`` needs::
     run/log.csv           per-epoch loss (Keras's CSVLogger)
     run/tensorboard/      TensorBoard logs
     run/results.json      test scores after training
+    run/record.json       how the run was made and every evaluation of it (keras_memnmt.records)
+    run/hyps/             the evaluations' translations, {split}.beam{K}.{length penalty}.txt
 
 Loading a run needs the models and the data packages, never the training code.
 :func:`load_ensemble` loads several runs (or checkpoints) as one
@@ -36,7 +38,7 @@ RUN_FILES = ("config.json", "vocab/vocab.json")
 
 # What `train` writes into a run directory; `overwrite=True` removes exactly these.
 WRITTEN_BY_TRAIN = ("model.keras", "best.keras", "checkpoints", "validations.json", "log.csv",
-                    "results.json", "config.json", "tensorboard", "vocab")
+                    "results.json", "config.json", "tensorboard", "vocab", "record.json", "hyps")
 
 
 def read_config(run_dir: str) -> TrainConfig:

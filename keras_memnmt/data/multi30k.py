@@ -81,9 +81,12 @@ def sha256_of(path: str) -> str:
 
 
 def download(
-    name: str, cache_dir: str, base_url: str = BASE_URL, timeout: float = 30.0, quiet: bool = False
+    name: str, cache_dir: str, base_url: str = BASE_URL, timeout: float = 30.0, quiet: bool | None = None
 ) -> str:
     """Downloads ``base_url/name`` into ``cache_dir`` after checking its sha256.
+
+    A progress bar goes to stderr unless ``quiet`` (None, the default: only when stderr
+    is a terminal, so that logs stay free of it; False: always).
 
     The file is written to a temporary name first and only moved into the cache
     once its checksum matches, so an interrupted or corrupted download leaves
@@ -103,7 +106,8 @@ def download(
                 from tqdm.auto import tqdm
 
                 with tqdm(
-                    total=total, unit="B", unit_scale=True, desc=name, disable=quiet, file=sys.stderr
+                    total=total, unit="B", unit_scale=True, desc=name, file=sys.stderr,
+                    disable=True if quiet else (None if quiet is None else False),
                 ) as bar:
                     for block in iter(lambda: resp.read(1 << 16), b""):
                         out.write(block)

@@ -1,0 +1,179 @@
+"""Results tables rendered from run directories, so that no number is typed by hand.
+
+:func:`run_summary` reads what a run directory holds: its record (``record.json``,
+see :mod:`keras_memnmt.records`) and, for runs made before records, ``results.json``,
+``config.json`` and ``validations.json``; a field that none of them holds is ``None``
+and named in the summary's ``missing``. :func:`results_table` renders summaries as a
+Markdown table (missing fields shown as ``—``) or as JSON.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import shlex
+from collections.abc import Sequence
+
+from keras_memnmt.records import best_validation, hypotheses_key, read_record
+
+MISSING = "—"
+SCORES = ("bleu", "bleu_lowercase", "chrf", "ter")
+
+
+def _read_json(path: str):
+    if not os.path.isfile(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def command_text(argv: Sequence[str] | None) -> str | None:
+    """A recorded command line as a shell command (``memnmt ...`` for the CLI's own entry points)."""
+    if not argv:
+        return None
+    argv = list(argv)
+    if os.path.basename(argv[0]) in ("memnmt", "cli.py", "__main__.py"):
+        argv[0] = "memnmt"
+    return shlex.join(argv)
+
+
+def recipe_of(argv: Sequence[str] | None) -> str | None:
+    """The recipe a ``memnmt train RECIPE ...`` command line names."""
+    argv = list(argv or [])
+    if "train" not in argv:
+        return None
+    rest = argv[argv.index("train") + 1:]
+    return next((a for a in rest if not a.startswith("-")), None)
+
+
+def run_summary(run_dir: str, split: str | None = None, beam_size: int = 5,
+                length_penalty: str = "gnmt", alpha: float = 0.6) -> dict:
+    """One run's row: recipe, seed, best validation, training time, test scores, date, command.
+
+    ``split``: the scores of the evaluation stored for that split and search settings
+    (``memnmt evaluate`` and ``memnmt compare`` store them); default: the training's
+    own test evaluation.
+    """
+    if not os.path.isdir(run_dir):
+        raise FileNotFoundError(f"model directory not found: {run_dir}")
+    record = read_record(run_dir) or {}
+    config = record.get("config") or _read_json(os.path.join(run_dir, "config.json")) or {}
+    results = _read_json(os.path.join(run_dir, "results.json")) or {}
+    history = _read_json(os.path.join(run_dir, "validations.json")) or results.get("validations") or []
+    validate_every = config.get("validate_every")
+    best = record.get("best_validation") or best_validation(history, validate_every)
+    finished = bool(record.get("finished")) if record.get("command") else bool(results)
+
+    evaluations = record.get("evaluations") or {}
+    if split is None:
+        entry = evaluations.get(record.get("test") or "")
+        scores = (entry or {}).get("scores") or results
+        test = (entry or {}).get("split") or results.get("test_split")
+        beam = (entry or {}).get("beam_size") or results.get("beam_size")
+        limit = (entry or {}).get("limit") if entry else config.get("test_limit") if results else None
+    else:
+        entry = evaluations.get(hypotheses_key(split, beam_size, length_penalty, alpha))
+        scores, test, beam, limit = (entry or {}).get("scores") or {}, split, beam_size, None
+
+    train_seconds = record.get("train_seconds")
+    if train_seconds is None:
+        train_seconds = results.get("train_seconds")
+    if train_seconds is None and history:
+        train_seconds = history[-1].get("train_seconds")
+
+    date, date_source = (record.get("finished") or record.get("started")), "record"
+    if not date:
+        stamped = next((p for p in (os.path.join(run_dir, n) for n in ("results.json", "validations.json"))
+                        if os.path.isfile(p)), None)
+        date, date_source = (datetime.datetime.fromtimestamp(os.path.getmtime(stamped)).astimezone()
+                             .isoformat(timespec="seconds"), "file") if stamped else (None, None)
+    commands = [record.get("command")] + [r.get("command") for r in record.get("resumes", [])]
+    summary = {
+        "run": run_dir,
+        "recipe": recipe_of(record.get("command")),
+        "model": config.get("model"),
+        "seed": config.get("seed"),
+        "best_epoch": (best or {}).get("epoch"),
+        "best_step": (best or {}).get("step"),
+        "best_val_bleu": (best or {}).get("val_bleu"),
+        "validations": len(history) if history else record.get("validations"),
+        "validate_every": validate_every,
+        "steps": history[-1].get("step") if history else record.get("steps"),
+        "train_seconds": train_seconds,
+        "finished": finished,
+        "test_split": test,
+        "beam_size": beam,
+        "test_limit": limit,
+        **{k: scores.get(k) for k in SCORES},
+        "bleu_signature": scores.get("bleu_signature"),
+        "date": date,
+        "date_source": date_source,
+        "command": command_text(record.get("command")),
+        "resumed_with": [command_text(c) for c in commands[1:] if c],
+        "recorded": bool(record.get("command")),
+    }
+    wanted = ("recipe", "seed", "best_val_bleu", "train_seconds", "test_split", *SCORES, "date", "command")
+    summary["missing"] = [k for k in wanted if summary[k] is None]
+    return summary
+
+
+def _number(value, digits: int = 2) -> str:
+    return MISSING if value is None else f"{value:.{digits}f}"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _row(s: dict) -> list[str]:
+    if s["best_val_bleu"] is None:
+        best = MISSING
+    elif s["best_epoch"] is not None:
+        best = f"epoch {s['best_epoch']} ({s['best_val_bleu']:.2f})"
+    else:
+        best = f"step {s['best_step']} ({s['best_val_bleu']:.2f})"
+    if s["train_seconds"] is None:
+        training = MISSING
+    else:
+        span = (f"{s['validations']} epochs, " if s["validations"] and not s["validate_every"]
+                else f"{s['steps']} steps, " if s["steps"] else "")
+        training = f"{span}{s['train_seconds'] / 60:.1f} min" + ("" if s["finished"] else ", unfinished")
+    test = MISSING if s["test_split"] is None else s["test_split"] + (
+        f" (first {s['test_limit']})" if s["test_limit"] else "") + (
+        f", beam {s['beam_size']}" if s["beam_size"] else "")
+    date = MISSING if s["date"] is None else s["date"][:10] + (" (file)" if s["date_source"] == "file" else "")
+    command = MISSING if s["command"] is None else f"`{s['command']}`" + "".join(
+        f"; then `{c}`" for c in s["resumed_with"])
+    return [f"`{s['run']}`", s["recipe"] or MISSING, MISSING if s["seed"] is None else str(s["seed"]),
+            best, training, test, *(_number(s[k]) for k in SCORES), date, _cell(command)]
+
+
+HEADER = ["run", "recipe", "seed", "best (val BLEU)", "training", "test", "cased", "lc", "chrF", "TER",
+          "date", "command"]
+
+
+def results_table(summaries: Sequence[dict], format: str = "markdown") -> str:
+    """Summaries (:func:`run_summary`) as a Markdown table, or as a JSON list (``format="json"``).
+
+    The Markdown table's notes explain the marks: ``—`` a field no file of the run
+    holds, ``(file)`` a date taken from a file's modification time.
+    """
+    if format == "json":
+        return json.dumps(list(summaries), indent=2)
+    if format != "markdown":
+        raise ValueError(f"format must be 'markdown' or 'json', got {format!r}")
+    lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    lines += ["| " + " | ".join(_row(s)) + " |" for s in summaries]
+    notes = []
+    if any(s["missing"] for s in summaries):
+        notes.append(f"{MISSING}: not held by the run directory (a run made before run records "
+                     "holds no command or date; an unfinished run has no test scores).")
+    if any(s["date_source"] == "file" for s in summaries):
+        notes.append("(file): the modification date of the run's results.json (or validations.json), "
+                     "not a recorded date.")
+    if summaries and all(s["bleu_signature"] for s in summaries):
+        signatures = sorted({s["bleu_signature"] for s in summaries})
+        notes.append("cased: sacreBLEU " + ", ".join(f"`{sig}`" for sig in signatures)
+                     + "; lc: the same, lowercased.")
+    return "\n".join(lines + ([""] + notes if notes else []))

@@ -1,0 +1,251 @@
+"""`memnmt compare`: sacreBLEU's paired tests between systems of tiny untrained runs, the
+reuse of stored hypotheses, seed pairing, and `--split all` (with `memnmt evaluate`)."""
+
+import gzip
+import json
+import os
+import shutil
+import statistics
+
+import pytest
+import sacrebleu
+from sacrebleu.significance import PairedTest
+
+from keras_memnmt.cli import main
+from keras_memnmt.compare import paired_tests, pairing, parse_systems
+
+SACREBLEU_NAMES = {"bleu": "BLEU", "bleu_lowercase": "BLEU", "chrf": "chrF2", "ter": "TER"}
+
+
+def _tiny_run(path, vocab, model, seed, config_seed=0, **config):
+    """A tiny run whose synthetic test set is drawn from ``config_seed`` (shared by the runs)."""
+    from keras_memnmt.testing.tiny_runs import write_tiny_run
+
+    run = write_tiny_run(str(path), vocab, model, seed=seed)
+    with open(os.path.join(run, "config.json")) as f:
+        raw = json.load(f)
+    raw.update(seed=config_seed, **config)
+    with open(os.path.join(run, "config.json"), "w") as f:
+        json.dump(raw, f)
+    return run
+
+
+@pytest.fixture(scope="module")
+def vocab():
+    from keras_memnmt.testing.tiny_runs import synthetic_vocab
+
+    return synthetic_vocab()
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, vocab):
+    root = tmp_path_factory.mktemp("compare")
+    spec = {"a": ("rnnsearch", 1), "b": ("memdec", 2), "c0": ("rnnsearch", 3), "c1": ("rnnsearch", 4),
+            "d0": ("cho", 5), "d1": ("cho", 6)}
+    return {name: _tiny_run(root / name, vocab, model, seed) for name, (model, seed) in spec.items()}
+
+
+@pytest.fixture(autouse=True)
+def _default_sacrebleu_seed(monkeypatch):
+    monkeypatch.delenv("SACREBLEU_SEED", raising=False)  # sacreBLEU's default, 12345
+
+
+def _references():
+    from keras_memnmt.data import synthetic_splits
+
+    return synthetic_splits(200, seed=0)[2].target
+
+
+def _lines(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read().split("\n")[:-1]
+
+
+def test_compare_reports_sacrebleus_own_paired_tests(runs, tmp_path, capsys):
+    out = tmp_path / "compare.json"
+    assert main(["compare", runs["a"], runs["b"], "--beam", "1", "--json", str(out), "--quiet"]) == 0
+    table = capsys.readouterr().out
+    result = json.loads(out.read_text())
+    assert (result["split"], result["corpus"], result["sentences"]) == ("synthetic-test", "synthetic", 500)
+    assert (result["baseline"], result["seed"], result["bootstrap_resamples"], result["ar_trials"]) == \
+        (runs["a"], 12345, 1000, 10000)
+    (base,), (other,) = [system["runs"] for system in result["systems"]]
+    assert base["tests"] == [] and other["tests"][0]["baseline_run"] == runs["a"]
+    # The hypotheses were stored in the runs; sacreBLEU called directly on them gives the same numbers.
+    hyps = [_lines(base["hypotheses"]), _lines(other["hypotheses"])]
+    assert base["hypotheses"] == os.path.join(runs["a"], "hyps", "synthetic-test.beam1.gnmt0.6.txt")
+    refs = [_references()]
+    named = [("a", hyps[0]), ("b", hyps[1])]
+    for metrics in ({"bleu": sacrebleu.metrics.BLEU(), "chrf": sacrebleu.metrics.CHRF(),
+                     "ter": sacrebleu.metrics.TER()},
+                    {"bleu_lowercase": sacrebleu.metrics.BLEU(lowercase=True)}):
+        bs_signatures, bs = PairedTest(named, metrics, references=refs, test_type="bs")()
+        ar_signatures, ar = PairedTest(named, metrics, references=refs, test_type="ar")()
+        for metric in metrics:
+            name = SACREBLEU_NAMES[metric]
+            (bs_base, bs_other), (_, ar_other) = bs[name], ar[name]
+            assert base[metric] == {"score": bs_base.score, "mean": bs_base.mean, "ci": bs_base.ci}
+            assert other[metric] == {"score": bs_other.score, "mean": bs_other.mean, "ci": bs_other.ci}
+            test = other["tests"][0][metric]
+            assert (test["p_bootstrap"], test["p_ar"]) == (bs_other.p_value, ar_other.p_value)
+            assert test["difference"] == pytest.approx(bs_other.score - bs_base.score)
+            assert result["signatures"][metric] == {"bootstrap": str(bs_signatures[name]),
+                                                    "ar": str(ar_signatures[name])}
+    assert "seed:12345" in result["signatures"]["bleu"]["bootstrap"]
+    # The table on stdout shows the same numbers.
+    assert "baseline" in table and f"{other['bleu']['score']:.2f} ± {other['bleu']['ci']:.2f}" in table
+    p = other["tests"][0]["ter"]
+    assert f"{p['p_bootstrap']:.4f} / {p['p_ar']:.4f}" in table
+
+
+def test_compare_prints_json_on_stdout_and_the_table_on_stderr(runs, capsys):
+    assert main(["compare", runs["a"], runs["b"], "--beam", "1", "--limit", "30", "--trials", "100",
+                 "--bootstrap", "100", "--seed", "7", "--quiet"]) == 0
+    captured = capsys.readouterr()
+    result = json.loads(captured.out)
+    assert result["sentences"] == 30 and result["seed"] == 7
+    assert "seed:7" in result["signatures"]["chrf"]["ar"] and "bs:100" in result["signatures"]["chrf"]["bootstrap"]
+    assert "p (bs / ar)" in captured.err and "seed 7" in captured.err
+
+
+def test_stored_hypotheses_are_reused_while_the_model_is_unchanged(tmp_path, vocab, monkeypatch, capsys):
+    import keras_memnmt.inference as inference
+
+    x, y = (_tiny_run(tmp_path / n, vocab, "rnnsearch", s) for n, s in (("x", 1), ("y", 2)))
+    calls = []
+    translate = inference.translate
+
+    def spy(model, vocab, sentences, **kwargs):
+        calls.append(len(sentences))
+        return translate(model, vocab, sentences, **kwargs)
+
+    monkeypatch.setattr(inference, "translate", spy)
+    args = ["compare", x, y, "--beam", "1", "--trials", "50", "--bootstrap", "50"]
+    assert main(args) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert calls == [500, 500]
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    assert calls == [500, 500] and json.loads(captured.out) == first
+    assert f"reused {os.path.join(x, 'hyps', 'synthetic-test.beam1.gnmt0.6.txt')}" in captured.err
+    # The first N sentences come from the whole split's stored hypotheses.
+    assert main(args + ["--limit", "25"]) == 0
+    assert calls == [500, 500] and json.loads(capsys.readouterr().out)["sentences"] == 25
+    # Another model file (another sha256), other search settings: translated again.
+    shutil.copy(os.path.join(y, "best.keras"), os.path.join(x, "best.keras"))
+    assert main(args) == 0
+    assert calls == [500, 500, 500]
+    assert main(args[:3] + ["--beam", "2", "--length-penalty", "average"] + args[5:]) == 0
+    assert calls[3:] == [500, 500]
+    assert os.path.isfile(os.path.join(y, "hyps", "synthetic-test.beam2.average.txt"))
+    capsys.readouterr()
+
+
+def test_seeds_are_paired_with_the_baselines_seeds(runs, tmp_path, capsys):
+    out = tmp_path / "seeds.json"
+    c0, c1, d0, d1 = runs["c0"], runs["c1"], runs["d0"], runs["d1"]
+    assert main(["compare", "--system", f"rnnsearch={c0},{c1}", "--system", f"cho={d0},{d1}",
+                 "--beam", "1", "--trials", "200", "--bootstrap", "200", "--json", str(out), "--quiet"]) == 0
+    table = capsys.readouterr().out
+    result = json.loads(out.read_text())
+    base, cho = result["systems"]
+    assert (base["name"], cho["name"], result["baseline"]) == ("rnnsearch", "cho", "rnnsearch")
+    assert [t["baseline_run"] for run in cho["runs"] for t in run["tests"]] == [c0, c1]
+    refs = _references()
+    for base_run, run in zip(base["runs"], cho["runs"]):
+        direct = paired_tests(_lines(base_run["hypotheses"]), [_lines(run["hypotheses"])], refs, "bleu",
+                              bootstrap=200, trials=200)
+        assert run["tests"][0]["bleu"]["p_bootstrap"] == direct["systems"][0]["p_bootstrap"]
+        assert run["tests"][0]["bleu"]["p_ar"] == direct["systems"][0]["p_ar"]
+        assert base_run["bleu"] == direct["baseline"]
+    for system in (base, cho):
+        for metric in ("bleu", "bleu_lowercase", "chrf", "ter"):
+            scores = [run[metric]["score"] for run in system["runs"]]
+            assert system["mean"][metric] == pytest.approx(statistics.mean(scores))
+            assert system["std"][metric] == pytest.approx(statistics.stdev(scores))
+    assert "mean ± std (2 runs)" in table and f"(vs {c1})" in table
+    # A single baseline run: every seed is tested against it.
+    assert main(["compare", runs["a"], "--system", f"cho={d0},{d1}", "--beam", "1", "--trials", "50",
+                 "--bootstrap", "50", "--quiet"]) == 0
+    single = json.loads(capsys.readouterr().out)
+    assert [t["baseline_run"] for run in single["systems"][1]["runs"] for t in run["tests"]] == [runs["a"]] * 2
+    assert single["systems"][0]["std"]["bleu"] is None
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--system", "x={a},{b}", "--system", "y={a},{b},{c}"], "the baseline has 2 runs and a system 3"),
+    (["{a}"], "at least two systems"),
+    (["{a}", "--system", "nameonly"], "--system expects NAME=RUN1,RUN2"),
+    (["{a}", "{b}", "--seed", "0"], "seed must be an int > 0"),
+    (["{a}", "{a}"], "system names must differ"),
+    (["{a}", "--system", "x={a}"], "a run may appear once"),
+])
+def test_compare_errors(runs, capsys, args, message):
+    names = {"a": runs["a"], "b": runs["b"], "c": runs["c0"]}
+    assert main(["compare", *(arg.format(**names) for arg in args), "--beam", "1", "--quiet"]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_runs_with_different_test_sets_cannot_be_compared(runs, tmp_path, vocab, capsys):
+    other = _tiny_run(tmp_path / "other", vocab, "rnnsearch", 9, config_seed=7)
+    assert main(["compare", runs["a"], other, "--beam", "1", "--limit", "5", "--quiet"]) == 2
+    assert "different synthetic-test test sets" in capsys.readouterr().err
+
+
+def test_pairing():
+    assert pairing(3, 3) == [(0, 0), (1, 1), (2, 2)]
+    assert pairing(1, 2) == [(0, 0), (0, 1)]
+    assert pairing(2, 1) == [(0, 0), (1, 0)]
+    with pytest.raises(ValueError, match="2 runs and a system 3"):
+        pairing(2, 3)
+    systems = parse_systems(["r1"], ["s=r2,r3"])
+    assert [(s.name, s.runs) for s in systems] == [("r1", ["r1"]), ("s", ["r2", "r3"])]
+
+
+# ----- --split all ----------------------------------------------------------------------------
+
+@pytest.fixture()
+def multi30k_runs(tmp_path, vocab):
+    """Two tiny en→de Multi30k runs and a data folder that holds test_2016_flickr only."""
+    data = tmp_path / "data"
+    data.mkdir()
+    test = _references()  # any aligned text will do: synthetic pairs, 12 of them
+    from keras_memnmt.data import synthetic_splits
+
+    corpus = synthetic_splits(200, seed=0)[2]
+    for lang, lines in (("en", corpus.source[:12]), ("de", test[:12])):
+        with gzip.open(data / f"test_2016_flickr.{lang}.gz", "wt", encoding="utf-8") as f:
+            f.write("".join(line + "\n" for line in lines))
+    runs = [_tiny_run(tmp_path / name, vocab, "rnnsearch", seed, corpus="multi30k", src="en", tgt="de")
+            for name, seed in (("m1", 1), ("m2", 2))]
+    return runs, str(data)
+
+
+def test_split_all_evaluates_every_available_test_split(multi30k_runs, capsys):
+    (run, _), data = multi30k_runs
+    assert main(["evaluate", "--model", run, "--split", "all", "--data-dir", data, "--beam", "1"]) == 0
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    assert [s["corpus"] for s in report["splits"]] == ["multi30k en->de test_2016_flickr"]
+    assert report["splits"][0]["sentences"] == 12
+    assert report["splits"][0]["hypotheses"] == os.path.join(run, "hyps", "test_2016_flickr.beam1.gnmt0.6.txt")
+    skipped = {s["split"]: s["reason"] for s in report["skipped"]}
+    assert sorted(skipped) == ["test_2017_flickr", "test_2017_mscoco", "test_2018_flickr"]
+    assert "has no test_2017_mscoco.en.gz" in skipped["test_2017_mscoco"]
+    assert "skipping test_2018_flickr" in captured.err
+    # A single split that is not there is an error, as before.
+    assert main(["evaluate", "--model", run, "--split", "test_2017_flickr", "--data-dir", data]) == 2
+    assert "has no test_2017_flickr.en.gz" in capsys.readouterr().err
+
+
+def test_compare_split_all(multi30k_runs, capsys):
+    (m1, m2), data = multi30k_runs
+    assert main(["compare", m1, m2, "--split", "all", "--data-dir", data, "--beam", "1", "--trials", "50",
+                 "--bootstrap", "50"]) == 0
+    captured = capsys.readouterr()
+    result = json.loads(captured.out)
+    assert [r["split"] for r in result["splits"]] == ["test_2016_flickr"]
+    assert result["splits"][0]["sentences"] == 12
+    assert [s["split"] for s in result["skipped"]] == ["test_2017_flickr", "test_2017_mscoco",
+                                                       "test_2018_flickr"]
+    assert "skipping test_2017_flickr" in captured.err and "skipped test_2018_flickr" in captured.err
