@@ -63,6 +63,10 @@ class TrainConfig:
     validate_every: int = 0  # validate every N steps (0 = once per epoch)
     patience: int = 3  # stop after this many validations without a BLEU gain
     keep_checkpoints: bool = False  # also keep checkpoints/step{N}.keras at every validation
+    # --- TensorBoard (OUT/tensorboard; docs/monitoring.md) ---
+    log_every: int = 50  # training loss, rate, gradient norm and tokens/s every N steps
+    val_loss_sentences: int = 512  # teacher-forced validation loss on the first N val pairs (0 = off)
+    tensorboard_pictures: int = 2  # attention / memory pictures of N fixed val pairs per validation
     beam_size: int = 5  # beam for the final test evaluation
     test_split: str = "test_2016_flickr"  # split scored after training (Multi30k)
     seed: int = 0  # shuffle and initialization seed
@@ -238,6 +242,11 @@ def validate(config: TrainConfig) -> TrainConfig:
         raise ConfigError(f"config field lr_decay={config.lr_decay!r}: expected a factor in (0, 1]")
     if config.lr_patience < 1:
         raise ConfigError(f"config field lr_patience={config.lr_patience!r}: expected an int >= 1")
+    if config.log_every < 1:
+        raise ConfigError(f"config field log_every={config.log_every!r}: expected an int >= 1")
+    for name in ("val_loss_sentences", "tensorboard_pictures"):
+        if getattr(config, name) < 0:
+            raise ConfigError(f"config field {name}={getattr(config, name)!r}: expected an int >= 0")
     if config.pretrain_checkpoint is not None and config.pretrain_run is None:
         raise ConfigError(f"config field pretrain_checkpoint={config.pretrain_checkpoint!r} "
                           "needs pretrain_run (the run directory that holds it)")

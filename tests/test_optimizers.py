@@ -1,4 +1,5 @@
-"""FusedAdam: Adam's update (with global-norm clipping) against NumPy, on every backend."""
+"""FusedAdam: Adam's update (with global-norm clipping) against NumPy, and the gradient norm it
+keeps, on every backend."""
 
 import keras
 import numpy as np
@@ -81,13 +82,43 @@ def test_config_round_trip():
     assert np.isclose(config["learning_rate"], 3e-4)
 
 
-def test_recipes_get_fused_adam_on_tensorflow_only():
-    # PyTorch: Keras replaces keras.optimizers.Adam (not a subclass) by its foreach Adam.
+def test_recipes_get_fused_adam_on_keras_own_update():
+    # PyTorch: Keras replaces keras.optimizers.Adam (not a subclass) by its foreach Adam,
+    # which FusedAdam derives from there.
     from keras_memnmt.config import TrainConfig
     from keras_memnmt.training.optimizers import build_optimizer
 
     optimizer = build_optimizer(TrainConfig())
-    assert isinstance(optimizer, keras.optimizers.Adam)
-    assert isinstance(optimizer, FusedAdam) == (keras.backend.backend() == "tensorflow")
+    assert isinstance(optimizer, keras.optimizers.Adam) and isinstance(optimizer, FusedAdam)
+    assert optimizer._fused() == (keras.backend.backend() == "tensorflow")
     if keras.backend.backend() == "torch":
-        assert type(optimizer).__module__.startswith("keras.src.backend.torch")
+        from keras.src.backend.torch.optimizers.torch_adam import Adam as TorchAdam
+
+        assert isinstance(optimizer, TorchAdam)
+
+
+@pytest.mark.parametrize("clip", [None, 1.0])
+def test_gradient_norm_is_the_last_updates_norm_before_clipping(clip):
+    rng = np.random.default_rng(0)
+    variables = [keras.Variable(rng.normal(size=shape).astype("float32")) for shape in SHAPES]
+    optimizer = FusedAdam(learning_rate=0.01, global_clipnorm=clip)
+    for step_grads in _grads(2):
+        optimizer.apply([keras.ops.convert_to_tensor(g) for g in step_grads], variables)
+        norm = np.sqrt(sum((g.astype("float64") ** 2).sum() for g in step_grads))
+        np.testing.assert_allclose(float(keras.ops.convert_to_numpy(optimizer.gradient_norm)), norm, rtol=1e-5)
+    assert optimizer.variables[-1] is optimizer.gradient_norm
+
+
+def test_loads_an_optimizer_saved_without_the_gradient_norm():
+    """A Keras Adam's saved state (one variable fewer) loads; the norm starts at 0."""
+    rng = np.random.default_rng(0)
+    grads = [keras.ops.convert_to_tensor(g) for g in _grads(1)[0]]
+    old = keras.optimizers.Adam(learning_rate=0.01)
+    old.apply(grads, [keras.Variable(rng.normal(size=shape).astype("float32")) for shape in SHAPES])
+    store = {str(i): keras.ops.convert_to_numpy(v) for i, v in enumerate(old.variables)}
+    optimizer = FusedAdam(learning_rate=0.01)
+    optimizer.build([keras.Variable(np.zeros(shape, "float32")) for shape in SHAPES])
+    optimizer.load_own_variables(store)
+    for mine, saved in zip(optimizer.variables, old.variables):
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(mine), keras.ops.convert_to_numpy(saved))
+    assert float(keras.ops.convert_to_numpy(optimizer.gradient_norm)) == 0.0

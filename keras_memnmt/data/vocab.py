@@ -25,6 +25,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import sys
 from collections.abc import Iterable, Sequence
 
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
@@ -164,15 +165,28 @@ class SubwordVocab:
         size: int = 8000,
         model_type: str = "unigram",
         joint: bool = False,
+        progress: bool | None = False,
     ) -> SubwordVocab:
+        """Trains SentencePiece on each side (or once on both, ``joint``).
+
+        ``progress``: a bar on stderr over the sides trained (True; None: only when
+        stderr is a terminal; False: none).
+        """
+        from tqdm.auto import tqdm
+
         config = {"size": size, "model_type": model_type, "joint": joint}
+        sides = ["joint"] if joint else ["source", "target"]
+        disable = True if progress is False else (None if progress is None else False)
+        trained = []
+        with tqdm(sides, desc="vocabulary", unit="side", disable=disable, file=sys.stderr) as bar:
+            for side in bar:
+                bar.set_postfix_str(side)
+                text = {"joint": [*source_sentences, *target_sentences], "source": source_sentences,
+                        "target": target_sentences}[side]
+                trained.append(SentencePieceVocab(train_sentencepiece(text, size, model_type)))
         if joint:
-            proto = train_sentencepiece([*source_sentences, *target_sentences], size, model_type)
-            v = SentencePieceVocab(proto)
-            return cls(v, v, config)
-        src = SentencePieceVocab(train_sentencepiece(source_sentences, size, model_type))
-        tgt = SentencePieceVocab(train_sentencepiece(target_sentences, size, model_type))
-        return cls(src, tgt, config)
+            return cls(trained[0], trained[0], config)
+        return cls(trained[0], trained[1], config)
 
     def save(self, directory: str) -> None:
         """Writes ``source.model``, ``target.model`` and ``vocab.json`` into ``directory``."""

@@ -40,8 +40,8 @@ class AttentiveCell(StackedLSTMCell):
                     embedding in the paper (``tied_output``).
         5. push h_t into the past-states buffer.
 
-    ``step`` is the only place these equations live: ``keras.layers.RNN`` (teacher
-    forcing) and the greedy and beam searches all run it.
+    ``_step`` is the only place these equations live: ``step``, ``keras.layers.RNN``
+    (teacher forcing), ``step_details`` and the greedy and beam searches all run it.
 
     Decisions where the printed text is unclear:
 
@@ -97,7 +97,8 @@ class AttentiveCell(StackedLSTMCell):
     Call arguments: ``inputs (B, E)``, the states above, ``training``.
 
     Returns (``call``): ``(o_t (B, 2*units), new_states)``; (``step``): the same plus the
-    source attention ``(B, Tx)``. :meth:`past_attention` returns Eq. 12's weights.
+    source attention ``(B, Tx)``. ``step_details`` (and :meth:`past_attention`) return
+    Eq. 12's weights as "past_attention".
     """
 
     def __init__(
@@ -171,17 +172,14 @@ class AttentiveCell(StackedLSTMCell):
         return [*stack, *buffer, *source]
 
     # ----------------------------------------------------------------- step
-    def step(self, inputs: Any, states: list, training: bool = False) -> tuple:
-        """One decoder step (the equations of the class docstring): ``(o_t, states, alpha_t)``."""
-        output, new_states, attention, _ = self._step(inputs, states)
-        return output, new_states, attention
-
     def past_attention(self, inputs: Any, states: list) -> Any:
         """Eq. 12's weights ``(B, history_length)`` of the step on ``inputs`` from ``states``
-        (slot 0 the most recent past state)."""
-        return self._step(inputs, states)[3]
+        (slot 0 the most recent past state; ``step_details(...)["past_attention"]``)."""
+        return self._step(inputs, states)[2]["past_attention"]
 
-    def _step(self, inputs: Any, states: list) -> tuple:
+    def _step(self, inputs: Any, states: list, training: bool = False) -> tuple:
+        """One decoder step (the equations of the class docstring): ``(o_t, states, details)``,
+        details "attention" ``alpha_t (B, Tx)`` and "past_attention" ``(B, history_length)``."""
         layers = 2 * self.num_layers
         masks, past_flat, past_keys_flat, filled = states[layers:layers + 4]
         source = states[layers + 4:]
@@ -206,7 +204,7 @@ class AttentiveCell(StackedLSTMCell):
         filled = self.push_window(filled, ops.ones_like(filled[:, :1]))
         output = ops.concatenate([merged_source, merged_past], axis=-1)  # 4. [h''_t; h'_t]
         new_states = [*lstm_states, masks, past_flat, past_keys_flat, filled, *source]
-        return output, new_states, attention, weights
+        return output, new_states, {"attention": attention, "past_attention": weights}
 
     # ---------------------------------------------------------------- config
     def get_config(self) -> dict:

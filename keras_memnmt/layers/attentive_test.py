@@ -13,7 +13,11 @@ import pytest
 from keras_memnmt.layers import EncoderOutput
 from keras_memnmt.layers.attentive import AttentiveCell
 from keras_memnmt.testing import random_encoder_output, reference, run_cell_test
-from keras_memnmt.testing.checks import check_bad_arguments, check_mixed_precision
+from keras_memnmt.testing.checks import (
+    check_bad_arguments,
+    check_mixed_precision,
+    check_step_details,
+)
 from keras_memnmt.testing.utils import numpy, randomize_weights, stacked_reference_start, weights_of
 
 B, TX, E, T = 3, 5, 4, 5
@@ -137,3 +141,18 @@ def test_bad_arguments_raise_value_error_naming_the_argument():
 
 def test_mixed_precision_policy_reaches_every_sublayer():
     check_mixed_precision(_make(dtype="mixed_bfloat16"), random_encoder_output(B, TX, 6), E)
+
+
+def test_step_details_hold_the_past_attention():
+    """``step_details``'s "past_attention" is ``past_attention``'s Eq. 12: one `_step` for both."""
+    cell = _built(history_length=3, self_score="combined")
+    embedded = np.random.default_rng(2).normal(size=(B, 5, E)).astype("float32")
+    encoded = random_encoder_output(B, TX, 6)
+    details = check_step_details(cell, encoded, embedded, ["attention", "past_attention"])
+    assert np.all(details[0]["past_attention"] == 0.0)  # no past at t = 1
+    states = cell.initial_states(encoded)
+    for t, step in enumerate(details):
+        np.testing.assert_array_equal(step["past_attention"], numpy(cell.past_attention(embedded[:, t], states)))
+        if t:
+            np.testing.assert_allclose(step["past_attention"].sum(-1), 1.0, atol=1e-6)
+        _, states, _ = cell.step(embedded[:, t], states)

@@ -5,7 +5,8 @@ returns an :class:`EncoderOutput`; the cell turns it into its initial states
 (:meth:`DecoderCell.initial_states`) and then runs one step at a time
 (:meth:`DecoderCell.step`), inside ``keras.layers.RNN`` for teacher-forced
 training and called directly by greedy and beam search. ``step`` is the only
-place a cell's equations live.
+place a cell's equations live; :meth:`DecoderCell.step_details` runs the same step and
+also returns the named values it computed on the way (attention, memory addressing).
 """
 
 from __future__ import annotations
@@ -44,10 +45,13 @@ class DecoderCell(keras.layers.Layer):
 
     A subclass defines, in this order of importance:
 
-    - ``step(inputs, states, training) -> (output, new_states, attention)``: one
+    - ``_step(inputs, states, training) -> (output, new_states, details)``: one
       decoder step, the only place its equations live. ``inputs`` is the
-      ``(B, E)`` embedding of the previous target word; ``attention`` is the
-      ``(B, Tx)`` source attention or None.
+      ``(B, E)`` embedding of the previous target word; ``details`` is a dict of
+      named values the step computed, "attention" ``(B, Tx)`` for a cell with
+      source attention (see :meth:`step_details` for the names). A cell may define
+      ``step(inputs, states, training) -> (output, new_states, attention)``
+      instead; its details are then the attention alone.
     - ``initial_states_from(encoded, training) -> list``: the step's initial
       states from an :class:`EncoderOutput`, every one 2-D ``(B, features)``
       with the output-shaped state first (the Keras 3 cell contract).
@@ -55,8 +59,8 @@ class DecoderCell(keras.layers.Layer):
       (call ``self.set_embedding_dim(input_shape)`` first) and a ``deep_output``
       sublayer (``readout``), plus ``get_config`` for its own arguments.
 
-    The base supplies ``call`` (``keras.layers.RNN``'s entry: ``step`` without the
-    attention), ``prepare_inputs`` (the step's inputs from the embeddings and ids;
+    The base supplies ``step`` and ``step_details`` (both run ``_step``), ``call``
+    (``keras.layers.RNN``'s entry: ``step`` without the attention), ``prepare_inputs`` (the step's inputs from the embeddings and ids;
     the embeddings unless a cell overrides it), ``initial_states`` (accepts an :class:`EncoderOutput` or the
     tensors), ``readout``, ``output_size``, ``drop_inputs`` and ``get_config``
     of the arguments below.
@@ -114,9 +118,44 @@ class DecoderCell(keras.layers.Layer):
         self._embedding_dim: int | None = None
 
     # ------------------------------------------------------- subclass contract
+    def _step(self, inputs: Any, states: list, training: bool = False) -> tuple:
+        """One decoder step: ``(output (B, output_size), new_states, details dict)``.
+
+        The default runs a subclass's own ``step`` (the older contract) and reports its
+        attention as the only detail.
+        """
+        if type(self).step is DecoderCell.step:
+            raise NotImplementedError(f"{type(self).__name__} must define _step() or step()")
+        output, new_states, attention = self.step(inputs, states, training=training)
+        return output, new_states, {} if attention is None else {"attention": attention}
+
     def step(self, inputs: Any, states: list, training: bool = False) -> tuple:
         """One decoder step: ``(output (B, output_size), new_states, attention (B, Tx) or None)``."""
-        raise NotImplementedError(f"{type(self).__name__} must define step()")
+        output, new_states, details = self._step(inputs, states, training=training)
+        return output, new_states, details.get("attention")
+
+    def step_details(self, inputs: Any, states: list, training: bool = False) -> dict:
+        """One decoder step with the named values it computed (the same ``_step`` as ``step``).
+
+        Returns:
+            dict with "output" ``(B, output_size)``, "states" (the new states) and the
+            cell's details. Names shared by the cells (a cell has those it computes):
+
+            - "attention" ``(B, Tx)``: the source attention (Y-LSTM: over the
+              encoder's tracker states, one per source position);
+            - "read_weights", "write_weights" ``(B, n)``: MemDec's memory addressing,
+              and "erase_mean", "add_mean" ``(B,)``: the mean of its erase and add
+              vectors (:class:`~keras_memnmt.layers.MemDecCell` has more);
+            - "memory_attention" ``(B, memory_size)``: RMN's attention over the most
+              recent target words, slot 0 the newest (``y_{t-1}``);
+            - "past_attention" ``(B, history_length)``: Attentive NMT's attention over
+              its past top states, slot 0 the most recent.
+
+            The weights sum to 1 over their last axis, except Attentive NMT's at the
+            first step, which has no past states to attend to (all 0).
+        """
+        output, new_states, details = self._step(inputs, states, training=training)
+        return {"output": output, "states": list(new_states), **details}
 
     def initial_states_from(self, encoded: EncoderOutput, training: bool = False) -> list:
         """The step's initial states (2-D each) from what the encoder handed over."""

@@ -113,7 +113,7 @@ class ChoDecoderCell(DecoderCell):
         context = self.context_dense(ops.cast(encoded.summary, self.compute_dtype))  # (B, units)
         return [self.init_dense(context), context]
 
-    def step(self, inputs: Any, states: list, training: bool = False) -> tuple:
+    def _step(self, inputs: Any, states: list, training: bool = False) -> tuple:
         """One decoder step (Eq. 14).
 
         Args:
@@ -122,7 +122,7 @@ class ChoDecoderCell(DecoderCell):
             training: bool, whether dropout is active.
 
         Returns:
-            `(output (B, 2*units + E), [s_t, c], None)`.
+            `(output (B, 2*units + E), [s_t, c], {})`: no attention, no details.
 
         The input dropout is applied before the loop (`drop_inputs`), not here.
         """
@@ -131,4 +131,4 @@ class ChoDecoderCell(DecoderCell):
             ops.concatenate([inputs, context], axis=-1), [s_prev], training=training
         )
         output = ops.concatenate([state, context, inputs], axis=-1)
-        return output, [state, context], None
+        return output, [state, context], {}

@@ -10,7 +10,11 @@ import pytest
 
 from keras_memnmt.layers.cho import ChoDecoderCell
 from keras_memnmt.testing import random_encoder_output, reference, run_cell_test
-from keras_memnmt.testing.checks import check_bad_arguments, check_mixed_precision
+from keras_memnmt.testing.checks import (
+    check_bad_arguments,
+    check_mixed_precision,
+    check_step_details,
+)
 from keras_memnmt.testing.utils import numpy, randomize_weights
 
 B, TX, D, E = 3, 5, 6, 4
@@ -75,3 +79,12 @@ def test_bad_arguments_raise_value_error_naming_the_argument():
 
 def test_mixed_precision_policy_reaches_every_sublayer():
     check_mixed_precision(_make(dtype="mixed_bfloat16"), random_encoder_output(B, TX, D), E)
+
+
+def test_step_details_have_no_attention():
+    cell = _make()
+    cell.build((None, E))
+    randomize_weights(cell)
+    embedded = np.random.default_rng(0).normal(size=(B, 3, E)).astype("float32")
+    details = check_step_details(cell, random_encoder_output(B, TX, D), embedded, [])
+    assert set(details[0]) == {"output"}

@@ -31,8 +31,8 @@ class LuongCell(StackedLSTMCell):
         3. output     h̃_t = tanh(W_att [h_t; κ_t])   (paper 004; Luong's Eq. 5)
         4. softmax    logits = W_out dropout(h̃_t) + b   (the readout, no hidden layer)
 
-    ``step`` is the only place these equations live: ``keras.layers.RNN`` (teacher
-    forcing) and the greedy and beam searches all run it.
+    ``_step`` is the only place these equations live: ``step``, ``keras.layers.RNN``
+    (teacher forcing), ``step_details`` and the greedy and beam searches all run it.
 
     Decisions where the printed text is unclear:
 
@@ -124,15 +124,16 @@ class LuongCell(StackedLSTMCell):
         fed = ops.zeros((ops.shape(source[2])[0], self.readout_units), self.compute_dtype)
         return [fed, *stack, *source]
 
-    def step(self, inputs: Any, states: list, training: bool = False) -> tuple:
-        """One decoder step (the equations of the class docstring): ``(h̃_t, states, alpha_t)``."""
+    def _step(self, inputs: Any, states: list, training: bool = False) -> tuple:
+        """One decoder step (the equations of the class docstring): ``(h̃_t, states, details)``,
+        details "attention" ``alpha_t (B, Tx)``."""
         layers = 2 * self.num_layers
         fed, lstm_states, masks, source = states[0], states[1:layers + 1], states[layers + 1], states[layers + 2:]
         x = ops.concatenate([inputs, fed], axis=-1) if self.input_feeding else inputs  # 1.
         top, lstm_states = self.run_stack(x, lstm_states, masks)  # (B, units)
         context, attention = self.attend_source(top, source)  # 2. κ_t (B, D), alpha_t (B, Tx)
         attentional = self.attentional(ops.concatenate([top, context], axis=-1))  # 3. h̃_t
-        return attentional, [attentional, *lstm_states, masks, *source], attention
+        return attentional, [attentional, *lstm_states, masks, *source], {"attention": attention}
 
     def get_config(self) -> dict:
         return {**super().get_config(), "input_feeding": self.input_feeding}

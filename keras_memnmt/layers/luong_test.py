@@ -12,7 +12,11 @@ import pytest
 from keras_memnmt.layers import EncoderOutput
 from keras_memnmt.layers.luong import LuongCell
 from keras_memnmt.testing import random_encoder_output, reference, run_cell_test
-from keras_memnmt.testing.checks import check_bad_arguments, check_mixed_precision
+from keras_memnmt.testing.checks import (
+    check_bad_arguments,
+    check_mixed_precision,
+    check_step_details,
+)
 from keras_memnmt.testing.utils import numpy, randomize_weights, stacked_reference_start, weights_of
 
 B, TX, E, T = 3, 5, 4, 5
@@ -110,3 +114,12 @@ def test_bad_arguments_raise_value_error_naming_the_argument():
 
 def test_mixed_precision_policy_reaches_every_sublayer():
     check_mixed_precision(_make(dtype="mixed_bfloat16"), random_encoder_output(B, TX, 6), E)
+
+
+def test_step_details_hold_the_steps_attention():
+    cell = _make()
+    cell.build((None, E))
+    randomize_weights(cell)
+    embedded = np.random.default_rng(3).normal(size=(B, 4, E)).astype("float32")
+    details = check_step_details(cell, random_encoder_output(B, TX, 6), embedded, ["attention"])
+    assert set(details[0]) == {"output", "attention"}

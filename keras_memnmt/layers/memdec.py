@@ -125,7 +125,7 @@ class MemDecCell(DecoderCell):
     Wang et al. 2016 (paper 000), Eq. 4-15. The decoder carries a vector state
     `s_t` (`units`) and a memory-state `M_t` of `n = memory_size` cells of
     `m = memory_dim` features. One step, given the embedding `e = e_{y_{t-1}}`
-    of the previous target word (`step` is the only place these live):
+    of the previous target word (`_step` is the only place these live):
 
         1. read     w^r_t = Address_r(s_{t-1}, M_{t-1}, w_{t-1})     (Eq. 10-12)
                     (addressing="shared_weights": w^r_t = w_{t-1} = w^w_{t-1})
@@ -311,7 +311,8 @@ class MemDecCell(DecoderCell):
 
     Returns (`call`): `(output (B, units + D + E), new_states)`; (`step`): the
     same plus the source attention weights `(B, Tx)`; (`step_details`): a dict
-    that also has the read / write weights, gate values and erase / add vectors.
+    that also has the read / write weights, gate values and erase / add vectors
+    (`_step` computes them all, and `step` drops what it does not return).
 
     Note: with a target mask in the enclosing `keras.layers.RNN`, use
     `zero_output_for_mask=True` (see `RNNsearchCell`).
@@ -499,8 +500,8 @@ class MemDecCell(DecoderCell):
         ]
 
     # ----------------------------------------------------------------- step
-    def step_details(self, inputs: Any, states: list, training: bool = False) -> dict:
-        """One decoder step with its intermediate values (the class docstring's equations).
+    def _step(self, inputs: Any, states: list, training: bool = False) -> tuple:
+        """One decoder step (the class docstring's equations): `(output, new_states, details)`.
 
         Args:
             inputs: `(B, E)` embedding of `y_{t-1}`.
@@ -509,15 +510,15 @@ class MemDecCell(DecoderCell):
             training: bool (no dropout inside the step; kept for the contract).
 
         Returns:
-            dict with "output" `(B, units + D + E)`, "states" (the 6 new states,
-            the last 3 unchanged), "attention" `(B, Tx)`, "read_weights" `w^r_t`
-            `(B, n)`, "read_content_weights" `(B, n)` and "read_gate" `(B, 1)`
-            (None with "shared_weights": the read computes no addressing),
-            "read" `r_{t-1}` `(B, m)`, "query" `s~_t` `(B, units)`, and, when
-            the write weights are computed (`write=True` or shared
-            addressing), "write_weights" `w^w_t` `(B, n)`,
-            "write_content_weights", "write_gate"; with `write=True` also
-            "erase" and "add" `(B, m)`. Values absent are None.
+            the output `(B, units + D + E)`, the 6 new states (the last 3
+            unchanged) and a dict of the intermediate values: "attention"
+            `(B, Tx)`, "read_weights" `w^r_t` `(B, n)`, "read_content_weights"
+            `(B, n)` and "read_gate" `(B, 1)` (None with "shared_weights": the
+            read computes no addressing), "read" `r_{t-1}` `(B, m)`, "query"
+            `s~_t` `(B, units)`, and, when the write weights are computed
+            (`write=True` or shared addressing), "write_weights" `w^w_t` `(B, n)`,
+            "write_content_weights", "write_gate"; with `write=True` also "erase"
+            and "add" `(B, m)`. Values absent are None.
         """
         del training  # dropout lives in the readout only
         s_prev, memory_flat, previous, annotations_flat, keys_flat, mask = states
@@ -564,9 +565,7 @@ class MemDecCell(DecoderCell):
         carried = read_weights if self.addressing == "separate" else write_weights
         # 6. o_t = [s_t; c_t; e], the input of the deep output (Eq. 9).
         output = ops.concatenate([state, context, inputs], axis=-1)
-        return {
-            "output": output,
-            "states": [state, memory_flat, carried, annotations_flat, keys_flat, mask],
+        return output, [state, memory_flat, carried, annotations_flat, keys_flat, mask], {
             "attention": attention,
             "read_weights": read_weights,
             "read_content_weights": read_content,
@@ -580,10 +579,15 @@ class MemDecCell(DecoderCell):
             "add": add,
         }
 
-    def step(self, inputs: Any, states: list, training: bool = False) -> tuple:
-        """One decoder step: `(output (B, units + D + E), new_states, attention (B, Tx))`."""
-        details = self.step_details(inputs, states, training=training)
-        return details["output"], details["states"], details["attention"]
+    def step_details(self, inputs: Any, states: list, training: bool = False) -> dict:
+        """One decoder step with its intermediate values: "output", "states" and the
+        details of `_step`, plus "erase_mean" and "add_mean" `(B,)`, the mean over the
+        `m` features of the erase and add vectors (with `write=True`; else None)."""
+        details = super().step_details(inputs, states, training=training)
+        for name in ("erase", "add"):
+            vector = details[name]
+            details[f"{name}_mean"] = None if vector is None else ops.mean(vector, axis=-1)
+        return details
 
     # ---------------------------------------------------------------- config
     def get_config(self) -> dict:

@@ -14,7 +14,11 @@ from keras import ops
 
 from keras_memnmt.layers.memdec import ADDRESSINGS, MemDecCell
 from keras_memnmt.testing import random_encoder_output, reference, run_cell_test
-from keras_memnmt.testing.checks import check_bad_arguments, check_mixed_precision
+from keras_memnmt.testing.checks import (
+    check_bad_arguments,
+    check_mixed_precision,
+    check_step_details,
+)
 from keras_memnmt.testing.utils import numpy, randomize_weights
 
 B, TX, D, E, T = 3, 5, 6, 4, 3
@@ -462,3 +466,20 @@ def test_bad_arguments_raise_value_error_naming_the_argument():
 def test_mixed_precision_policy_reaches_every_sublayer():
     """Every state in the compute dtype, the memory (with its fixed noise) included."""
     check_mixed_precision(_make(dtype="mixed_bfloat16"), random_encoder_output(B, TX, D), E)
+
+
+@pytest.mark.parametrize("addressing", ADDRESSINGS)
+def test_step_details_hold_the_memory_addressing_and_the_erase_add_means(addressing):
+    annotations, mask, embedded = _data()
+    cell = _cell(addressing=addressing, seed=3)
+    names = ["attention", "read_weights", "write_weights", "erase_mean", "add_mean"]
+    details = check_step_details(cell, random_encoder_output(B, TX, D), embedded, names)
+    for step in details:
+        for name in ("erase", "add"):
+            assert step[f"{name}_mean"].shape == (B,)
+            np.testing.assert_allclose(step[f"{name}_mean"], step[name].mean(-1), rtol=1e-6)
+            assert np.all((step[f"{name}_mean"] >= 0.0) & (step[f"{name}_mean"] <= 1.0))
+    without_write = check_step_details(_cell(addressing=addressing, write=False), random_encoder_output(B, TX, D),
+                                       embedded, ["attention", "read_weights"] + (
+                                           [] if addressing == "separate" else ["write_weights"]))
+    assert without_write[0]["erase_mean"] is None and without_write[0]["add_mean"] is None

@@ -99,8 +99,9 @@ class RMNCell(DecoderCell):
         6. RMR      h_t, g_t = LSTM_top(h_t, (h_{t-1}, g_{t-1}))   (top_lstm=True only)
         7. output   o_t = [h_t; c_t], read by the deep output       (§2.4, Eq. 19)
 
-    ``step`` is the only place these equations live: ``call`` (``keras.layers.RNN``,
-    teacher forcing) and the greedy and beam searches all run it.
+    ``_step`` is the only place these equations live: ``step``, ``call``
+    (``keras.layers.RNN``, teacher forcing), ``step_details`` and the greedy and beam
+    searches all run it.
 
     Decisions where the printed text is unclear:
 
@@ -186,7 +187,8 @@ class RMNCell(DecoderCell):
 
     Returns (``call``): ``(output (B, units [+ context size]), new_states)``; (``step``):
     the same plus the source attention ``(B, Tx)`` (None with the fixed context).
-    :meth:`memory_attention` returns ``P_t`` of a step.
+    ``step_details`` (and :meth:`memory_attention`) return ``P_t`` of a step as
+    "memory_attention".
     """
 
     def __init__(
@@ -340,7 +342,12 @@ class RMNCell(DecoderCell):
         return [z0, zeros, *memory, *top, *source]
 
     # ----------------------------------------------------------------- step
-    def step(self, inputs: Any, states: list, training: bool = False) -> tuple:
+    def memory_attention(self, inputs: Any, states: list) -> Any:
+        """``P_t`` (Eq. 16) of the step from ``states`` on ``inputs``: ``(B, n)``, slot 0 = ``y_{t-1}``
+        (``step_details(...)["memory_attention"]``)."""
+        return self._step(inputs, states, training=False)[2]["memory_attention"]
+
+    def _step(self, inputs: Any, states: list, training: bool = False) -> tuple:
         """One decoder step (the equations of the class docstring).
 
         Args:
@@ -349,16 +356,9 @@ class RMNCell(DecoderCell):
             training: bool, whether dropout is active.
 
         Returns:
-            ``(output, new_states, source attention (B, Tx) or None)``.
+            ``(output, new_states, details)``: details "memory_attention" ``P_t``
+            ``(B, n)`` and, with ``context="attention"``, "attention" ``(B, Tx)``.
         """
-        output, new_states, attention, _ = self._step(inputs, states, training)
-        return output, new_states, attention
-
-    def memory_attention(self, inputs: Any, states: list) -> Any:
-        """``P_t`` (Eq. 16) of the step from ``states`` on ``inputs``: ``(B, n)``, slot 0 = ``y_{t-1}``."""
-        return self._step(inputs, states, training=False)[3]
-
-    def _step(self, inputs: Any, states: list, training: bool) -> tuple:
         n, d = self.memory_size, self.memory_dim
         z_prev, k_prev, keys_flat, values_flat, filled = states[:5]
         rest = states[5:]
@@ -405,7 +405,10 @@ class RMNCell(DecoderCell):
         # 7. o_t = [h_t; c_t] (or h_t)
         output = h if self.context_once == "input" else ops.concatenate([h, context], axis=-1)
         new_states = [z, k, keys_flat, values_flat, filled, *top_states, *rest]
-        return output, new_states, attention, weights
+        details = {"memory_attention": weights}
+        if attention is not None:
+            details["attention"] = attention
+        return output, new_states, details
 
     # ---------------------------------------------------------------- config
     def get_config(self) -> dict:

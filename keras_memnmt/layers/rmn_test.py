@@ -13,7 +13,11 @@ from keras import ops
 
 from keras_memnmt.layers.rmn import RMNCell
 from keras_memnmt.testing import random_encoder_output, reference, run_cell_test
-from keras_memnmt.testing.checks import check_bad_arguments, check_mixed_precision
+from keras_memnmt.testing.checks import (
+    check_bad_arguments,
+    check_mixed_precision,
+    check_step_details,
+)
 from keras_memnmt.testing.utils import numpy, randomize_weights
 
 B, TX, D, E, T = 3, 5, 6, 4, 5
@@ -172,3 +176,20 @@ def test_serializes_with_a_custom_memory_initializer():
     cell = _make(memory_initializer=keras.initializers.Zeros())
     clone = RMNCell.from_config(cell.get_config())
     assert clone.get_config() == cell.get_config()
+
+
+@pytest.mark.parametrize("context", ["attention", "fixed"])
+def test_step_details_hold_the_memory_attention(context):
+    """``step_details``'s "memory_attention" is ``memory_attention``'s ``P_t``: one `_step` for both."""
+    cell = _built(memory_size=4, context=context, top_lstm=context == "fixed")
+    rng = np.random.default_rng(5)
+    tokens = rng.integers(0, VOCAB, size=(B, 6)).astype("int32")
+    inputs = cell.prepare_inputs(rng.normal(size=(B, 6, E)).astype("float32"), tokens)
+    encoded = random_encoder_output(B, TX, D)
+    names = ["memory_attention"] + (["attention"] if context == "attention" else [])
+    details = check_step_details(cell, encoded, inputs, names)
+    states = cell.initial_states(encoded)
+    for t, step in enumerate(details):
+        np.testing.assert_array_equal(step["memory_attention"], numpy(cell.memory_attention(inputs[:, t], states)))
+        np.testing.assert_allclose(step["memory_attention"].sum(-1), 1.0, atol=1e-6)  # y_{t-1} is always there
+        _, states, _ = cell.step(inputs[:, t], states)

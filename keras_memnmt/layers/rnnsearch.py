@@ -30,9 +30,9 @@ class RNNsearchCell(DecoderCell):
 
     and `readout(o)` = the deep output of Eq. 9 (see `DeepOutput`), applied to
     a whole `(B, T, F)` sequence in training or one `(B, F)` step in decoding.
-    `step` is the only place these equations live: `call` (used by
-    `keras.layers.RNN` for teacher forcing) and the greedy / beam decoders
-    both go through it.
+    `_step` is the only place these equations live: `step`, `call` (used by
+    `keras.layers.RNN` for teacher forcing), `step_details` and the greedy /
+    beam decoders all go through it.
 
     Decisions:
     - Initial state (`init_state="mean"`, default): `s_0 = tanh(W_init
@@ -86,7 +86,8 @@ class RNNsearchCell(DecoderCell):
         training: bool, whether dropout is active.
 
     Returns (`call`): `(output (B, units + D + E), new_states)`;
-    (`step`): the same plus the attention weights `(B, Tx)`.
+    (`step`): the same plus the attention weights `(B, Tx)`; (`step_details`):
+    a dict with "output", "states" and "attention".
 
     Note: if a target mask reaches the enclosing `keras.layers.RNN` (e.g. from
     `Embedding(mask_zero=True)`), create it with `zero_output_for_mask=True`:
@@ -189,7 +190,7 @@ class RNNsearchCell(DecoderCell):
         return [s0, self.flatten(annotations), self.flatten(keys), mask]
 
     # ----------------------------------------------------------------- step
-    def step(self, inputs: Any, states: list, training: bool = False) -> tuple:
+    def _step(self, inputs: Any, states: list, training: bool = False) -> tuple:
         """One decoder step (the equations of the class docstring).
 
         Args:
@@ -198,7 +199,7 @@ class RNNsearchCell(DecoderCell):
             training: bool, whether dropout is active.
 
         Returns:
-            `(output, new_states, attention_weights)`: `(B, units + D + E)`,
+            `(output, new_states, {"attention": alpha_t})`: `(B, units + D + E)`,
             the 4 states (the last 3 unchanged) and `(B, Tx)`.
 
         The input dropout is applied before the loop (`drop_inputs`), not here.
@@ -220,7 +221,7 @@ class RNNsearchCell(DecoderCell):
         )
         # 4. o_t = [s_t; c_t; e], the input of the deep output (Eq. 9).
         output = ops.concatenate([state, context, inputs], axis=-1)
-        return output, [state, annotations_flat, keys_flat, mask], weights
+        return output, [state, annotations_flat, keys_flat, mask], {"attention": weights}
 
     # ---------------------------------------------------------------- config
     def get_config(self) -> dict:

@@ -9,12 +9,14 @@ import keras
 import numpy as np
 import pytest
 
+from keras_memnmt.layers import EncoderOutput
 from keras_memnmt.layers.rnnsearch import RNNsearchCell
 from keras_memnmt.testing import random_encoder_output, reference, run_cell_test
 from keras_memnmt.testing.checks import (
     check_bad_arguments,
     check_input_dropout,
     check_mixed_precision,
+    check_step_details,
 )
 from keras_memnmt.testing.utils import numpy, randomize_weights
 
@@ -197,3 +199,11 @@ def test_bad_arguments_raise_value_error_naming_the_argument():
 
 def test_mixed_precision_policy_reaches_every_sublayer():
     check_mixed_precision(_make(dtype="mixed_bfloat16"), random_encoder_output(B, TX, D), E)
+
+
+@pytest.mark.parametrize("feedback_attention", [True, False])
+def test_step_details_hold_the_steps_attention(feedback_attention):
+    annotations, mask, embedded = _data()
+    cell = _cell(feedback_attention=feedback_attention)
+    details = check_step_details(cell, EncoderOutput(annotations, mask), embedded, ["attention"])
+    assert set(details[0]) == {"output", "attention"}

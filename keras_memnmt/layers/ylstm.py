@@ -122,8 +122,9 @@ class YLSTMCell(TrackedStack, DecoderCell):
         return [*lstm_states, *tracker, self.layer_masks(batch, training=training),
                 self.flatten(annotations), self.flatten(keys), mask]
 
-    def step(self, inputs: Any, states: list, training: bool = False) -> tuple:
-        """One decoder step (the class docstring): ``(h^L_t, states, alpha_t)``."""
+    def _step(self, inputs: Any, states: list, training: bool = False) -> tuple:
+        """One decoder step (the class docstring): ``(h^L_t, states, details)``, details
+        "attention" ``alpha_t (B, Tx)``, the tracker attention over the source positions."""
         layers = 2 * self.num_layers
         tracker, masks = states[layers:layers + 2], states[layers + 2]
         annotations_flat, keys_flat, source_mask = states[layers + 3:]
@@ -132,7 +133,8 @@ class YLSTMCell(TrackedStack, DecoderCell):
         keys = self.unflatten(keys_flat, source_mask, self.tracker_units)
         replaced, attention = self.tracker_attention(query, keys, annotations, mask=source_mask)  # 2.
         tracker = [replaced[:, : self.tracker_units], replaced[:, self.tracker_units:]]
-        return top, [*lstm_states, *tracker, masks, annotations_flat, keys_flat, source_mask], attention
+        new_states = [*lstm_states, *tracker, masks, annotations_flat, keys_flat, source_mask]
+        return top, new_states, {"attention": attention}
 
     def get_config(self) -> dict:
         return {**super().get_config(), **self.tracked_config(), "score": self.score}

@@ -12,7 +12,11 @@ import pytest
 from keras_memnmt.layers.ylstm import YLSTMCell
 from keras_memnmt.layers.ylstm_encoder import YLSTMEncoderCell
 from keras_memnmt.testing import random_encoder_output, reference, run_cell_test
-from keras_memnmt.testing.checks import check_bad_arguments, check_mixed_precision
+from keras_memnmt.testing.checks import (
+    check_bad_arguments,
+    check_mixed_precision,
+    check_step_details,
+)
 from keras_memnmt.testing.utils import numpy, randomize_weights, weights_of
 
 B, TX, E, T = 3, 5, 4, 5
@@ -126,3 +130,13 @@ def test_encoder_cell_serializes():
     assert again.get_config() == cell.get_config()
     assert isinstance(keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(cell)),
                       YLSTMEncoderCell)
+
+
+def test_step_details_hold_the_tracker_attention():
+    """The tracker's attention over the encoder's tracker states is the Y-LSTM's "attention"."""
+    cell = _make()
+    cell.build((None, E))
+    randomize_weights(cell)
+    embedded = np.random.default_rng(4).normal(size=(B, 4, E)).astype("float32")
+    details = check_step_details(cell, random_encoder_output(B, TX, 2 * TRACKER), embedded, ["attention"])
+    assert set(details[0]) == {"output", "attention"} and details[0]["attention"].shape == (B, TX)

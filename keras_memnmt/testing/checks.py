@@ -1,4 +1,5 @@
-"""Checks that every decoder cell's tests make: bad arguments, input dropout, mixed precision.
+"""Checks that every decoder cell's tests make: bad arguments, input dropout, mixed precision,
+the step's details.
 
 Each takes the cell (or a function that makes one) and raises ``AssertionError``
 with what went wrong; none needs pytest.
@@ -138,3 +139,52 @@ def check_mixed_precision(cell: DecoderCell, encoded: EncoderOutput,
         weights = numpy(ops.cast(attention, "float32"))
         np.testing.assert_allclose(weights.sum(-1), 1.0, atol=1e-2)
     return logits, new_states
+
+
+# The details that are distributions over their last axis (see DecoderCell.step_details).
+DISTRIBUTIONS = ("attention", "read_weights", "write_weights", "memory_attention", "past_attention")
+
+
+def check_step_details(cell: DecoderCell, encoded: EncoderOutput, inputs: Any,
+                       names: Iterable[str]) -> list[dict]:
+    """``cell.step_details`` runs the same step as ``cell.step``, with the named details.
+
+    Steps through ``inputs`` ``(B, T, ·)`` (the step's inputs, after ``prepare_inputs``)
+    from the states of ``encoded``. At every step ``step_details`` gives exactly
+    ``step``'s output, states and attention, has every name in ``names`` (and no
+    distribution that ``names`` leaves out), and each distribution of
+    :data:`DISTRIBUTIONS` is non-negative and sums to 1 (or is all 0: nothing to
+    attend to yet), with 0 on padded source positions for "attention".
+
+    Returns:
+        the details of every step as NumPy (None where the cell has no value).
+    """
+    names = set(names)
+    mask = np.asarray(encoded.mask)
+    states = cell.initial_states(encoded)
+    found = []
+    for t in range(int(inputs.shape[1])):
+        details = cell.step_details(inputs[:, t], states)
+        output, new_states, attention = cell.step(inputs[:, t], states)
+        np.testing.assert_array_equal(numpy(details["output"]), numpy(output), err_msg=f"output, step {t}")
+        for i, (a, b) in enumerate(zip(details["states"], new_states)):
+            np.testing.assert_array_equal(numpy(a), numpy(b), err_msg=f"state {i}, step {t}")
+        missing = names - {k for k, v in details.items() if v is not None}
+        assert not missing, f"step {t}: no {sorted(missing)} in {sorted(details)}"
+        extra = {k for k in DISTRIBUTIONS if details.get(k) is not None} - names
+        assert not extra, f"step {t}: unexpected details {sorted(extra)}"
+        if attention is None:
+            assert details.get("attention") is None
+        else:
+            np.testing.assert_array_equal(numpy(details["attention"]), numpy(attention))
+        values = {k: None if v is None else numpy(v) for k, v in details.items() if k != "states"}
+        for name in names & set(DISTRIBUTIONS):
+            weights = values[name]
+            assert np.all(weights >= 0.0), (name, t, weights)
+            sums = weights.sum(-1)
+            assert np.all(np.isclose(sums, 1.0, atol=1e-5) | (sums == 0.0)), (name, t, sums)
+            if name == "attention":
+                assert np.all(weights[mask == 0] == 0.0), (t, weights)
+        found.append(values)
+        states = new_states
+    return found

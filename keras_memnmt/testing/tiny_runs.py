@@ -15,6 +15,16 @@ TINY_OPTIONS = {
     "memdec": dict(embedding_dim=8, encoder_units=6, decoder_units=10, attention_units=9,
                    readout_units=7, output_dropout=0.0, memory_size=4, memory_dim=5),
     "cho": dict(embedding_dim=8, encoder_units=6, decoder_units=10, readout_units=7, output_dropout=0.0),
+    "rmn": dict(embedding_dim=8, encoder_units=6, decoder_units=10, attention_units=9,
+                readout_units=7, output_dropout=0.0, memory_size=4),
+    "rmr": dict(embedding_dim=8, encoder_units=6, decoder_units=10, attention_units=9,
+                readout_units=7, output_dropout=0.0, memory_size=4),
+    "attentive": dict(embedding_dim=8, encoder_units=10, decoder_units=10, readout_units=7,
+                      num_layers=1, history_length=6, output_dropout=0.0),
+    "luong": dict(embedding_dim=8, encoder_units=10, decoder_units=10, readout_units=7, num_layers=1,
+                  output_dropout=0.0),
+    "ylstm": dict(embedding_dim=8, encoder_units=10, decoder_units=10, num_layers=2, tracker_layer=1,
+                  output_dropout=0.0),
 }
 
 

@@ -30,11 +30,16 @@ class BleuValidation(keras.callbacks.Callback):
         lr_decay: factor applied to the learning rate after ``lr_patience``
             validations without a BLEU gain (1.0 = constant rate), as the
             plateau schedulers of JoeyNMT and OpenNMT do; not below ``min_lr``.
+        on_validation: called after each validation as ``on_validation(step, scores,
+            hypotheses, started=t0)`` (``TensorBoardMonitor.validated``); its time counts
+            as validation time.
     """
 
     def __init__(self, vocab, sources, references, out_dir, every_steps=0, patience=3, log=print,
-                 keep_checkpoints=False, history=None, lr_decay=1.0, lr_patience=1, min_lr=0.0):
+                 keep_checkpoints=False, history=None, lr_decay=1.0, lr_patience=1, min_lr=0.0,
+                 on_validation=None):
         super().__init__()
+        self.on_validation = on_validation
         self.vocab, self.sources, self.references = vocab, sources, references
         self.out_dir, self.every_steps, self.patience, self.log = out_dir, every_steps, patience, log
         self.keep_checkpoints = keep_checkpoints
@@ -100,6 +105,8 @@ class BleuValidation(keras.callbacks.Callback):
             self.model.save(os.path.join(self.out_dir, "best.keras"))
         self.log(f"step {self.step} ({train_seconds / 60:.1f} min): loss {entry['loss']:.3f}  "
                  f"val BLEU {s['bleu']:.2f} (best {self.best_bleu:.2f})  e.g. {hyps[0]!r}")
+        if self.on_validation is not None:
+            self.on_validation(self.step, s, hyps, started=t0)
         self.validation_seconds += time.perf_counter() - t0
 
     def on_train_batch_end(self, batch, logs=None):

@@ -1,4 +1,5 @@
-"""Adam whose TensorFlow update runs as one fused kernel per variable.
+"""Adam whose TensorFlow update runs as one fused kernel per variable, and which keeps the
+global norm of its gradients.
 
 Why our own: Keras 3's ``Adam.update_step`` is written with ``keras.ops``, about
 eleven elementwise ops per variable, and its ``global_clipnorm`` adds a square, a
@@ -10,18 +11,66 @@ optimizer (docs/benchmarks.md). TensorFlow has the fused kernel
 (``ResourceApplyAdam``, the update of the Keras 2 / ``tf.compat.v1`` Adam, with the
 same formula as Keras 3's Adam), and ``tf.nn.l2_loss`` sums the squares in one pass.
 Only for TensorFlow: on PyTorch, Keras swaps ``keras.optimizers.Adam`` itself (not a
-subclass) for its ``torch._foreach`` Adam, and JAX fuses the generic update already, so
-``build_optimizer`` gives those backends ``keras.optimizers.Adam``. Elsewhere
-:class:`FusedAdam` runs Keras's generic update (same values).
+subclass) for its ``torch._foreach`` Adam, so there :class:`FusedAdam` derives from that
+class; JAX fuses Keras's generic update already.
 """
 
 from __future__ import annotations
 
 import keras
+from keras import ops
+
+if keras.backend.backend() == "torch":
+    # Keras's own torch._foreach Adam, which `keras.optimizers.Adam(...)` gives on PyTorch
+    # (it swaps the exact class only, never a subclass); the same update.
+    from keras.src.backend.torch.optimizers.torch_adam import Adam as _Adam
+else:
+    _Adam = keras.optimizers.Adam
+
+
+class GradientNormTracking:
+    """Mixin for a Keras optimizer: keeps the global norm of each update's gradients.
+
+    ``gradient_norm`` (a float32 optimizer variable, created last in ``build``) holds
+    ``sqrt(sum_i ||g_i||^2)`` over every gradient of the latest update, before clipping.
+    It is computed once, in ``_clip_gradients``, which every backend's update runs
+    (TensorFlow's and PyTorch's ``apply``, JAX's ``stateless_apply``), and ``global_clipnorm``
+    clips with it: no second backward pass, no second norm. A saved optimizer without the
+    variable (one fewer) loads with the norm at 0.
+    """
+
+    def build(self, variables):
+        super().build(variables)
+        self.gradient_norm = self.add_variable((), initializer="zeros", dtype="float32",
+                                               name="gradient_norm")
+
+    def load_own_variables(self, store):
+        variables = self.variables
+        if len(store.keys()) == len(variables) - 1 and variables[-1] is self.gradient_norm:
+            for i, variable in enumerate(variables[:-1]):
+                variable.assign(store[str(i)])
+            return
+        super().load_own_variables(store)
+
+    def _global_norm(self, grads) -> tuple:
+        """``(norm, grads)``: the gradients' global norm (a scalar) and the gradients to clip."""
+        present = [g for g in grads if g is not None]
+        norm = ops.sqrt(ops.sum(ops.stack([ops.sum(ops.square(ops.cast(g, "float32"))) for g in present])))
+        return norm, grads
+
+    def _clip_gradients(self, grads):
+        norm, grads = self._global_norm(grads)
+        self.gradient_norm.assign(ops.cast(norm, "float32"))
+        if not (self.global_clipnorm and self.global_clipnorm > 0) or self.clipnorm:
+            return super()._clip_gradients(grads)
+        # Keras's clip_by_global_norm: no-op under the norm, NaN for a non-finite norm.
+        scale = self.global_clipnorm * ops.minimum(1.0 / norm, 1.0 / self.global_clipnorm)
+        scale = scale + (norm - norm)
+        return [None if g is None else g * ops.cast(scale, g.dtype) for g in grads]
 
 
 @keras.saving.register_keras_serializable(package="keras_memnmt")
-class FusedAdam(keras.optimizers.Adam):
+class FusedAdam(GradientNormTracking, _Adam):
     """``keras.optimizers.Adam`` (same arguments, same update) with fused TensorFlow kernels.
 
     The update (Keras 3's Adam, ``epsilon`` added to ``sqrt(v)``)::
@@ -31,26 +80,23 @@ class FusedAdam(keras.optimizers.Adam):
 
     On TensorFlow it is ``tf.raw_ops.ResourceApplyAdam`` per variable (sparse
     gradients, the embeddings', are made dense first, as Keras's own update does),
-    and ``global_clipnorm`` sums the squares with ``tf.nn.l2_loss``. With
-    ``amsgrad``, or on another backend, it runs Keras's generic Adam update (on
-    PyTorch slower than ``keras.optimizers.Adam``'s ``torch._foreach`` version).
+    and the global norm (kept in ``gradient_norm``, see :class:`GradientNormTracking`)
+    sums the squares with ``tf.nn.l2_loss``. With ``amsgrad`` it runs Keras's generic
+    Adam update; on JAX Keras's generic update (which XLA fuses), on PyTorch Keras's
+    ``torch._foreach`` Adam.
     """
 
     def _fused(self) -> bool:
         return keras.backend.backend() == "tensorflow" and not self.amsgrad
 
-    def _clip_gradients(self, grads):
-        if not (self._fused() and self.global_clipnorm and self.global_clipnorm > 0):
-            return super()._clip_gradients(grads)
+    def _global_norm(self, grads) -> tuple:
+        if not self._fused():
+            return super()._global_norm(grads)
         import tensorflow as tf
 
         grads = [None if g is None else tf.convert_to_tensor(g) for g in grads]
         present = [g for g in grads if g is not None]
-        norm = tf.sqrt(2.0 * tf.add_n([tf.nn.l2_loss(tf.cast(g, "float32")) for g in present]))
-        # Keras's clip_by_global_norm: no-op under the norm, NaN for a non-finite norm.
-        scale = self.global_clipnorm * tf.minimum(1.0 / norm, 1.0 / self.global_clipnorm)
-        scale = scale + (norm - norm)
-        return [None if g is None else g * tf.cast(scale, g.dtype) for g in grads]
+        return tf.sqrt(2.0 * tf.add_n([tf.nn.l2_loss(tf.cast(g, "float32")) for g in present])), grads
 
     def update_step(self, gradient, variable, learning_rate):
         if not self._fused():
@@ -81,7 +127,6 @@ def build_optimizer(config) -> keras.optimizers.Optimizer:
     if config.optimizer == "adadelta":  # the paper's setting
         return keras.optimizers.Adadelta(learning_rate=config.learning_rate, rho=0.95, epsilon=1e-6,
                                          global_clipnorm=config.clipnorm)
-    # One fused kernel per variable on TensorFlow (see above); Keras's Adam elsewhere
-    # (PyTorch: Keras's torch._foreach Adam, which it picks only for keras.optimizers.Adam).
-    adam = FusedAdam if keras.backend.backend() == "tensorflow" else keras.optimizers.Adam
-    return adam(learning_rate=config.learning_rate, global_clipnorm=config.clipnorm)
+    # One fused kernel per variable on TensorFlow (see above), Keras's update elsewhere; on
+    # every backend it keeps the gradients' global norm (TensorBoard's train/gradient_norm).
+    return FusedAdam(learning_rate=config.learning_rate, global_clipnorm=config.clipnorm)

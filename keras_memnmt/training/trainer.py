@@ -31,6 +31,7 @@ from keras_memnmt.data import (
 )
 from keras_memnmt.inference import score, translate
 from keras_memnmt.models import get_model
+from keras_memnmt.records import finish_record, start_record
 from keras_memnmt.runs import (
     check_resume,
     load_model,
@@ -41,6 +42,7 @@ from keras_memnmt.runs import (
 )
 from keras_memnmt.training.callbacks import BleuValidation
 from keras_memnmt.training.losses import MaskedCrossEntropy
+from keras_memnmt.training.monitor import TensorBoardMonitor, TokenCounter
 from keras_memnmt.training.optimizers import build_optimizer
 
 
@@ -139,6 +141,7 @@ def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=pr
     train_c, val_c, test_c, corpus_name = load_corpora(config, data_dir, log)
     config = dataclasses.replace(config, corpus="multi30k" if corpus_name.startswith("multi30k") else "synthetic")
     write_config(out_dir, config)
+    start_record(out_dir, config.to_dict(), resume=resuming)  # completed by finish_record below
     log(f"corpus: {corpus_name}; {len(train_c)} training pairs ({train_c.dropped_empty} empty dropped)")
 
     warm_model = warm_start(config, out_dir, log) if config.pretrain_run and not resuming else None
@@ -148,7 +151,8 @@ def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=pr
         log(f"vocabulary: reusing {vocab_dir}")
     else:
         vocab = SubwordVocab.train(train_c.source, train_c.target, size=config.vocab_size,
-                                   model_type=config.vocab_type, joint=config.joint_vocab)
+                                   model_type=config.vocab_type, joint=config.joint_vocab,
+                                   progress=None)  # a bar on a terminal only
         vocab.save(vocab_dir)
     log(f"vocabulary: {vocab.source.vocab_size} source / {vocab.target.vocab_size} target pieces")
 
@@ -168,13 +172,22 @@ def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=pr
     else:
         model = warm_model or build_model(config, vocab.source.vocab_size, vocab.target.vocab_size)
         compile_model(model, config)
+    tokens = TokenCounter()
+    ds = tokens.wrap(ds)  # target tokens per second in TensorBoard
+    monitor = TensorBoardMonitor(os.path.join(out_dir, "tensorboard"), vocab, val_c.source, val_c.target,
+                                 every_steps=config.log_every, initial_step=history[-1]["step"] if history else 0,
+                                 loss_sentences=config.val_loss_sentences, pictures=config.tensorboard_pictures,
+                                 batch_size=config.batch_size if config.batch_by == "sentences" else 64,
+                                 token_counter=tokens)
     validation = BleuValidation(vocab, val_c.source, val_c.target, out_dir,
                                 every_steps=config.validate_every, patience=config.patience, log=log,
                                 keep_checkpoints=config.keep_checkpoints, history=history,
                                 lr_decay=config.lr_decay, lr_patience=config.lr_patience,
-                                min_lr=config.min_lr)
+                                min_lr=config.min_lr, on_validation=monitor.validated)
+    # Keras's callback writes the epoch_* scalars (and the graph); the monitor everything else.
     callbacks = [validation, keras.callbacks.CSVLogger(os.path.join(out_dir, "log.csv"), append=resume),
-                 keras.callbacks.TensorBoard(os.path.join(out_dir, "tensorboard"), update_freq=50)]
+                 keras.callbacks.TensorBoard(os.path.join(out_dir, "tensorboard"), update_freq="epoch"),
+                 monitor]
     fit_kwargs = {"epochs": config.epochs}
     if config.max_steps:
         per_epoch = config.validate_every or config.max_steps
@@ -213,4 +226,5 @@ def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=pr
         log(f"sample: {sample['source']!r} -> {sample['translation']!r} (reference {sample['reference']!r})")
     with open(os.path.join(out_dir, "results.json"), "w") as f:
         json.dump(results, f, indent=2)
+    finish_record(out_dir, results, hyps, test_c.target, results["test_split"], limit=config.test_limit)
     return results

@@ -1,0 +1,166 @@
+"""Pictures of what a decoder reads and writes: one panel per step detail of an
+:class:`~keras_memnmt.inspection.Inspection` (``memnmt plot``, TensorBoard images).
+
+Drawn with matplotlib's Agg canvas (no display, no pyplot state). Panels, each present
+when the model's cell computes it:
+
+- the source attention, target subwords (rows) against source subwords (columns);
+  the Y-LSTM's is its tracker's attention over the source positions;
+- MemDec's read and write weights over the ``n`` memory cells;
+- RMN's attention over the most recent target words and Attentive NMT's over its past
+  states, both against the decoder's input words (``<s>, y_1, ...``): a band below the
+  diagonal, as wide as the window;
+- one value per step: the probability the model gives each target subword (every
+  model, the Cho encoder-decoder's only panel) and MemDec's mean erase and add.
+
+The size of the picture follows from the numbers of subwords alone (:func:`figure_size`),
+so the same sentence pair gives the same size at every validation.
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+
+from keras_memnmt.inspection import DETAILS, Inspection
+
+DPI = 100
+CELL_INCHES = 0.22  # one heatmap row or column
+CHAR_INCHES = 0.075  # one character of a tick label
+MAX_TITLE = 90  # characters of the source and target in the title
+CURVES = (("target_probability", "p(target subword)"), ("erase_mean", "mean erase"),
+          ("add_mean", "mean add"))
+
+
+def layout(inspection: Inspection) -> list[list[str]]:
+    """The rows of panels: the source attention; the other heatmaps side by side (MemDec's
+    read and write weights, RMN's or Attentive NMT's window); the per-step curves."""
+    d = inspection.details
+    rows = [["attention"]] if "attention" in d else []
+    middle = [n for n in DETAILS if n in d and DETAILS[n] in ("memory", "window")]
+    if middle:
+        rows.append(middle)
+    return rows + [["curves"]]
+
+
+def _columns(inspection: Inspection, name: str) -> int:
+    if name == "curves":
+        return len(inspection.target_tokens)
+    if DETAILS[name] == "window":
+        return len(inspection.input_tokens)
+    return inspection.details[name].shape[-1]
+
+
+def _longest(tokens: list[str]) -> float:
+    return CHAR_INCHES * max((len(t) for t in tokens), default=1)
+
+
+def _row_height(inspection: Inspection, row: list[str]) -> float:
+    below = _longest(inspection.target_tokens if row == ["curves"] else
+                     inspection.source_tokens + inspection.input_tokens)  # the x labels
+    if row == ["curves"]:
+        return 2.4 + below
+    return 1.1 + CELL_INCHES * len(inspection.target_tokens) + below
+
+
+def figure_size(inspection: Inspection) -> tuple[float, float]:
+    """``(width, height)`` in inches, from the numbers and lengths of the subwords alone."""
+    label = _longest(inspection.target_tokens)  # each panel's row labels
+    width = max(len(row) * (1.6 + label) + CELL_INCHES * sum(_columns(inspection, n) for n in row)
+                for row in layout(inspection))
+    height = 1.0 + sum(_row_height(inspection, row) for row in layout(inspection))
+    return round(max(6.0, width), 2), round(height, 2)
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= MAX_TITLE else text[: MAX_TITLE - 1] + "…"
+
+
+def _heatmap(fig, ax, weights: np.ndarray, rows: list[str], columns: list[str], title: str,
+             xlabel: str) -> None:
+    vmax = max(float(weights.max()), 1e-6)
+    image = ax.imshow(weights, cmap="viridis", vmin=0.0, vmax=vmax, aspect="auto", interpolation="nearest")
+    ax.set_xticks(range(len(columns)), labels=columns, rotation=90, fontsize=8)
+    ax.set_yticks(range(len(rows)), labels=rows, fontsize=8)
+    ax.set_xlabel(xlabel, fontsize=9)
+    ax.set_ylabel("target", fontsize=9)
+    ax.set_title(title, fontsize=10)
+    fig.colorbar(image, ax=ax, fraction=0.05, pad=0.02)
+
+
+def _draw(fig, ax, inspection: Inspection, name: str) -> None:
+    d, rows = inspection.details, inspection.target_tokens
+    if name == "attention":
+        what = "tracker attention over the source" if inspection.model_name == "YLSTM" else "source attention"
+        _heatmap(fig, ax, d[name], rows, inspection.source_tokens, what, "source")
+    elif name in ("read_weights", "write_weights"):
+        n = d[name].shape[-1]
+        title = f"memory {name.split('_')[0]} weights ({n} cells)"
+        _heatmap(fig, ax, d[name], rows, [str(i + 1) for i in range(n)], title, "memory cell")
+    elif name == "memory_attention":
+        size = d[name].shape[-1]
+        _heatmap(fig, ax, inspection.by_position(name), rows, inspection.input_tokens,
+                 f"attention over the {size} most recent target words", "previous word")
+    elif name == "past_attention":
+        size = d[name].shape[-1]
+        _heatmap(fig, ax, inspection.by_position(name), rows, inspection.input_tokens,
+                 f"attention over the past decoder states (window {size})",
+                 "past state, by the word its step read")
+    else:  # "curves": one value per step
+        steps = np.arange(len(rows))
+        values = {"target_probability": inspection.target_probability, **d}
+        for key, label in CURVES:
+            if key in values:
+                ax.plot(steps, values[key], marker="o", markersize=3, label=label)
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_xticks(steps, labels=rows, rotation=90, fontsize=8)
+        ax.set_xlim(-0.5, len(rows) - 0.5)
+        ax.set_title("per target step" + (": the memory write's erase and add vectors"
+                                          if "erase_mean" in d else ""), fontsize=10)
+        ax.legend(fontsize=8, loc="upper right")
+        ax.grid(alpha=0.3)
+
+
+def figure(inspection: Inspection):
+    """The matplotlib ``Figure`` of every panel (an Agg canvas attached)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    rows = layout(inspection)
+    fig = Figure(figsize=figure_size(inspection), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    subfigures = fig.subfigures(len(rows), 1, squeeze=False,
+                                height_ratios=[_row_height(inspection, row) for row in rows])[:, 0]
+    for subfigure, row in zip(subfigures, rows):
+        widths = [_columns(inspection, name) + 8 for name in row]  # + the labels and colour bar
+        axes = subfigure.subplots(1, len(row), squeeze=False, width_ratios=widths)[0]
+        for ax, name in zip(axes, row):
+            _draw(subfigure, ax, inspection, name)
+    how = "forced on the reference" if inspection.teacher_forced else "its own greedy translation"
+    if not inspection.details:
+        how += "; no attention: one fixed context"
+    fig.suptitle(f"{inspection.model_name} ({how})\n{_short(inspection.source)}\n→ {_short(inspection.target)}",
+                 fontsize=10)
+    return fig
+
+
+def png_bytes(inspection: Inspection) -> bytes:
+    """The picture as PNG bytes, ``figure_size * DPI`` pixels."""
+    buffer = io.BytesIO()
+    figure(inspection).savefig(buffer, format="png", dpi=DPI)
+    return buffer.getvalue()
+
+
+def image_array(inspection: Inspection) -> np.ndarray:
+    """The picture as an ``(H, W, 3)`` uint8 array (what ``tf.summary.image`` takes)."""
+    fig = figure(inspection)
+    fig.canvas.draw()
+    return np.asarray(fig.canvas.buffer_rgba())[..., :3].copy()
+
+
+def save_plot(inspection: Inspection, path: str) -> str:
+    """Writes the picture to ``path`` (a PNG); returns ``path``."""
+    with open(path, "wb") as f:
+        f.write(png_bytes(inspection))
+    return path

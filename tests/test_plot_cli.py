@@ -1,0 +1,146 @@
+"""`memnmt plot` for every architecture, `translate --show-attention`, and the progress bars
+staying out of logs (tiny untrained runs; run once per backend)."""
+
+import json
+
+import numpy as np
+import pytest
+
+from keras_memnmt.cli import main
+from keras_memnmt.testing.tiny_runs import TINY_OPTIONS, synthetic_vocab, write_tiny_run
+
+SOURCE = "the big cat that sleeps sees a small dog"
+REFERENCE = "le granda kato ke dormi vidi-a un hundo malgranda"
+ARCHITECTURES = ["rnnsearch", "cho", "memdec", "rmn", "rmr", "attentive", "luong", "ylstm"]
+# The step details each architecture's pictures show (Cho: the target probabilities only).
+PANELS = {"rnnsearch": ["attention"], "cho": [], "luong": ["attention"], "ylstm": ["attention"],
+          "memdec": ["add_mean", "attention", "erase_mean", "read_weights", "write_weights"],
+          "rmn": ["attention", "memory_attention"], "rmr": ["attention", "memory_attention"],
+          "attentive": ["attention", "past_attention"]}
+
+
+@pytest.fixture(scope="module")
+def vocab():
+    return synthetic_vocab()
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, vocab):
+    root = tmp_path_factory.mktemp("tiny")
+    return {name: write_tiny_run(str(root / name), vocab, model=name) for name in ARCHITECTURES}
+
+
+def test_every_architecture_has_tiny_options():
+    assert set(ARCHITECTURES) <= set(TINY_OPTIONS)
+
+
+@pytest.mark.parametrize("architecture", ARCHITECTURES)
+def test_plot_draws_every_panel(architecture, runs, tmp_path, capsys):
+    from matplotlib.image import imread
+
+    from keras_memnmt.inspection import inspect_pair
+    from keras_memnmt.plots import DPI, figure_size
+    from keras_memnmt.runs import load_run
+
+    run = runs[architecture]
+    for reference in (REFERENCE, None):
+        out = str(tmp_path / f"{architecture}_{reference is None}.png")
+        extra = ["--reference", reference] if reference else []
+        assert main(["plot", "--model", run, "--source", SOURCE, *extra, "--out", out]) == 0
+        report = json.loads(capsys.readouterr().out)
+        assert report["panels"] == PANELS[architecture] and report["teacher_forced"] == bool(reference)
+        model, vocab, _ = load_run(run)
+        inspection = inspect_pair(model, vocab, SOURCE, reference)
+        assert report["target"] == inspection.target
+        width, height = figure_size(inspection)
+        pixels = imread(out)
+        assert pixels.shape[:2] == (round(height * DPI), round(width * DPI))
+        assert pixels[..., :3].std() > 0.05, "blank picture"
+
+
+def test_inspection_matches_the_models_steps(runs):
+    """Teacher forcing through step_details gives the attention generate() records for the
+    model's own greedy translation, and distributions that sum to 1."""
+    from keras_memnmt.inference import encode_sources
+    from keras_memnmt.inspection import inspect_pair
+    from keras_memnmt.runs import load_run
+
+    model, vocab, _ = load_run(runs["memdec"])
+    inspection = inspect_pair(model, vocab, SOURCE)
+    assert not inspection.teacher_forced
+    steps = len(inspection.target_tokens)
+    source_ids = np.asarray([encode_sources(vocab, [SOURCE])[0]], np.int32)
+    searched = np.asarray(model.generate(source_ids, beam_size=1, return_attention=True)["attention"])[0, 0]
+    np.testing.assert_allclose(inspection.details["attention"], searched[:steps], atol=1e-5)
+    for name in ("attention", "read_weights", "write_weights"):
+        np.testing.assert_allclose(inspection.details[name].sum(-1), 1.0, atol=1e-5)
+    assert inspection.details["erase_mean"].shape == (steps,)
+    assert np.all((inspection.target_probability > 0) & (inspection.target_probability <= 1))
+    assert inspection.input_tokens[0] == "<s>" and inspection.input_tokens[1:] == inspection.target_tokens[:-1]
+
+
+def test_windows_by_position(runs):
+    from keras_memnmt.inspection import inspect_pair
+    from keras_memnmt.runs import load_run
+
+    for name, lag in (("rmn", 0), ("attentive", 1)):
+        model, vocab, _ = load_run(runs[name])
+        inspection = inspect_pair(model, vocab, SOURCE, REFERENCE)
+        detail = "memory_attention" if name == "rmn" else "past_attention"
+        square = inspection.by_position(detail)
+        steps = len(inspection.target_tokens)
+        assert square.shape == (steps, steps)
+        assert np.all(np.triu(square, 1 - lag) == 0.0)  # only positions the window has seen
+        np.testing.assert_allclose(square.sum(-1)[lag:], 1.0, atol=1e-5)
+
+
+def test_plot_errors(runs, tmp_path, capsys):
+    assert main(["plot", "--model", runs["rnnsearch"], "--source", SOURCE, "--out", str(tmp_path / "x.jpg")]) == 2
+    assert "--out must name a .png file" in capsys.readouterr().err
+    assert main(["plot", "--model", runs["rnnsearch"], "--source", "  ", "--out", str(tmp_path / "x.png")]) == 2
+    assert "empty" in capsys.readouterr().err
+
+
+def test_show_attention_keeps_the_translations(runs, tmp_path, capsys):
+    src = tmp_path / "in.txt"
+    src.write_text(f"{SOURCE}\n\nthe cat sees a dog\n")
+    plain, shown = tmp_path / "plain.txt", tmp_path / "shown.txt"
+    common = ["translate", "--model", runs["rnnsearch"], "--beam", "2", "--input", str(src)]
+    assert main([*common, "--output", str(plain)]) == 0
+    assert capsys.readouterr().err == ""  # no progress bar outside a terminal
+    assert main([*common, "--output", str(shown), "--show-attention"]) == 0
+    err = capsys.readouterr().err
+    assert shown.read_text() == plain.read_text()
+    assert "alignment 1:" in err and "alignment 3:" in err and "alignment 2:" not in err  # line 2 is empty
+    rows = [line for line in err.splitlines() if "<-" in line]
+    assert rows and all(0.0 <= float(line.split()[-1]) <= 1.0 for line in rows)
+
+    assert main(["translate", "--model", runs["cho"], "--input", str(src), "--show-attention"]) == 2
+    assert "no source attention" in capsys.readouterr().err
+
+
+def test_progress_bars_stay_out_of_logs(runs, tmp_path, capsys):
+    """Outside a terminal (captured stderr, a log) evaluate and vocab build draw no bar."""
+    assert main(["evaluate", "--model", runs["rnnsearch"], "--split", "test", "--beam", "1",
+                 "--limit", "3"]) == 0
+    assert "translating" not in capsys.readouterr().err
+    (tmp_path / "a.txt").write_text("the cat sees a dog\n" * 20)
+    (tmp_path / "b.txt").write_text("le kato vidi-a un hundo\n" * 20)
+    for quiet in ([], ["--quiet"]):
+        assert main(["vocab", "build", "--src-file", str(tmp_path / "a.txt"), "--tgt-file",
+                     str(tmp_path / "b.txt"), "--out", str(tmp_path / "v"), "--size", "20", *quiet]) == 0
+        assert "vocabulary" not in capsys.readouterr().err
+
+
+def test_progress_bars_on_a_terminal(runs, monkeypatch, capsys):
+    import sys
+
+    from keras_memnmt.inference import translate
+    from keras_memnmt.runs import load_run
+
+    model, vocab, _ = load_run(runs["rnnsearch"])
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    translate(model, vocab, [SOURCE], beam_size=1)
+    assert "translating" in capsys.readouterr().err
+    translate(model, vocab, [SOURCE], beam_size=1, progress=False)  # --quiet
+    assert "translating" not in capsys.readouterr().err
