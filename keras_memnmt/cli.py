@@ -66,7 +66,7 @@ def cmd_vocab_build(args) -> int:
     corpus = _load_corpus(args)
     t0 = time.perf_counter()
     vocab = SubwordVocab.train(corpus.source, corpus.target, size=args.size,
-                               model_type=args.model_type, joint=args.joint)
+                               model_type=args.model_type, joint=args.joint, progress=_progress(args))
     vocab.save(args.out)
     print(json.dumps({
         "out": args.out, "pairs": len(corpus), "dropped_empty": corpus.dropped_empty,
@@ -220,37 +220,123 @@ def cmd_translate(args) -> int:
         # Chunk by chunk in input order (each sorted by length inside): a finished chunk
         # is written at once, so a long run's output grows as it goes and --resume can
         # continue it.
+        number = done
         for chunk in translate_chunks(model, vocab, lines[done:], chunk_size=args.chunk_size,
-                                      beam_size=args.beam, progress=not args.quiet, **search):
-            out.write("".join(line + "\n" for line in chunk))
-            out.flush()
+                                      beam_size=args.beam, progress=_progress(args),
+                                      alignments=args.show_attention, **search):
+            if not args.show_attention:
+                out.write("".join(line + "\n" for line in chunk))
+                out.flush()
+                continue
+            for line, alignment in chunk:  # the line as always; its alignment on stderr
+                number += 1
+                out.write(line + "\n")
+                out.flush()
+                _print_alignment(number, alignment)
     finally:
         if args.output:
             out.close()
     return 0
 
 
+def _progress(args) -> bool | None:
+    """Progress bars: off with --quiet, else drawn when stderr is a terminal (None)."""
+    return False if getattr(args, "quiet", False) else None
+
+
+def _print_alignment(number: int, alignment: list) -> None:
+    """``translate --show-attention``: each target subword of line ``number`` with the
+    source subword it attends to most, and that weight, on stderr."""
+    if not alignment:
+        return
+    width = max(len(target) for target, _, _ in alignment)
+    rows = [f"  {target:<{width}}  <- {source}  {weight:.2f}" for target, source, weight in alignment]
+    print(f"alignment {number}:", *rows, sep="\n", file=sys.stderr, flush=True)
+
+
+def cmd_plot(args) -> int:
+    from keras_memnmt.inspection import inspect_pair
+    from keras_memnmt.plots import figure_size, save_plot
+    from keras_memnmt.runs import load_run
+
+    if not args.out.endswith(".png"):
+        raise ValueError(f"--out must name a .png file, got {args.out!r}")
+    model, vocab, _ = load_run(args.model, args.checkpoint)
+    inspection = inspect_pair(model, vocab, args.source, args.reference)
+    save_plot(inspection, args.out)
+    width, height = figure_size(inspection)
+    print(json.dumps({"out": args.out, "model": inspection.model_name, "source": inspection.source,
+                      "target": inspection.target, "teacher_forced": inspection.teacher_forced,
+                      "panels": sorted(inspection.details), "inches": [width, height]}, indent=2,
+                     ensure_ascii=False))
+    return 0
+
+
 def cmd_evaluate(args) -> int:
+    from keras_memnmt.compare import available_test_sets
     from keras_memnmt.inference import score, translate
-    from keras_memnmt.runs import load_ensemble
+    from keras_memnmt.records import store_evaluation
+    from keras_memnmt.runs import checkpoint_path, load_ensemble
 
     search = _search(args)  # bad options fail before the model is loaded
     members = _members(args)
     model, vocab, config = load_ensemble(members)  # the first member's config
-    if config.corpus == "synthetic":  # the run's own synthetic test set (seeded)
-        from keras_memnmt.data import synthetic_splits
-
-        test, name = synthetic_splits(config.synthetic_size, seed=config.seed)[2], "synthetic"
-    else:
-        from keras_memnmt.data import load_multi30k
-
-        test = load_multi30k(config.src, config.tgt, args.split, data_dir=args.data_dir)
-        name = f"multi30k {config.src}->{config.tgt} {args.split}"
-    test = test.take(args.limit)
-    hyps = translate(model, vocab, test.source, beam_size=args.beam, **search)
+    # A single run's own model (best.keras) on a whole split is stored in the run
+    # (hyps/ and record.json); an ensemble, another checkpoint or --limit is printed only.
+    (run, checkpoint), *others = members
+    store = not others and not args.limit and checkpoint in (None, "best")
+    note = lambda msg: print(f"memnmt evaluate: {msg}", file=sys.stderr)  # noqa: E731
+    sets, skipped = available_test_sets(config, args.split, args.data_dir, note=note)
     ensemble = {"ensemble": [run if checkpoint is None else f"{run}:{checkpoint}" for run, checkpoint in members]}
-    print(json.dumps({"corpus": name, "beam_size": args.beam, **search, **(ensemble if len(members) > 1 else {}),
-                      **score(hyps, test.target)}, indent=2))
+    reports = []
+    for test, split, name in sets:
+        test = test.take(args.limit)
+        hyps = translate(model, vocab, test.source, beam_size=args.beam, progress=_progress(args), **search)
+        report = {"corpus": name, "beam_size": args.beam, **search, **(ensemble if others else {}),
+                  **score(hyps, test.target)}
+        if store:
+            model_file = checkpoint_path(run, "best") if checkpoint else None
+            try:
+                entry = store_evaluation(run, split, hyps, test.target, report, args.beam, corpus=name,
+                                         model_file=model_file, **search)
+                report["hypotheses"] = os.path.join(run, entry["hypotheses"])
+            except OSError as e:  # a run directory we may not write to: print the scores all the same
+                note(f"could not store the translations in {run}: {e}")
+        reports.append(report)
+    if args.split == "all":
+        print(json.dumps({"splits": reports, "skipped": skipped}, indent=2))
+    else:
+        print(json.dumps(reports[0], indent=2))
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from keras_memnmt.compare import compare, parse_systems, print_table
+
+    search = _search(args)
+    systems = parse_systems(args.runs, args.system or [])
+    log = (lambda msg: None) if args.quiet else \
+        (lambda msg: print(f"memnmt compare: {msg}", file=sys.stderr, flush=True))
+    result = compare(systems, split=args.split, beam_size=args.beam, data_dir=args.data_dir,
+                     limit=args.limit, seed=args.seed, bootstrap=args.bootstrap, trials=args.trials,
+                     log=log, **search)
+    text = json.dumps(result, indent=2)
+    if args.json:
+        with open(args.json, "w") as f:
+            f.write(text + "\n")
+        print_table(result)
+    else:  # the JSON on stdout, the table on stderr
+        print_table(result, file=sys.stderr)
+        print(text)
+    return 0
+
+
+def cmd_results(args) -> int:
+    from keras_memnmt.results import results_table, run_summary
+
+    search = _search(args)
+    summaries = [run_summary(run, split=args.split, beam_size=args.beam, **search) for run in args.runs]
+    print(results_table(summaries, format=args.format))
     return 0
 
 
@@ -267,6 +353,22 @@ def cmd_average(args) -> int:
         paths = [checkpoint_path(args.model, c) for c in args.checkpoint]
     average_checkpoints(paths, args.out)
     print(json.dumps({"out": args.out, "averaged": paths}, indent=2))
+    return 0
+
+
+def cmd_export(args) -> int:
+    import signal
+
+    from keras_memnmt.export import export_runs
+    from keras_memnmt.export.saved_model import METADATA_FILE
+
+    search = _search(args)  # bad options fail before the model is loaded
+    # SIGTERM becomes SystemExit, so an interrupted export removes its partial directory.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    export_runs(_members(args), args.out, beam_size=args.beam, max_length=args.max_length,
+                n_best=args.n_best, overwrite=args.overwrite, **search)
+    with open(os.path.join(args.out, METADATA_FILE)) as f:
+        print(json.dumps({"out": args.out, **json.load(f)}, indent=2))
     return 0
 
 
@@ -291,6 +393,9 @@ ENSEMBLE_CHECKPOINT_HELP = (CHECKPOINT_HELP + ". Repeatable: with several --mode
                             "best.keras) or one per --model, paired in order (`best` names a run's "
                             "best.keras); with one --model, several --checkpoint translate with an "
                             "ensemble of those checkpoints of that run")
+SPLIT_HELP = ("Multi30k split (default test_2016_flickr), or `all`: every test split the loader "
+              "knows, skipping with a note those whose files are not available (a synthetic run "
+              "has its own test set)")
 MODEL_HELP = ("run directory written by `memnmt train`. Repeat it (--model A --model B) to translate "
               "with an ensemble: at every step the models' log-probabilities are averaged and "
               "renormalized. The runs must have the same source and target vocabularies (the "
@@ -321,6 +426,7 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--size", type=int, default=8000, help="vocabulary size (default 8000)")
     build.add_argument("--model-type", choices=("unigram", "bpe"), default="unigram")
     build.add_argument("--joint", action="store_true", help="one vocabulary for both sides")
+    build.add_argument("--quiet", action="store_true", help="no progress bar (drawn only on a terminal)")
     build.set_defaults(func=cmd_vocab_build)
 
     tr = sub.add_parser("train", help="train a model from a recipe")
@@ -349,17 +455,64 @@ def build_parser() -> argparse.ArgumentParser:
                          "translate the input from the next line on")
     tl.add_argument("--chunk-size", type=int, default=4096,
                     help="input lines translated (sorted by length) and written together (default 4096)")
-    tl.add_argument("--quiet", action="store_true", help="no progress bar")
+    tl.add_argument("--quiet", action="store_true", help="no progress bar (drawn only on a terminal)")
+    tl.add_argument("--show-attention", action="store_true",
+                    help="after each translated line, print on stderr each target subword with the "
+                         "source subword it attends to most and that weight (models with source "
+                         "attention); the translations themselves are unchanged")
     tl.set_defaults(func=cmd_translate)
 
     ev = sub.add_parser("evaluate", help="translate a split and print sacreBLEU scores as JSON")
     ev.add_argument("--model", required=True, action="append", help=MODEL_HELP)
     ev.add_argument("--checkpoint", action="append", help=ENSEMBLE_CHECKPOINT_HELP)
-    ev.add_argument("--split", default="test_2016_flickr")
+    ev.add_argument("--split", default="test_2016_flickr", help=SPLIT_HELP)
     ev.add_argument("--data-dir")
     _add_search_args(ev)
     ev.add_argument("--limit", type=int, help="score only the first N sentences")
+    ev.add_argument("--quiet", action="store_true", help="no progress bar (drawn only on a terminal)")
     ev.set_defaults(func=cmd_evaluate)
+
+    pl = sub.add_parser("plot", help="draw what a run's decoder attends to, reads and writes for one "
+                        "sentence (a PNG: source attention, memory read/write weights, ...)")
+    pl.add_argument("--model", required=True, help="run directory written by `memnmt train`")
+    pl.add_argument("--checkpoint", help=CHECKPOINT_HELP)
+    pl.add_argument("--source", required=True, help="the source sentence")
+    pl.add_argument("--reference", help="a target sentence to force the decoder on (default: the "
+                    "model's own greedy translation)")
+    pl.add_argument("--out", default="plot.png", help="the PNG file to write (default: plot.png)")
+    pl.set_defaults(func=cmd_plot)
+
+    cp = sub.add_parser("compare", help="test systems against a baseline on a split: sacreBLEU "
+                        "scores, 95%% confidence intervals, paired bootstrap and approximate "
+                        "randomization p-values")
+    cp.add_argument("runs", nargs="*", metavar="RUN", help="run directories, each a system; the "
+                    "first system (these, then each --system) is the baseline")
+    cp.add_argument("--system", action="append", metavar="NAME=RUN1,RUN2,...",
+                    help="a system of several runs (seeds): mean and standard deviation over them, "
+                         "and a test of each run against the baseline's run of the same position "
+                         "(or against the baseline's single run). Repeatable")
+    cp.add_argument("--split", default="test_2016_flickr", help=SPLIT_HELP)
+    cp.add_argument("--data-dir")
+    _add_search_args(cp)
+    cp.add_argument("--limit", type=int, help="compare on the first N sentences only")
+    cp.add_argument("--seed", type=int, default=12345,
+                    help="seed of the resampling (sacreBLEU's SACREBLEU_SEED; default 12345, its own)")
+    cp.add_argument("--bootstrap", type=int, default=1000, metavar="N",
+                    help="paired bootstrap resamples (default 1000)")
+    cp.add_argument("--trials", type=int, default=10000, metavar="N",
+                    help="approximate randomization trials (default 10000)")
+    cp.add_argument("--json", metavar="FILE", help="write the JSON here and the table to stdout "
+                    "(default: the JSON to stdout, the table to stderr)")
+    cp.add_argument("--quiet", action="store_true", help="no progress messages")
+    cp.set_defaults(func=cmd_compare)
+
+    rs = sub.add_parser("results", help="a results table rendered from run directories' records")
+    rs.add_argument("runs", nargs="+", metavar="RUN", help="run directories")
+    rs.add_argument("--format", choices=("markdown", "json"), default="markdown")
+    rs.add_argument("--split", help="the scores stored for this split by `memnmt evaluate` or "
+                    "`memnmt compare` with the search options below (default: the training's own test)")
+    _add_search_args(rs)
+    rs.set_defaults(func=cmd_results)
 
     av = sub.add_parser("average", help="average the weights of a run's checkpoints into one .keras file")
     av.add_argument("--model", required=True, help="run directory written by `memnmt train` "
@@ -374,12 +527,31 @@ def build_parser() -> argparse.ArgumentParser:
                     "the mean; integer state: the newest's; no optimizer state); translate with "
                     "--checkpoint OUT")
     av.set_defaults(func=cmd_average)
+
+    ex = sub.add_parser("export", help="write a TensorFlow SavedModel that translates strings "
+                        "(tokenizer, search and detokenizer in one graph)")
+    ex.add_argument("--model", required=True, action="append", help=MODEL_HELP)
+    ex.add_argument("--checkpoint", action="append", help=ENSEMBLE_CHECKPOINT_HELP)
+    ex.add_argument("--out", required=True, help="the SavedModel directory (written beside it, "
+                    "then renamed into place)")
+    _add_search_args(ex)
+    ex.add_argument("--max-length", type=int, default=200, metavar="N",
+                    help="source sentences are truncated to N subword tokens (default 200, as "
+                         "`memnmt translate`)")
+    ex.add_argument("--n-best", type=int, metavar="N",
+                    help="hypotheses per sentence of the translate_n_best signature "
+                         "(default: the beam size)")
+    ex.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+    ex.set_defaults(func=cmd_export)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     _setup_process()
     args = build_parser().parse_args(argv)
+    from keras_memnmt.records import set_command
+
+    set_command(["memnmt", *(sys.argv[1:] if argv is None else argv)])  # for run records
     from keras_memnmt.runtime import import_tensorflow_without_jax
 
     # After parsing, so `--help` and usage errors stay fast; 109 MB less where jax is

@@ -40,10 +40,13 @@ def translate(
     beam_size: int = 5,
     batch_size: int = 64,
     pad_multiple: int = 8,
-    progress: bool = True,
+    progress: bool | None = None,
     **generate_kwargs,
 ) -> list[str]:
-    """Translates ``sentences``; one output per input, empty input → empty output."""
+    """Translates ``sentences``; one output per input, empty input → empty output.
+
+    ``progress``: a progress bar on stderr (None: only when it is a terminal).
+    """
     results: list[str] = []
     for chunk in translate_chunks(model, vocab, sentences, beam_size=beam_size, batch_size=batch_size,
                                   pad_multiple=pad_multiple, progress=progress, **generate_kwargs):
@@ -59,15 +62,23 @@ def translate_chunks(
     beam_size: int = 5,
     batch_size: int = 64,
     pad_multiple: int = 8,
-    progress: bool = True,
+    progress: bool | None = None,
+    alignments: bool = False,
     **generate_kwargs,
-) -> Iterator[list[str]]:
+) -> Iterator[list]:
     """Translates ``sentences`` ``chunk_size`` at a time, yielding each chunk's outputs in input order.
 
     Each chunk is sorted by length and batched on its own, so a caller can write a
     large file's translations as they finish (``memnmt translate --output``); with
     ``chunk_size=None`` the whole input is one chunk (what :func:`translate` does).
-    The progress bar counts the non-empty sentences of the whole input.
+    The progress bar counts the non-empty sentences of the whole input; it is drawn on
+    stderr when ``progress`` is True, never when False, and with None (default) only
+    when stderr is a terminal (so logs stay free of it).
+
+    With ``alignments=True`` each output is a pair ``(translation, alignment)``, the
+    alignment one ``(target piece, source piece, weight)`` per target subword (eos
+    left out): the source subword with the largest attention weight at that step of
+    the search (the model must have source attention).
     """
     from tqdm.auto import tqdm
 
@@ -79,17 +90,25 @@ def translate_chunks(
     # when the input has more than one batch: the compiled search then sees one batch
     # size and compiles per width only.
     rows = batch_size if total > batch_size else None
-    with tqdm(total=total, desc="translating", unit="sent", disable=not progress or not total,
+    with tqdm(total=total, desc="translating", unit="sent", disable=progress_disabled(progress, total),
               file=sys.stderr) as bar:
         for start in range(0, len(sentences), size):
             yield _translate_chunk(model, vocab, sentences[start:start + size], beam_size, batch_size,
-                                   pad_multiple, rows, bar, generate_kwargs)
+                                   pad_multiple, rows, bar, alignments, generate_kwargs)
+
+
+def progress_disabled(progress: bool | None, total: int | None = None) -> bool | None:
+    """tqdm's ``disable`` for ``progress`` True (drawn), False (not) or None (only on a
+    terminal: tqdm's own None); always disabled with nothing to count (``total == 0``)."""
+    if progress is False or total == 0:
+        return True
+    return None if progress is None else False
 
 
 def _translate_chunk(model, vocab: SubwordVocab, sentences: Sequence[str], beam_size: int,
-                     batch_size: int, pad_multiple: int, rows: int | None, bar,
-                     generate_kwargs: dict) -> list[str]:
-    results = [""] * len(sentences)
+                     batch_size: int, pad_multiple: int, rows: int | None, bar, alignments: bool,
+                     generate_kwargs: dict) -> list:
+    results: list = [("", []) if alignments else ""] * len(sentences)
     todo = [i for i, s in enumerate(sentences) if s.strip()]
     if not todo:
         return results
@@ -102,16 +121,39 @@ def _translate_chunk(model, vocab: SubwordVocab, sentences: Sequence[str], beam_
         batch[len(chunk):, 0] = EOS_ID
         for row, i in enumerate(chunk):
             batch[row, : len(ids[i])] = ids[i]
-        out = model.generate(batch, beam_size=beam_size, **generate_kwargs)
+        try:
+            out = model.generate(batch, beam_size=beam_size, return_attention=alignments, **generate_kwargs)
+        except ValueError as e:
+            if alignments and "return_attention" in str(e):
+                raise ValueError(f"{type(model).__name__} has no source attention to align with") from None
+            raise
         tokens = np.asarray(out["tokens"])[: len(chunk), 0, :]  # best hypothesis (B, L)
-        for i, text in zip(chunk, vocab.target.decode(tokens)):
-            results[i] = text
+        for row, (i, text) in enumerate(zip(chunk, vocab.target.decode(tokens))):
+            if alignments:  # attention (B, n_best, L, Tx) of the best hypothesis
+                weights = np.asarray(out["attention"])[row, 0]
+                results[i] = (text, _alignment(vocab, ids[i], tokens[row], weights))
+            else:
+                results[i] = text
         bar.update(len(chunk))
     return results
 
 
+def _alignment(vocab: SubwordVocab, source_ids: list[int], tokens: np.ndarray,
+               weights: np.ndarray) -> list[tuple[str, str, float]]:
+    """``(target piece, source piece, weight)`` per target subword before eos, from the
+    ``(L, Tx)`` attention: the source position with the largest weight."""
+    pairs = []
+    for step, token in enumerate(tokens.tolist()):
+        if token in (EOS_ID, PAD_ID):
+            break
+        row = weights[step, : len(source_ids)]
+        j = int(np.argmax(row))
+        pairs.append((vocab.target.id_to_piece(token), vocab.source.id_to_piece(source_ids[j]), float(row[j])))
+    return pairs
+
+
 def score(hypotheses: Sequence[str], references: Sequence[str]) -> dict:
-    """sacreBLEU corpus BLEU (with signature), lowercased 13a BLEU, chrF and TER."""
+    """sacreBLEU corpus BLEU, lowercased 13a BLEU, chrF and TER, each with its signature."""
     import sacrebleu
 
     if len(hypotheses) != len(references):
@@ -129,6 +171,8 @@ def score(hypotheses: Sequence[str], references: Sequence[str]) -> dict:
         "bleu_lowercase": round(b_lc.score, 2),
         "bleu_lowercase_signature": str(bleu_lc.get_signature()),
         "chrf": round(chrf.corpus_score(hypotheses, refs).score, 2),
+        "chrf_signature": str(chrf.get_signature()),
         "ter": round(ter.corpus_score(hypotheses, refs).score, 2),
+        "ter_signature": str(ter.get_signature()),
         "sentences": len(hypotheses),
     }
