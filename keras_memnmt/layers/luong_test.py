@@ -9,12 +9,13 @@ import keras
 import numpy as np
 import pytest
 
-from keras_memnmt.layers import EncoderOutput
 from keras_memnmt.layers.luong import LuongCell
 from keras_memnmt.testing import random_encoder_output, reference, run_cell_test
 from keras_memnmt.testing.checks import (
     check_bad_arguments,
+    check_layer_masks,
     check_mixed_precision,
+    check_stacked_hand_off,
     check_step_details,
 )
 from keras_memnmt.testing.utils import numpy, randomize_weights, stacked_reference_start, weights_of
@@ -79,26 +80,12 @@ def test_input_feeding_carries_the_attentional_vector_to_the_next_step():
 
 
 def test_encoder_hand_off_starts_each_layer_from_its_encoder_layer():
-    rng = np.random.default_rng(3)
-    final = tuple([rng.normal(size=(B, UNITS)).astype("float32") for _ in range(2)] for _ in range(2))
-    encoded = random_encoder_output(B, TX, 6)._replace(final_states=final)
-    cell = _built(init_state="encoder")
-    states = cell.initial_states(encoded)
-    for i in range(4):
-        np.testing.assert_array_equal(numpy(states[1 + i]), final[i // 2][i % 2])
-    embedded = rng.normal(size=(B, T, E)).astype("float32")
-    run = numpy(cell.readout(cell.step(embedded[:, 0], states)[0]))
-    np.testing.assert_allclose(run, _reference_logits(cell, encoded, embedded[:, :1])[:, 0], atol=1e-5)
-    with pytest.raises(ValueError, match="8 units for each of the decoder's 2 layers"):
-        cell.initial_states(EncoderOutput(encoded.annotations, encoded.mask, None, final[:1]))
+    check_stacked_hand_off(_built(init_state="encoder"), _reference_logits, first=1, annotation_units=6,
+                           embedding_dim=E)
 
 
 def test_layer_dropout_masks_are_drawn_once_per_sequence_in_training_only():
-    cell = _built(layer_dropout=0.5, seed=4)
-    encoded = random_encoder_output(16, TX, 6)
-    masks = numpy(cell.initial_states(encoded, training=True)[5])  # after h̃ and 2 layers' [h, c]
-    assert set(np.unique(masks)) == {0.0, 2.0}
-    assert np.all(numpy(cell.initial_states(encoded)[5]) == 1.0)
+    check_layer_masks(_built(layer_dropout=0.5, seed=4), index=5, annotation_units=6)
 
 
 def test_bad_arguments_raise_value_error_naming_the_argument():

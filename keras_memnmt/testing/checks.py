@@ -188,3 +188,40 @@ def check_step_details(cell: DecoderCell, encoded: EncoderOutput, inputs: Any,
         found.append(values)
         states = new_states
     return found
+
+
+def check_stacked_hand_off(cell: DecoderCell, reference: Callable, first: int, annotation_units: int,
+                           embedding_dim: int, batch: int = 3, source_length: int = 5) -> None:
+    """A built two-layer stacked-LSTM cell (``init_state="encoder"``) starts layer ``l`` from the
+    encoder's layer ``l`` final ``[h, c]`` (its states ``first .. first + 3``), its first step
+    equals ``reference(cell, encoded, embedded)``, and an encoder with too few layers is a
+    ``ValueError`` naming the sizes."""
+    from keras_memnmt.testing.cell_test import random_encoder_output
+
+    rng = np.random.default_rng(3)
+    units = cell.units
+    final = tuple([rng.normal(size=(batch, units)).astype("float32") for _ in range(2)] for _ in range(2))
+    encoded = random_encoder_output(batch, source_length, annotation_units)._replace(final_states=final)
+    states = cell.initial_states(encoded)
+    for i in range(4):
+        np.testing.assert_array_equal(numpy(states[first + i]), final[i // 2][i % 2])
+    embedded = rng.normal(size=(batch, 1, embedding_dim)).astype("float32")
+    run = numpy(cell.readout(cell.step(embedded[:, 0], states)[0]))
+    np.testing.assert_allclose(run, reference(cell, encoded, embedded)[:, 0], atol=1e-5)
+    try:
+        cell.initial_states(EncoderOutput(encoded.annotations, encoded.mask, None, final[:1]))
+    except ValueError as error:
+        assert f"{units} units for each of the decoder's 2 layers" in str(error), error
+    else:
+        raise AssertionError("an encoder with one layer for a two-layer decoder was accepted")
+
+
+def check_layer_masks(cell: DecoderCell, index: int, annotation_units: int) -> None:
+    """A built cell with ``layer_dropout=0.5`` draws its ``(B, L*units)`` dropout masks (state
+    ``index``) in training only, scaled 0 or 2."""
+    from keras_memnmt.testing.cell_test import random_encoder_output
+
+    encoded = random_encoder_output(16, 5, annotation_units)
+    masks = numpy(cell.initial_states(encoded, training=True)[index])
+    assert set(np.unique(masks)) == {0.0, 2.0}
+    assert np.all(numpy(cell.initial_states(encoded)[index]) == 1.0)
