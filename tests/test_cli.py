@@ -72,15 +72,10 @@ SENTENCES = ["the big red cat sees a small dog", "", "a dog that sleeps likes th
 
 @pytest.fixture(scope="module")
 def tiny_runs(tmp_path_factory):
-    from keras_memnmt.testing.tiny_runs import synthetic_vocab, write_tiny_run
+    from keras_memnmt.testing.tiny_runs import write_ensemble_runs
 
     root = tmp_path_factory.mktemp("tiny_runs")
-    vocab = synthetic_vocab()
-    return {
-        "a": write_tiny_run(str(root / "a"), vocab, "rnnsearch", seed=1, checkpoints=2),
-        "b": write_tiny_run(str(root / "b"), vocab, "memdec", seed=2),
-        "other": write_tiny_run(str(root / "other"), synthetic_vocab(size=50, seed=1), "rnnsearch", seed=3),
-    }
+    return write_ensemble_runs(str(root), checkpoints=2)
 
 
 @pytest.fixture()

@@ -18,7 +18,7 @@ from keras_memnmt.decoding._test_utils import (
 )
 from keras_memnmt.models import ChoEncoderDecoder, Ensemble, MemDec, RNNsearch
 from keras_memnmt.runs import average_checkpoints, check_same_vocab, last_checkpoints, load_ensemble
-from keras_memnmt.testing.tiny_runs import synthetic_vocab, write_tiny_run
+from keras_memnmt.testing.tiny_runs import write_ensemble_runs
 from keras_memnmt.testing.utils import compiled, numpy, small_batch
 
 SIZES = dict(embedding_dim=8, encoder_units=6, decoder_units=10, readout_units=7, output_dropout=0.0)
@@ -261,12 +261,7 @@ def test_keras_round_trip(tmp_path):
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
-    vocab = synthetic_vocab()
-    return {
-        "a": write_tiny_run(str(root / "a"), vocab, "rnnsearch", seed=1, checkpoints=3),
-        "b": write_tiny_run(str(root / "b"), vocab, "memdec", seed=2),
-        "other": write_tiny_run(str(root / "other"), synthetic_vocab(size=50, seed=1), "rnnsearch", seed=3),
-    }
+    return write_ensemble_runs(str(root), checkpoints=3)
 
 
 def test_load_ensemble(runs):

@@ -63,3 +63,14 @@ def write_tiny_run(out_dir: str, vocab: SubwordVocab, model: str = "rnnsearch", 
     for name in ("best.keras", "model.keras"):
         net.save(os.path.join(out_dir, name))
     return out_dir
+
+
+def write_ensemble_runs(root: str, checkpoints: int) -> dict[str, str]:
+    """Three tiny runs under ``root``: ``a`` (RNNsearch, ``checkpoints`` kept checkpoints) and
+    ``b`` (MemDec) on one vocabulary, and ``other`` (RNNsearch) on another."""
+    vocab = synthetic_vocab()
+    return {
+        "a": write_tiny_run(os.path.join(root, "a"), vocab, "rnnsearch", seed=1, checkpoints=checkpoints),
+        "b": write_tiny_run(os.path.join(root, "b"), vocab, "memdec", seed=2),
+        "other": write_tiny_run(os.path.join(root, "other"), synthetic_vocab(size=50, seed=1), "rnnsearch", seed=3),
+    }
