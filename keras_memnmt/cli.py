@@ -7,8 +7,10 @@ The subcommands and flags are a contract (scripts rely on them): extend, never r
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
+import math
 import os
 import sys
 import time
@@ -19,6 +21,78 @@ def _setup_process() -> None:
     from keras_memnmt.runtime import tune_malloc
 
     tune_malloc()  # before the backends allocate; see its docstring
+
+
+def _int_at_least(minimum: int, why: str = ""):
+    """An argparse ``type``: an integer >= ``minimum`` (``why``: a reason shown with the bound)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}{why}, got {value}")
+        return value
+
+    return parse
+
+
+_positive_int = _int_at_least(1)
+_vocab_size = _int_at_least(8, " (4 reserved ids plus pieces)")
+
+
+def _finite_float(text: str) -> float:
+    """An argparse ``type``: a finite float (no nan, no inf)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+def _check_output(flag: str, path: str, directory: bool = False, make_parents: bool = False) -> None:
+    """A clear error, before any work is done, when ``path`` cannot be written as ``flag``'s
+    output: a file (or, with ``directory``, a folder) whose parent folder must exist unless
+    the writer creates it (``make_parents``)."""
+    if directory:
+        if os.path.exists(path) and not os.path.isdir(path):
+            raise ValueError(f"{flag} {path}: exists and is not a directory")
+    elif os.path.isdir(path):
+        raise ValueError(f"{flag} {path}: is a directory, expected a file")
+    parent = os.path.dirname(os.path.abspath(path))
+    existing = parent
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise ValueError(f"{flag} {path}: {existing} is not a directory")
+    if existing != parent and not make_parents:
+        raise ValueError(f"{flag} {path}: the folder {parent} does not exist")
+    target = path if os.path.exists(path) else existing
+    if not os.access(target, os.W_OK):
+        raise ValueError(f"{flag} {path}: {target} is not writable")
+
+
+def _write(stream, text: str, name: str) -> None:
+    """Writes and flushes ``text``; a failure (a full disk, ...) names ``name``. A closed
+    pipe stays a ``BrokenPipeError`` (see ``main``)."""
+    try:
+        stream.write(text)
+        stream.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        raise OSError(f"cannot write {name}: {e.strerror or e}") from e
+
+
+def _read_stdin() -> list[str]:
+    """Standard input's lines, decoded as UTF-8 line by line (errors name ``<stdin>`` and the line)."""
+    from keras_memnmt.data.corpus import read_stream_lines
+
+    if sys.stdin is None:
+        raise ValueError("no --input given and standard input is closed")
+    return read_stream_lines(getattr(sys.stdin, "buffer", sys.stdin), "<stdin>")
 
 
 def _add_corpus_args(p: argparse.ArgumentParser, split_default: str = "train") -> None:
@@ -36,12 +110,23 @@ def _load_corpus(args):
 
     if args.src_file or args.tgt_file:
         if not (args.src_file and args.tgt_file):
-            raise SystemExit("error: --src-file and --tgt-file must be given together")
+            raise ValueError("--src-file and --tgt-file must be given together")
         return read_parallel(args.src_file, args.tgt_file)
     if not (args.src and args.tgt):
-        raise SystemExit("error: give --src and --tgt (with --data-dir or $MEMNMT_DATA), "
+        raise ValueError("give --src and --tgt (with --data-dir or $MEMNMT_DATA), "
                          "or --src-file and --tgt-file")
     return load_multi30k(args.src, args.tgt, args.split, data_dir=args.data_dir)
+
+
+def _train_vocab(flag: str, source: list[str], target: list[str], size: int, **options):
+    """``SubwordVocab.train``, its refusals (a size below what the corpus's characters
+    need) naming ``flag``."""
+    from keras_memnmt.data import SubwordVocab
+
+    try:
+        return SubwordVocab.train(source, target, size=size, **options)
+    except ValueError as e:
+        raise ValueError(f"{flag}: {e}") from e
 
 
 def cmd_data_check(args) -> int:
@@ -53,7 +138,7 @@ def cmd_data_check(args) -> int:
     else:
         # A quick vocabulary on (a sample of) this corpus, only to count subword tokens.
         n = min(len(corpus), 20000)
-        vocab = SubwordVocab.train(corpus.source[:n], corpus.target[:n], size=args.vocab_size)
+        vocab = _train_vocab("--vocab-size", corpus.source[:n], corpus.target[:n], args.vocab_size)
     stats = corpus_stats(corpus, vocab, args.max_length)
     report = {"corpus": corpus.name, **stats.summary(), "max_length": args.max_length}
     print(json.dumps(report, indent=2))
@@ -61,12 +146,11 @@ def cmd_data_check(args) -> int:
 
 
 def cmd_vocab_build(args) -> int:
-    from keras_memnmt.data import SubwordVocab
-
+    _check_output("--out", args.out, directory=True, make_parents=True)
     corpus = _load_corpus(args)
     t0 = time.perf_counter()
-    vocab = SubwordVocab.train(corpus.source, corpus.target, size=args.size,
-                               model_type=args.model_type, joint=args.joint, progress=_progress(args))
+    vocab = _train_vocab("--size", corpus.source, corpus.target, args.size, model_type=args.model_type,
+                         joint=args.joint, progress=_progress(args))
     vocab.save(args.out)
     print(json.dumps({
         "out": args.out, "pairs": len(corpus), "dropped_empty": corpus.dropped_empty,
@@ -88,8 +172,13 @@ def _recipe_module(name_or_path: str):
         if not os.path.isfile(name_or_path):
             raise ConfigError(f"recipe file not found: {name_or_path}")
         spec = importlib.util.spec_from_file_location("memnmt_recipe", name_or_path)
+        if spec is None:
+            raise ConfigError(f"recipe {name_or_path} is not a Python file (a .py recipe)")
         module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        try:
+            spec.loader.exec_module(module)
+        except SyntaxError as e:
+            raise ConfigError(f"recipe {name_or_path}, line {e.lineno}: {e.msg}") from None
         return module
     try:
         return importlib.import_module(f"recipes.{name_or_path}")
@@ -145,6 +234,7 @@ def cmd_train(args) -> int:
     recipe_options, overrides = _split_recipe_options(module, args.set or [])
     config = apply_overrides(load_recipe(args.recipe, module), overrides)
     out = args.out or os.path.join("runs", os.path.basename(args.recipe).removesuffix(".py"))
+    _check_output("--out", out, directory=True, make_parents=True)
     log = lambda msg: print(f"[memnmt] {msg}", file=sys.stderr, flush=True)  # noqa: E731
     common = dict(data_dir=args.data_dir, log=log, resume=args.resume, overwrite=args.overwrite)
     run = getattr(module, "run", None)
@@ -198,15 +288,19 @@ def cmd_translate(args) -> int:
     search = _search(args)  # bad options fail before the model is loaded
     if args.resume and not args.output:
         raise ValueError("--resume continues an --output file; give --output")
-    if args.chunk_size < 1:
-        raise ValueError(f"--chunk-size must be >= 1, got {args.chunk_size}")
+    if args.output:
+        _check_output("--output", args.output)
+    # The model first: a bad --model is reported before standard input is waited for.
     model, vocab, _ = load_ensemble(_members(args))
     if args.input:
         from keras_memnmt.data import read_lines
 
         lines = read_lines(args.input)
+        if args.output and os.path.exists(args.output) and os.path.samefile(args.input, args.output):
+            raise ValueError(f"--output {args.output} is the --input file: the translation would "
+                             "overwrite its source text; choose another --output")
     else:
-        lines = [line.rstrip("\r\n") for line in sys.stdin]
+        lines = _read_stdin()
     done = 0
     if args.resume and os.path.isfile(args.output):
         done = _complete_lines(args.output)
@@ -215,7 +309,11 @@ def cmd_translate(args) -> int:
         if not args.quiet:
             print(f"resume: {args.output} holds {done} of {len(lines)} lines; translating the rest",
                   file=sys.stderr)
-    out = open(args.output, "a" if args.resume else "w", encoding="utf-8") if args.output else sys.stdout
+    name = f"--output {args.output}" if args.output else "<stdout>"
+    try:
+        out = open(args.output, "a" if args.resume else "w", encoding="utf-8") if args.output else sys.stdout
+    except OSError as e:
+        raise OSError(f"cannot write {name}: {e.strerror or e}") from e
     try:
         # Chunk by chunk in input order (each sorted by length inside): a finished chunk
         # is written at once, so a long run's output grows as it goes and --resume can
@@ -225,17 +323,22 @@ def cmd_translate(args) -> int:
                                       beam_size=args.beam, progress=_progress(args),
                                       alignments=args.show_attention, **search):
             if not args.show_attention:
-                out.write("".join(line + "\n" for line in chunk))
-                out.flush()
+                _write(out, "".join(line + "\n" for line in chunk), name)
                 continue
             for line, alignment in chunk:  # the line as always; its alignment on stderr
                 number += 1
-                out.write(line + "\n")
-                out.flush()
+                _write(out, line + "\n", name)
                 _print_alignment(number, alignment)
-    finally:
+    except BaseException:
         if args.output:
+            with contextlib.suppress(OSError):  # the error on its way is the one to report
+                out.close()
+        raise
+    if args.output:
+        try:
             out.close()
+        except OSError as e:
+            raise OSError(f"cannot write {name}: {e.strerror or e}") from e
     return 0
 
 
@@ -261,6 +364,7 @@ def cmd_plot(args) -> int:
 
     if not args.out.endswith(".png"):
         raise ValueError(f"--out must name a .png file, got {args.out!r}")
+    _check_output("--out", args.out)
     model, vocab, _ = load_run(args.model, args.checkpoint)
     inspection = inspect_pair(model, vocab, args.source, args.reference)
     save_plot(inspection, args.out)
@@ -315,6 +419,8 @@ def cmd_compare(args) -> int:
 
     search = _search(args)
     systems = parse_systems(args.runs, args.system or [])
+    if args.json:
+        _check_output("--json", args.json)
     log = (lambda msg: None) if args.quiet else \
         (lambda msg: print(f"memnmt compare: {msg}", file=sys.stderr, flush=True))
     result = compare(systems, split=args.split, beam_size=args.beam, data_dir=args.data_dir,
@@ -322,8 +428,13 @@ def cmd_compare(args) -> int:
                      log=log, **search)
     text = json.dumps(result, indent=2)
     if args.json:
-        with open(args.json, "w") as f:
-            f.write(text + "\n")
+        try:
+            with open(args.json, "w") as f:
+                f.write(text + "\n")
+        except OSError as e:  # the comparison is not lost: its JSON goes to stdout
+            print(text)
+            raise OSError(f"cannot write --json {args.json}: {e.strerror or e}; "
+                          "the JSON went to stdout instead") from e
         print_table(result)
     else:  # the JSON on stdout, the table on stderr
         print_table(result, file=sys.stderr)
@@ -331,10 +442,17 @@ def cmd_compare(args) -> int:
     return 0
 
 
+# Files a run directory of `memnmt train` has from its start on (results reads them).
+RUN_MARKS = ("config.json", "record.json", "results.json", "validations.json")
+
+
 def cmd_results(args) -> int:
     from keras_memnmt.results import results_table, run_summary
 
     search = _search(args)
+    for run in args.runs:
+        if os.path.isdir(run) and not any(os.path.exists(os.path.join(run, name)) for name in RUN_MARKS):
+            raise FileNotFoundError(f"{run} is not a run directory (it has none of {', '.join(RUN_MARKS)})")
     summaries = [run_summary(run, split=args.split, beam_size=args.beam, **search) for run in args.runs]
     print(results_table(summaries, format=args.format))
     return 0
@@ -345,12 +463,16 @@ def cmd_average(args) -> int:
 
     if not args.out.endswith(".keras"):
         raise ValueError(f"--out must name a .keras file, got {args.out!r}")
+    _check_output("--out", args.out, make_parents=True)
     if args.last is not None:
         paths = last_checkpoints(args.model, args.last)
     else:
         if not os.path.isdir(args.model):
             raise FileNotFoundError(f"model directory not found: {args.model}")
         paths = [checkpoint_path(args.model, c) for c in args.checkpoint]
+    if os.path.exists(args.out) and any(os.path.samefile(args.out, p) for p in paths):
+        raise ValueError(f"--out {args.out} is one of the checkpoints to average: the average would "
+                         "replace it; choose another --out")
     average_checkpoints(paths, args.out)
     print(json.dumps({"out": args.out, "averaged": paths}, indent=2))
     return 0
@@ -363,6 +485,16 @@ def cmd_export(args) -> int:
     from keras_memnmt.export.saved_model import METADATA_FILE
 
     search = _search(args)  # bad options fail before the model is loaded
+    if args.n_best is not None and args.n_best > args.beam:
+        raise ValueError(f"--n-best {args.n_best} is more than --beam {args.beam}: a beam search keeps "
+                         "--beam hypotheses")
+    _check_output("--out", args.out, directory=True, make_parents=True)
+    out = os.path.realpath(args.out)
+    for run, checkpoint in _members(args):
+        for path in (run, checkpoint):
+            if path and os.path.exists(path) and os.path.commonpath([out, os.path.realpath(path)]) == out:
+                raise ValueError(f"--out {args.out} is or holds {path}, which the export reads: "
+                                 "it would be replaced; choose another --out")
     # SIGTERM becomes SystemExit, so an interrupted export removes its partial directory.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     export_runs(_members(args), args.out, beam_size=args.beam, max_length=args.max_length,
@@ -380,11 +512,11 @@ def _search(args) -> dict:
 
 
 def _add_search_args(parser) -> None:
-    parser.add_argument("--beam", type=int, default=5, help="beam size (1 = greedy)")
+    parser.add_argument("--beam", type=_positive_int, default=5, help="beam size (1 = greedy)")
     parser.add_argument("--length-penalty", choices=("gnmt", "average", "none"), default="gnmt",
                         help="beam scores: log P / ((5+|Y|)/6)^alpha (gnmt, default), / |Y| (average), "
                              "or plain log P (none)")
-    parser.add_argument("--alpha", type=float, default=0.6, help="GNMT length-penalty exponent (default 0.6)")
+    parser.add_argument("--alpha", type=_finite_float, default=0.6, help="GNMT length-penalty exponent (default 0.6)")
 
 
 CHECKPOINT_HELP = ("another model file of the run instead of best.keras: a name in "
@@ -413,8 +545,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_corpus_args(check)
     check.add_argument("--vocab", help="vocabulary folder from `memnmt vocab build` "
                        "(default: a quick one trained on the corpus)")
-    check.add_argument("--vocab-size", type=int, default=8000)
-    check.add_argument("--max-length", type=int, default=80,
+    check.add_argument("--vocab-size", type=_vocab_size, default=8000)
+    check.add_argument("--max-length", type=_positive_int, default=80,
                        help="pairs longer than this many subword tokens count as dropped")
     check.set_defaults(func=cmd_data_check)
 
@@ -423,7 +555,7 @@ def build_parser() -> argparse.ArgumentParser:
     build = vocab_sub.add_parser("build", help="train SentencePiece on a training split")
     _add_corpus_args(build)
     build.add_argument("--out", required=True, help="output folder")
-    build.add_argument("--size", type=int, default=8000, help="vocabulary size (default 8000)")
+    build.add_argument("--size", type=_vocab_size, default=8000, help="vocabulary size (default 8000)")
     build.add_argument("--model-type", choices=("unigram", "bpe"), default="unigram")
     build.add_argument("--joint", action="store_true", help="one vocabulary for both sides")
     build.add_argument("--quiet", action="store_true", help="no progress bar (drawn only on a terminal)")
@@ -453,7 +585,7 @@ def build_parser() -> argparse.ArgumentParser:
     tl.add_argument("--resume", action="store_true",
                     help="continue a partly written --output: keep its complete lines and "
                          "translate the input from the next line on")
-    tl.add_argument("--chunk-size", type=int, default=4096,
+    tl.add_argument("--chunk-size", type=_positive_int, default=4096,
                     help="input lines translated (sorted by length) and written together (default 4096)")
     tl.add_argument("--quiet", action="store_true", help="no progress bar (drawn only on a terminal)")
     tl.add_argument("--show-attention", action="store_true",
@@ -468,7 +600,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--split", default="test_2016_flickr", help=SPLIT_HELP)
     ev.add_argument("--data-dir")
     _add_search_args(ev)
-    ev.add_argument("--limit", type=int, help="score only the first N sentences")
+    ev.add_argument("--limit", type=_positive_int, help="score only the first N sentences")
     ev.add_argument("--quiet", action="store_true", help="no progress bar (drawn only on a terminal)")
     ev.set_defaults(func=cmd_evaluate)
 
@@ -494,12 +626,12 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--split", default="test_2016_flickr", help=SPLIT_HELP)
     cp.add_argument("--data-dir")
     _add_search_args(cp)
-    cp.add_argument("--limit", type=int, help="compare on the first N sentences only")
+    cp.add_argument("--limit", type=_positive_int, help="compare on the first N sentences only")
     cp.add_argument("--seed", type=int, default=12345,
                     help="seed of the resampling (sacreBLEU's SACREBLEU_SEED; default 12345, its own)")
-    cp.add_argument("--bootstrap", type=int, default=1000, metavar="N",
+    cp.add_argument("--bootstrap", type=_positive_int, default=1000, metavar="N",
                     help="paired bootstrap resamples (default 1000)")
-    cp.add_argument("--trials", type=int, default=10000, metavar="N",
+    cp.add_argument("--trials", type=_positive_int, default=10000, metavar="N",
                     help="approximate randomization trials (default 10000)")
     cp.add_argument("--json", metavar="FILE", help="write the JSON here and the table to stdout "
                     "(default: the JSON to stdout, the table to stderr)")
@@ -535,10 +667,10 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--out", required=True, help="the SavedModel directory (written beside it, "
                     "then renamed into place)")
     _add_search_args(ex)
-    ex.add_argument("--max-length", type=int, default=200, metavar="N",
+    ex.add_argument("--max-length", type=_positive_int, default=200, metavar="N",
                     help="source sentences are truncated to N subword tokens (default 200, as "
                          "`memnmt translate`)")
-    ex.add_argument("--n-best", type=int, metavar="N",
+    ex.add_argument("--n-best", type=_positive_int, metavar="N",
                     help="hypotheses per sentence of the translate_n_best signature "
                          "(default: the beam size)")
     ex.add_argument("--overwrite", action="store_true", help="replace an existing --out")
@@ -547,6 +679,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("memnmt: interrupted", file=sys.stderr)
+        return 130  # 128 + SIGINT
+
+
+def _main(argv: list[str] | None) -> int:
     _setup_process()
     args = build_parser().parse_args(argv)
     from keras_memnmt.records import set_command
@@ -561,10 +701,46 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return args.func(args)
-    except (CorpusError, DownloadError, FileNotFoundError, FileExistsError,
-            ValueError) as e:  # ConfigError too
+    except FloatingPointError as e:  # a diverged training (keras_memnmt.training.TrainingDiverged)
         print(f"memnmt: error: {e}", file=sys.stderr)
+        return 3
+    except BrokenPipeError as e:
+        if _stdout_closed():  # the reader went away (`memnmt translate ... | head`): no message
+            return 141  # 128 + SIGPIPE, as a process the signal ended
+        print(f"memnmt: error: {_one_line(e)}", file=sys.stderr)
         return 2
+    except (CorpusError, DownloadError, OSError, ValueError) as e:
+        # ConfigError, CheckpointError (ValueError); FileNotFoundError, FileExistsError,
+        # PermissionError, a full disk (OSError)
+        print(f"memnmt: error: {_one_line(e)}", file=sys.stderr)
+        return 2
+
+
+def _one_line(error: BaseException) -> str:
+    """An exception's message on one line (its type's name when it has none)."""
+    return " ".join(line.strip() for line in str(error).splitlines() if line.strip()) or type(error).__name__
+
+
+def _stdout_closed() -> bool:
+    """Whether standard output is a pipe whose reader has gone (poll reports an error on
+    its write end); if so it is pointed at os.devnull, so that the interpreter's last
+    flush stays quiet."""
+    import select
+
+    try:
+        fd = sys.stdout.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        events = poller.poll(0)
+    except (AttributeError, OSError, ValueError):  # no poll, or no file descriptor (a test's capture)
+        return False
+    if not any(mask & (select.POLLERR | select.POLLHUP) for _, mask in events):
+        return False
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)
+        os.close(devnull)
+    return True
 
 
 if __name__ == "__main__":

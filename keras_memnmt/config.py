@@ -11,6 +11,7 @@ ones a recipe or ``--set`` gives (the rest take the model's defaults).
 from __future__ import annotations
 
 import dataclasses
+import math
 import typing
 from typing import Any
 
@@ -61,7 +62,11 @@ class TrainConfig:
     epochs: int = 10  # passes over the training data
     max_steps: int | None = None  # stop after this many updates (None = epochs decide)
     validate_every: int = 0  # validate every N steps (0 = once per epoch)
-    patience: int = 3  # stop after this many validations without a BLEU gain
+    patience: int = 3  # stop after this many validations without a BLEU gain (0 = never)
+    # Stop with an error when the running training loss exceeds this (a per-token
+    # cross-entropy starts near ln(vocabulary size), about 9); a non-finite loss always
+    # stops. None = no threshold.
+    max_loss: float | None = 100.0
     keep_checkpoints: bool = False  # also keep checkpoints/step{N}.keras at every validation
     # --- TensorBoard (OUT/tensorboard; docs/monitoring.md) ---
     log_every: int = 50  # training loss, rate, gradient norm and tokens/s every N steps
@@ -236,17 +241,7 @@ def validate(config: TrainConfig) -> TrainConfig:
     for name, options in choices.items():
         if getattr(config, name) not in options:
             raise ConfigError(f"config field {name}={getattr(config, name)!r}: expected one of {options}")
-    if not config.learning_rate >= 0.0:  # 0 freezes the weights (tests use it)
-        raise ConfigError(f"config field learning_rate={config.learning_rate!r}: expected a number >= 0")
-    if not 0.0 < config.lr_decay <= 1.0:
-        raise ConfigError(f"config field lr_decay={config.lr_decay!r}: expected a factor in (0, 1]")
-    if config.lr_patience < 1:
-        raise ConfigError(f"config field lr_patience={config.lr_patience!r}: expected an int >= 1")
-    if config.log_every < 1:
-        raise ConfigError(f"config field log_every={config.log_every!r}: expected an int >= 1")
-    for name in ("val_loss_sentences", "tensorboard_pictures"):
-        if getattr(config, name) < 0:
-            raise ConfigError(f"config field {name}={getattr(config, name)!r}: expected an int >= 0")
+    _check_ranges(config)
     if config.pretrain_checkpoint is not None and config.pretrain_run is None:
         raise ConfigError(f"config field pretrain_checkpoint={config.pretrain_checkpoint!r} "
                           "needs pretrain_run (the run directory that holds it)")
@@ -264,6 +259,32 @@ def validate(config: TrainConfig) -> TrainConfig:
     except (ValueError, TypeError) as e:
         raise ConfigError(f"model {config.model!r}: {e}") from None
     return config
+
+
+# Every number's range, checked before any work starts: (fields, test, what is expected).
+_RANGES = (
+    (("batch_size", "bucket_width", "epochs", "log_every", "lr_patience", "max_length", "synthetic_size",
+      "beam_size"), lambda v: v >= 1, "an int >= 1"),
+    (("vocab_size",), lambda v: v >= 8, "an int >= 8"),  # 4 reserved ids and a few pieces
+    (("train_limit", "val_limit", "test_limit", "max_steps"), lambda v: v is None or v >= 1,
+     "an int >= 1, or None"),
+    (("validate_every", "patience", "val_loss_sentences", "tensorboard_pictures", "seed"), lambda v: v >= 0,
+     "an int >= 0"),
+    (("learning_rate", "min_lr"), lambda v: math.isfinite(v) and v >= 0.0,
+     "a finite number >= 0 (learning_rate 0 freezes the weights)"),
+    (("clipnorm",), lambda v: math.isfinite(v) and v >= 0.0, "a finite number >= 0 (0 = no clipping)"),
+    (("label_smoothing",), lambda v: 0.0 <= v < 1.0, "a number in [0, 1)"),
+    (("lr_decay",), lambda v: 0.0 < v <= 1.0, "a factor in (0, 1]"),
+    (("max_loss",), lambda v: v is None or (math.isfinite(v) and v > 0.0), "a finite number > 0, or None"),
+)
+
+
+def _check_ranges(config: TrainConfig) -> None:
+    for names, ok, expected in _RANGES:
+        for name in names:
+            value = getattr(config, name)
+            if not ok(value):
+                raise ConfigError(f"config field {name}={value!r}: expected {expected}")
 
 
 def build_model(config: TrainConfig, source_vocab_size: int, target_vocab_size: int):

@@ -37,6 +37,8 @@ import subprocess
 import sys
 from collections.abc import Sequence
 
+from keras_memnmt.files import write_json, write_text
+
 RECORD_FILE = "record.json"
 HYPS_DIR = "hyps"
 FORMAT = 1
@@ -176,12 +178,7 @@ def read_record(run_dir: str) -> dict | None:
 
 def write_record(run_dir: str, record: dict) -> None:
     """Writes ``RUN/record.json`` whole (a temporary file renamed into place)."""
-    path = os.path.join(run_dir, RECORD_FILE)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(record, f, indent=2)
-        f.write("\n")
-    os.replace(tmp, path)
+    write_json(os.path.join(run_dir, RECORD_FILE), record)
 
 
 def start_record(run_dir: str, config: dict, resume: bool = False) -> dict:
@@ -224,6 +221,16 @@ def finish_record(run_dir: str, results: dict, hypotheses: Sequence[str], refere
                   total_seconds=results.get("total_seconds"), test=key,
                   validations=len(history), steps=history[-1].get("step") if history else None,
                   best_validation=best_validation(history, (record.get("config") or {}).get("validate_every")))
+    write_record(run_dir, record)
+    return record
+
+
+def fail_record(run_dir: str, message: str) -> dict:
+    """Marks the record of a training that stopped on an error (``failed``: the message);
+    ``finished`` stays empty."""
+    record = read_record(run_dir) or {"format": FORMAT}
+    entry = record["resumes"][-1] if record.get("resumes") else record
+    entry.update(failed=message, stopped=now())
     write_record(run_dir, record)
     return record
 
@@ -294,8 +301,7 @@ def store_evaluation(run_dir: str, split: str, hypotheses: Sequence[str], refere
     key = hypotheses_key(split, beam_size, length_penalty, alpha, limit)
     os.makedirs(os.path.join(run_dir, HYPS_DIR), exist_ok=True)
     relative = os.path.join(HYPS_DIR, f"{key}.txt")
-    with open(os.path.join(run_dir, relative), "w", encoding="utf-8", newline="") as f:
-        f.write("".join(h.replace("\n", " ") + "\n" for h in hypotheses))
+    write_text(os.path.join(run_dir, relative), "".join(h.replace("\n", " ") + "\n" for h in hypotheses))
     model_file = model_file or run_model_file(run_dir)
     made = provenance()
     entry = {"key": key, "split": split, "corpus": corpus, "beam_size": beam_size,

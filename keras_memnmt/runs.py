@@ -13,6 +13,9 @@ A run directory holds everything ``memnmt translate`` needs::
     run/results.json      test scores after training
     run/record.json       how the run was made and every evaluation of it (keras_memnmt.records)
     run/hyps/             the evaluations' translations, {split}.beam{K}.{length penalty}.txt
+    run/.lock             while a training writes into it: the process (host, pid, command)
+
+Every file is written whole or not at all (:mod:`keras_memnmt.files`).
 
 Loading a run needs the models and the data packages, never the training code.
 :func:`load_ensemble` loads several runs (or checkpoints) as one
@@ -22,16 +25,21 @@ weights of a run's kept checkpoints into one model file.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
+import socket
+import sys
+import zipfile
 from collections.abc import Sequence
 
 import keras
 
 from keras_memnmt.config import ConfigError, TrainConfig, build_model
 from keras_memnmt.data import SubwordVocab
+from keras_memnmt.files import save_with, write_json
 from keras_memnmt.models import option_differences
 
 RUN_FILES = ("config.json", "vocab/vocab.json")
@@ -53,24 +61,27 @@ def read_config(run_dir: str) -> TrainConfig:
 
 
 def write_config(run_dir: str, config: TrainConfig) -> None:
-    with open(os.path.join(run_dir, "config.json"), "w") as f:
-        json.dump(config.to_dict(), f, indent=2)
+    write_json(os.path.join(run_dir, "config.json"), config.to_dict())
 
 
 def prepare_run_dir(out_dir: str, resume: bool, overwrite: bool, log=print,
                     written: tuple[str, ...] = WRITTEN_BY_TRAIN) -> None:
     """Refuses to train over an earlier run unless told to continue it or to start over.
 
-    With ``overwrite``, removes the earlier run's files (``written``) and nothing else.
+    An earlier run is any of the files a training writes (``written``), a run killed
+    before its first validation (``config.json`` and ``vocab/`` only) included: its
+    vocabulary is reused with ``--resume`` only, after its config is checked. With
+    ``overwrite``, removes the earlier run's files (``written``) and nothing else.
     """
     if resume and overwrite:
         raise ConfigError("resume and overwrite exclude each other")
-    trained = [n for n in ("model.keras", "best.keras", "validations.json")
-               if os.path.exists(os.path.join(out_dir, n))]
-    if not trained or resume:
+    found = [n for n in written if os.path.exists(os.path.join(out_dir, n))]
+    if not found or resume:
         return
     if not overwrite:
-        raise FileExistsError(f"{out_dir} already holds a trained run ({', '.join(trained)}); pass "
+        trained = [n for n in ("model.keras", "best.keras", "validations.json") if n in found]
+        what = "a trained run" if trained else "the start of a run"
+        raise FileExistsError(f"{out_dir} already holds {what} ({', '.join(trained or found)}); pass "
                               "--resume to continue it, --overwrite to start over, or another --out")
     for name in written:
         path = os.path.join(out_dir, name)
@@ -81,15 +92,112 @@ def prepare_run_dir(out_dir: str, resume: bool, overwrite: bool, log=print,
     log(f"overwrite: removed the earlier run in {out_dir}")
 
 
+LOCK_FILE = ".lock"
+
+
+class RunLockedError(FileExistsError):
+    """A run directory that another process is training into."""
+
+
+def _process_start(pid: int) -> str | None:
+    """The start time of process ``pid`` (clock ticks since boot, Linux's /proc), or None
+    where that cannot be read: a pid and its start time name one process even after the
+    pid is reused."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _running(pid: int, started: str | None) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: it exists
+        pass
+    now = _process_start(pid)
+    return started is None or now is None or now == started
+
+
+@contextlib.contextmanager
+def lock_run_dir(out_dir: str, log=print):
+    """Holds ``out_dir/.lock`` while the block runs: one writer per run directory.
+
+    The lock file names the process (host, pid, its start time, the command). A second
+    process is refused with a :class:`RunLockedError` naming the first while that one
+    runs; a lock left by a process that is gone (killed) is taken over, with a notice.
+    A lock from another host (a shared file system) cannot be checked, and is refused
+    with the file to remove once that process is known to be gone. Nested blocks of one
+    process (a recipe that locks its directory and trains into it) share the lock.
+    """
+    created = not os.path.isdir(out_dir)
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, LOCK_FILE)
+    me = {"host": socket.gethostname(), "pid": os.getpid(), "started": _process_start(os.getpid()),
+          "command": " ".join(sys.argv)}
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            try:
+                with open(path) as f:
+                    other = json.load(f)
+                host, pid = other["host"], int(other["pid"])
+            except (OSError, ValueError, KeyError, TypeError):
+                other = None  # unreadable: a writer killed between open and write
+            if other is not None and (host, pid, other.get("started")) == (me["host"], me["pid"], me["started"]):
+                yield  # this process holds it already (a recipe's stages): the outer block releases it
+                return
+            if other is not None and host != me["host"]:
+                raise RunLockedError(f"{out_dir} is in use by process {pid} on host {host} "
+                                     f"({other.get('command', '?')}); if that process is gone, "
+                                     f"remove {path}") from None
+            if other is not None and _running(pid, other.get("started")):
+                raise RunLockedError(f"{out_dir} is in use by process {pid} "
+                                     f"({other.get('command', '?')}); wait for it to end or "
+                                     "stop it, or train into another --out") from None
+            log(f"removing a stale lock of process {other['pid'] if other else '?'}, which is not "
+                f"running ({path})")
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
+            continue
+        with os.fdopen(fd, "w") as f:
+            json.dump(me, f)
+        break
+    else:
+        raise RunLockedError(f"{out_dir}: another process took {path} at the same time")
+    try:
+        yield
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(path)
+        if created:  # a run that failed before writing anything leaves no empty folder
+            with contextlib.suppress(OSError):
+                os.rmdir(out_dir)
+
+
+# The config fields that shape a run's vocabulary (and so every weight that reads it).
+VOCAB_FIELDS = ("corpus", "src", "tgt", "train_prefix", "train_limit", "synthetic_size", "vocab_size",
+                "vocab_type", "joint_vocab")
+
+
 def check_resume(out_dir: str, config: TrainConfig) -> None:
     """A clear error, before anything is written, when ``config`` changes the resumed run's
-    model: both configs build their model (no weights) and the models' ``get_config()``
-    are compared, less the options that shape no weight."""
+    model or vocabulary: both configs build their model (no weights) and the models'
+    ``get_config()`` are compared, less the options that shape no weight; the fields
+    that shape the vocabulary (:data:`VOCAB_FIELDS`) must be equal (``corpus="auto"``
+    matches what the run resolved it to)."""
     saved = read_config(out_dir)
     before, now = build_model(saved, 8, 8), build_model(config, 8, 8)
     changed = option_differences(before, now)
     if saved.model != config.model:
         changed.insert(0, f"model={saved.model!r} (now {config.model!r})")
+    for name in VOCAB_FIELDS:
+        was, new = getattr(saved, name), getattr(config, name)
+        if was != new and not (name == "corpus" and "auto" in (was, new)):
+            changed.append(f"{name}={was!r} (now {new!r})")
     if changed:
         raise ConfigError(f"cannot resume {out_dir}: it was trained with {', '.join(changed)}; "
                           "pass its values with --set")
@@ -109,21 +217,85 @@ def checkpoint_path(run_dir: str, checkpoint: str) -> str:
                             f"{run_dir}/checkpoints holds: {', '.join(kept) or 'nothing'}")
 
 
-def load_model(run_dir: str, checkpoint: str | None = None) -> keras.Model:
+class CheckpointError(ValueError):
+    """A model file that exists but cannot be loaded (truncated, corrupt, not a ``.keras`` file)."""
+
+
+def read_model_file(path: str, compile: bool = False) -> keras.Model:
+    """``keras.saving.load_model(path, compile=compile)`` (``compile=True``: with its
+    optimizer state, to train on), with a :class:`CheckpointError` that
+    names the file when it is truncated or corrupt (Keras says "File not found" for a file
+    that is there but is not a whole zip archive)."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"model file not found: {path}")
+    if not zipfile.is_zipfile(path):
+        raise CheckpointError(f"{path} is truncated or corrupt ({os.path.getsize(path)} bytes, not a "
+                              "whole .keras archive)")
+    try:
+        return keras.saving.load_model(path, compile=compile)
+    except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile) as e:
+        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise CheckpointError(f"{path} cannot be loaded ({reason})") from e
+
+
+def intact_alternatives(run_dir: str, broken: str) -> list[str]:
+    """The run's other model files that are whole archives, newest kind first: ``model.keras``,
+    ``best.keras``, then the kept checkpoints, latest first."""
+    candidates = [os.path.join(run_dir, "model.keras"), os.path.join(run_dir, "best.keras"),
+                  *reversed(kept_checkpoints(run_dir))]
+    return [p for p in candidates if os.path.abspath(p) != os.path.abspath(broken)
+            and os.path.isfile(p) and zipfile.is_zipfile(p)]
+
+
+def _broken(run_dir: str, error: CheckpointError, path: str) -> CheckpointError:
+    others = intact_alternatives(run_dir, path)
+    hint = (f"; intact: {', '.join(others)} (pass one with --checkpoint)" if others
+            else "; the run holds no intact model file")
+    return CheckpointError(f"{error}{hint}")
+
+
+def load_model(run_dir: str, checkpoint: str | None = None, warn=None) -> keras.Model:
     """The best (else the latest) model of a run directory; a clear error if there is none.
 
     ``checkpoint`` picks another model file instead: a name in ``run_dir/checkpoints``
     (``step3199``, with or without ``.keras``), a file of the run (``model.keras``), or a
     path to a ``.keras`` file.
+
+    A truncated or corrupt file is a :class:`CheckpointError` naming it and the run's
+    intact model files, except in the one case where the choice is plain: with no
+    ``checkpoint``, a broken ``best.keras`` falls back to ``model.keras`` (the latest
+    weights), and ``warn`` (default: stderr) says so.
     """
     if checkpoint is not None:
-        return keras.saving.load_model(checkpoint_path(run_dir, checkpoint), compile=False)
-    for name in ("best.keras", "model.keras"):
-        path = os.path.join(run_dir, name)
-        if os.path.isfile(path):
-            return keras.saving.load_model(path, compile=False)
+        path = checkpoint_path(run_dir, checkpoint)
+        try:
+            return read_model_file(path)
+        except CheckpointError as e:
+            raise _broken(run_dir, e, path) from None
+    best, latest = os.path.join(run_dir, "best.keras"), os.path.join(run_dir, "model.keras")
+    if os.path.isfile(best):
+        try:
+            return read_model_file(best)
+        except CheckpointError as e:
+            if not os.path.isfile(latest):
+                raise _broken(run_dir, e, best) from None
+            try:
+                model = read_model_file(latest)
+            except CheckpointError:
+                raise _broken(run_dir, e, best) from None
+            (warn or _stderr)(f"{e}; using {latest} (the latest weights) instead")
+            return model
+    if os.path.isfile(latest):
+        try:
+            return read_model_file(latest)
+        except CheckpointError as e:
+            raise _broken(run_dir, e, latest) from None
     raise FileNotFoundError(f"no best.keras or model.keras in {run_dir}: is it a finished "
                             "`memnmt train` run directory?")
+
+
+def _stderr(message: str) -> None:
+    print(f"memnmt: warning: {message}", file=sys.stderr, flush=True)
 
 
 def load_run(run_dir: str, checkpoint: str | None = None):
@@ -237,7 +409,7 @@ def average_checkpoints(paths: Sequence[str], out: str | None = None) -> keras.M
         raise ValueError(f"the averaged model is a .keras file; got --out {out!r}")
     reference, sums = None, None  # the first checkpoint: (path, model, weight shapes)
     for path in paths:
-        model = keras.saving.load_model(path, compile=False)
+        model = read_model_file(path)
         values = [keras.ops.convert_to_numpy(v.value) for v in model.variables]
         if reference is None:
             reference = (path, model, [v.shape for v in values])
@@ -255,8 +427,7 @@ def average_checkpoints(paths: Sequence[str], out: str | None = None) -> keras.M
         if total is not None:  # integer state keeps the newest's value
             variable.assign((total / len(paths)).astype(keras.backend.standardize_dtype(variable.dtype)))
     if out is not None:
-        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-        model.save(out)
+        save_with(model.save, out)
     return model
 
 

@@ -15,7 +15,7 @@ import dataclasses
 import os
 
 from keras_memnmt.config import ConfigError, TrainConfig
-from keras_memnmt.runs import prepare_run_dir
+from keras_memnmt.runs import lock_run_dir, prepare_run_dir
 from keras_memnmt.training import train
 from recipes.multi30k_rnnsearch import CONFIG as RNNSEARCH
 
@@ -87,9 +87,10 @@ def run(config: TrainConfig, out_dir: str, options: Options = OPTIONS, data_dir:
         log=print, resume: bool = False, overwrite: bool = False) -> dict:
     """The RNNsearch stage (unless ``config.pretrain_run`` is given, or
     ``options.pretrain_epochs`` is 0), then MemDec warm-started from it."""
-    resuming_memdec = resume and os.path.isfile(os.path.join(out_dir, "model.keras"))
-    if config.pretrain_run is None and options.pretrain_epochs and not resuming_memdec:
-        prepare_run_dir(out_dir, resume, overwrite, log)  # refuse before the stage trains
-        stage = pretrain_stage(config, options, out_dir, data_dir, log, resume, overwrite)
-        config = config.replace(pretrain_run=stage)
-    return train(config, out_dir, data_dir=data_dir, log=log, resume=resume, overwrite=overwrite)
+    with lock_run_dir(out_dir, log):  # both stages: one writer
+        resuming_memdec = resume and os.path.isfile(os.path.join(out_dir, "model.keras"))
+        if config.pretrain_run is None and options.pretrain_epochs and not resuming_memdec:
+            prepare_run_dir(out_dir, resume, overwrite, log)  # refuse before the stage trains
+            stage = pretrain_stage(config, options, out_dir, data_dir, log, resume, overwrite)
+            config = config.replace(pretrain_run=stage)
+        return train(config, out_dir, data_dir=data_dir, log=log, resume=resume, overwrite=overwrite)

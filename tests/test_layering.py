@@ -1,6 +1,6 @@
 """The import graph: no package imports one above it, and loading a run needs no training code.
 
-Levels, lowest first: ``data`` and ``runtime``; ``layers`` and ``decoding``; ``models``
+Levels, lowest first: ``files``, ``data`` and ``runtime``; ``layers`` and ``decoding``; ``models``
 and ``testing``; ``config``, ``inference``, ``inspection`` and ``plots``; ``runs`` and
 ``records``; ``training``, ``compare`` and ``results``; ``cli``. A module may import its own
 level or below (imports inside functions included).
@@ -13,7 +13,7 @@ import sys
 
 import keras_memnmt
 
-LEVELS = {"data": 0, "runtime": 0, "layers": 1, "decoding": 1, "models": 2, "testing": 2,
+LEVELS = {"files": 0, "data": 0, "runtime": 0, "layers": 1, "decoding": 1, "models": 2, "testing": 2,
           "config": 3, "inference": 3, "inspection": 3, "plots": 3, "runs": 4, "records": 4,
           "export": 5, "training": 5, "compare": 5, "results": 5, "cli": 6}
 ROOT = os.path.dirname(keras_memnmt.__file__)

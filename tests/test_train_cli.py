@@ -97,7 +97,7 @@ def test_missing_or_incomplete_model_dir(tmp_path, capsys):
     ("dropout=-0.1", "dropout must be in [0, 1)"),
     ("epochs", "KEY=VALUE"),
     ("pretrain_checkpoint=step1", "needs pretrain_run"),
-    ("learning_rate=-1e-3", "expected a number >= 0"),
+    ("learning_rate=-1e-3", "expected a finite number >= 0"),
     # An option of another model, or of another recipe: named with the chosen model.
     ("memory_size=4", "model 'rnnsearch' has no such option"),
     ("pretrain_epochs=3", "model 'rnnsearch' has no such option"),

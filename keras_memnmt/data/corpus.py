@@ -10,6 +10,7 @@ import dataclasses
 import gzip
 import os
 from collections.abc import Sequence
+from typing import BinaryIO
 
 
 class CorpusError(ValueError):
@@ -62,6 +63,37 @@ def read_lines(path: str | os.PathLike) -> list[str]:
             raw = f.read()
     except (OSError, EOFError) as e:  # gzip.BadGzipFile is an OSError
         raise CorpusError(f"cannot read {path}: {e}") from e
+    return decode_lines(raw, path)
+
+
+def read_stream_lines(stream: BinaryIO, name: str = "<stdin>") -> list[str]:
+    """Reads a binary stream (``sys.stdin.buffer``) to its end as lines, as :func:`read_lines`
+    reads a file; ``name`` stands for the stream in messages.
+
+    A text stream is read too (its text encoded back with ``surrogateescape``, which
+    restores the bytes Python's own standard input decoding let through).
+
+    Raises:
+        CorpusError: the stream cannot be read or is not valid UTF-8 (the message gives
+            ``name`` and the 1-based line number).
+    """
+    try:
+        raw = stream.read()
+    except OSError as e:
+        raise CorpusError(f"cannot read {name}: {e}") from e
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8", "surrogateescape")
+    return decode_lines(raw, name)
+
+
+def decode_lines(raw: bytes, name: str) -> list[str]:
+    """UTF-8 ``raw`` as a list of lines: split at ``\\n``, a ``\\r`` before it stripped, no
+    empty line for a final newline.
+
+    Raises:
+        CorpusError: invalid UTF-8; the message gives ``name`` (the file, or ``<stdin>``)
+            and the 1-based line number.
+    """
     lines = raw.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
@@ -71,7 +103,7 @@ def read_lines(path: str | os.PathLike) -> list[str]:
             text = line.decode("utf-8")
         except UnicodeDecodeError as e:
             raise CorpusError(
-                f"{path}, line {i}: invalid UTF-8 (byte {e.start}: {line[e.start:e.start + 1]!r})"
+                f"{name}, line {i}: invalid UTF-8 (byte {e.start}: {line[e.start:e.start + 1]!r})"
             ) from e
         out.append(text.rstrip("\r"))
     return out

@@ -25,8 +25,11 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import sys
 from collections.abc import Iterable, Sequence
+
+from keras_memnmt.files import write_bytes, write_json
 
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 MODEL_TYPES = ("unigram", "bpe")
@@ -122,6 +125,20 @@ def train_sentencepiece(
     if size < 8:
         raise ValueError(f"size must be >= 8 (4 reserved ids plus pieces), got {size}")
     buf = io.BytesIO()
+    try:
+        _train(spm, sentences, buf, size, model_type, character_coverage)
+    except RuntimeError as e:  # SentencePiece's C++ checks, as one line naming the size
+        message = str(e)
+        needed = re.search(r"smaller than required_chars\. \d+ vs (\d+)", message)
+        if needed:
+            raise ValueError(f"vocabulary size {size} is too small for this text: its characters and "
+                             f"the reserved ids need {needed.group(1)} pieces") from e
+        raise ValueError(f"vocabulary size {size}: SentencePiece cannot train on this text: "
+                         f"{message.split('] ', 1)[-1]}") from e
+    return buf.getvalue()
+
+
+def _train(spm, sentences, buf, size, model_type, character_coverage) -> None:
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(sentences),
         model_writer=buf,
@@ -136,7 +153,6 @@ def train_sentencepiece(
         num_threads=os.cpu_count() or 1,
         minloglevel=2,
     )
-    return buf.getvalue()
 
 
 class SubwordVocab:
@@ -192,16 +208,14 @@ class SubwordVocab:
         """Writes ``source.model``, ``target.model`` and ``vocab.json`` into ``directory``."""
         os.makedirs(directory, exist_ok=True)
         for side, v in (("source", self.source), ("target", self.target)):
-            with open(os.path.join(directory, f"{side}.model"), "wb") as f:
-                f.write(v.proto)
+            write_bytes(os.path.join(directory, f"{side}.model"), v.proto)
         info = {
             **self.config,
             "source_vocab_size": self.source.vocab_size,
             "target_vocab_size": self.target.vocab_size,
             "pad_id": PAD_ID, "unk_id": UNK_ID, "bos_id": BOS_ID, "eos_id": EOS_ID,
         }
-        with open(os.path.join(directory, "vocab.json"), "w") as f:
-            json.dump(info, f, indent=2)
+        write_json(os.path.join(directory, "vocab.json"), info)  # last: its presence marks a whole vocabulary
 
     @classmethod
     def load(cls, directory: str) -> SubwordVocab:

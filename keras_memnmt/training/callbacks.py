@@ -1,13 +1,15 @@
-"""Training callbacks: BLEU validation with checkpoints, the plateau schedule and the early stop."""
+"""Training callbacks: BLEU validation with checkpoints, the plateau schedule and the early
+stop; the divergence stop."""
 
 from __future__ import annotations
 
-import json
+import math
 import os
 import time
 
 import keras
 
+from keras_memnmt.files import save_with, write_json
 from keras_memnmt.inference import score, translate
 
 
@@ -30,6 +32,8 @@ class BleuValidation(keras.callbacks.Callback):
         lr_decay: factor applied to the learning rate after ``lr_patience``
             validations without a BLEU gain (1.0 = constant rate), as the
             plateau schedulers of JoeyNMT and OpenNMT do; not below ``min_lr``.
+        max_steps: stop after this many steps in all (a resumed run's earlier steps
+            included), validating at the last one.
         on_validation: called after each validation as ``on_validation(step, scores,
             hypotheses, started=t0)`` (``TensorBoardMonitor.validated``); its time counts
             as validation time.
@@ -37,8 +41,9 @@ class BleuValidation(keras.callbacks.Callback):
 
     def __init__(self, vocab, sources, references, out_dir, every_steps=0, patience=3, log=print,
                  keep_checkpoints=False, history=None, lr_decay=1.0, lr_patience=1, min_lr=0.0,
-                 on_validation=None):
+                 on_validation=None, max_steps=None):
         super().__init__()
+        self.max_steps = max_steps
         self.on_validation = on_validation
         self.vocab, self.sources, self.references = vocab, sources, references
         self.out_dir, self.every_steps, self.patience, self.log = out_dir, every_steps, patience, log
@@ -81,6 +86,10 @@ class BleuValidation(keras.callbacks.Callback):
 
     def _validate(self, logs):
         t0 = time.perf_counter()
+        if not finite_weights(self.model):  # never a NaN model as best.keras or model.keras
+            raise TrainingDiverged(f"training diverged at step {self.step}: the weights are not "
+                                   f"finite; {last_good(self.out_dir)}; lower learning_rate (or clipnorm) "
+                                   "and start again with --overwrite")
         train_seconds = self.seconds_before + t0 - self.t_begin - self.validation_seconds
         hyps = translate(self.model, self.vocab, self.sources, beam_size=1, progress=False)
         s = score(hyps, self.references)
@@ -95,14 +104,14 @@ class BleuValidation(keras.callbacks.Callback):
         self.history.append(entry)
         if logs is not None:
             logs["val_bleu"] = s["bleu"]
-        self.model.save(os.path.join(self.out_dir, "model.keras"))
-        with open(os.path.join(self.out_dir, "validations.json"), "w") as f:
-            json.dump(self.history, f, indent=2)
+        # Each file whole or not at all (keras_memnmt.files): a kill mid-save leaves the
+        # earlier version. validations.json last: it lists only validations whose model is saved.
+        save_with(self.model.save, os.path.join(self.out_dir, "model.keras"))
         if self.keep_checkpoints:
-            os.makedirs(os.path.join(self.out_dir, "checkpoints"), exist_ok=True)
-            self.model.save(os.path.join(self.out_dir, "checkpoints", f"step{self.step}.keras"))
+            save_with(self.model.save, os.path.join(self.out_dir, "checkpoints", f"step{self.step}.keras"))
         if improved:
-            self.model.save(os.path.join(self.out_dir, "best.keras"))
+            save_with(self.model.save, os.path.join(self.out_dir, "best.keras"))
+        write_json(os.path.join(self.out_dir, "validations.json"), self.history)
         self.log(f"step {self.step} ({train_seconds / 60:.1f} min): loss {entry['loss']:.3f}  "
                  f"val BLEU {s['bleu']:.2f} (best {self.best_bleu:.2f})  e.g. {hyps[0]!r}")
         if self.on_validation is not None:
@@ -111,9 +120,67 @@ class BleuValidation(keras.callbacks.Callback):
 
     def on_train_batch_end(self, batch, logs=None):
         self.step += 1
-        if self.every_steps and self.step % self.every_steps == 0:
+        last = self.max_steps is not None and self.step >= self.max_steps
+        if self.every_steps and (self.step % self.every_steps == 0 or last):
             self._validate(logs)
+        if last:  # the last epoch may be longer than what is left of max_steps
+            self.model.stop_training = True
 
     def on_epoch_end(self, epoch, logs=None):
         if not self.every_steps:
             self._validate(logs)
+
+
+class TrainingDiverged(FloatingPointError):
+    """Training stopped on a non-finite or exploding loss, or non-finite weights."""
+
+
+class DivergenceStop(keras.callbacks.Callback):
+    """Stops training with :class:`TrainingDiverged` when the loss is not finite or above
+    ``max_loss``.
+
+    Keras's ``TerminateOnNaN`` sets ``stop_training``, after which ``fit`` returns as if
+    the run had finished; this raises instead, so that the run fails (``memnmt train``
+    exits 3) and no callback after it saves anything at that step. The checkpoints of
+    earlier validations stay: they hold the last good weights.
+
+    Args:
+        out_dir: the run directory (named in the message).
+        max_loss: the explosion threshold on the running mean training loss that Keras
+            reports (a per-token cross-entropy; about ln(vocabulary size) at the start);
+            ``None``: only a non-finite loss stops.
+        initial_step: the step count already done (a resumed run).
+    """
+
+    def __init__(self, out_dir: str, max_loss: float | None = 100.0, initial_step: int = 0):
+        super().__init__()
+        self.out_dir, self.max_loss, self.step = out_dir, max_loss, initial_step
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.step += 1
+        loss = float((logs or {}).get("loss", 0.0))
+        if math.isfinite(loss) and (self.max_loss is None or loss <= self.max_loss):
+            return
+        what = "not finite" if not math.isfinite(loss) else f"above max_loss={self.max_loss:g}"
+        raise TrainingDiverged(
+            f"training diverged at step {self.step}: the loss is {loss:.4g} ({what}); "
+            f"{last_good(self.out_dir)}; lower learning_rate (or clipnorm) and start again with --overwrite")
+
+
+def last_good(out_dir: str) -> str:
+    """Which model files of ``out_dir`` hold the last good weights, in words."""
+    kept = [n for n in ("model.keras", "best.keras") if os.path.isfile(os.path.join(out_dir, n))]
+    if not kept:
+        return "no checkpoint was saved (none had been reached)"
+    return f"the last good weights are in {' and '.join(os.path.join(out_dir, n) for n in kept)}"
+
+
+def finite_weights(model: keras.Model) -> bool:
+    """Whether every float weight of ``model`` is finite."""
+    import numpy as np
+
+    for v in model.weights:
+        if "float" in keras.backend.standardize_dtype(v.dtype):
+            if not np.all(np.isfinite(keras.ops.convert_to_numpy(v.value))):
+                return False
+    return True

@@ -29,18 +29,22 @@ from keras_memnmt.data import (
     read_parallel,
     synthetic_splits,
 )
+from keras_memnmt.files import remove_temporaries, write_json
 from keras_memnmt.inference import score, translate
 from keras_memnmt.models import get_model
-from keras_memnmt.records import finish_record, start_record
+from keras_memnmt.records import fail_record, finish_record, start_record
 from keras_memnmt.runs import (
+    CheckpointError,
     check_resume,
     load_model,
     load_run,
+    lock_run_dir,
     prepare_run_dir,
+    read_model_file,
     share_vocab,
     write_config,
 )
-from keras_memnmt.training.callbacks import BleuValidation
+from keras_memnmt.training.callbacks import BleuValidation, DivergenceStop, TrainingDiverged
 from keras_memnmt.training.losses import MaskedCrossEntropy
 from keras_memnmt.training.monitor import TensorBoardMonitor, TokenCounter
 from keras_memnmt.training.optimizers import build_optimizer
@@ -118,14 +122,24 @@ def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=pr
     validation), training continues from it — weights and optimizer state — with
     the earlier validations' best score and clock carried on. A directory that
     already holds a trained run is an error (nothing is touched) unless
-    ``resume`` or ``overwrite`` (remove that run's files first) is given.
+    ``resume`` or ``overwrite`` (remove that run's files first) is given. While it
+    trains, the directory is locked (:func:`~keras_memnmt.runs.lock_run_dir`): a second
+    training into it is refused.
     """
-    prepare_run_dir(out_dir, resume, overwrite, log)
+    with lock_run_dir(out_dir, log):
+        for folder in ("", "checkpoints", "vocab", "hyps"):  # a killed writer's partial files
+            remove_temporaries(os.path.join(out_dir, folder))
+        prepare_run_dir(out_dir, resume, overwrite, log)
+        return _train(config, out_dir, data_dir, log, resume)
+
+
+def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume: bool) -> dict:
     latest = os.path.join(out_dir, "model.keras")
     resuming = resume and os.path.isfile(latest)
     initial_epoch = 0
+    if resume and os.path.isfile(os.path.join(out_dir, "config.json")):
+        check_resume(out_dir, config)  # also a run killed before its first validation: its vocabulary
     if resuming:
-        check_resume(out_dir, config)
         with open(os.path.join(out_dir, "log.csv")) as f:
             initial_epoch = max(0, sum(1 for _ in f) - 1)  # CSVLogger: a header + one row per epoch
     # A resumed run is seeded anew. Keras does not save the dropout layers' seed
@@ -140,8 +154,6 @@ def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=pr
     t_start = time.perf_counter()
     train_c, val_c, test_c, corpus_name = load_corpora(config, data_dir, log)
     config = dataclasses.replace(config, corpus="multi30k" if corpus_name.startswith("multi30k") else "synthetic")
-    write_config(out_dir, config)
-    start_record(out_dir, config.to_dict(), resume=resuming)  # completed by finish_record below
     log(f"corpus: {corpus_name}; {len(train_c)} training pairs ({train_c.dropped_empty} empty dropped)")
 
     warm_model = warm_start(config, out_dir, log) if config.pretrain_run and not resuming else None
@@ -150,11 +162,17 @@ def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=pr
         vocab = SubwordVocab.load(vocab_dir)
         log(f"vocabulary: reusing {vocab_dir}")
     else:
-        vocab = SubwordVocab.train(train_c.source, train_c.target, size=config.vocab_size,
-                                   model_type=config.vocab_type, joint=config.joint_vocab,
-                                   progress=None)  # a bar on a terminal only
+        try:
+            vocab = SubwordVocab.train(train_c.source, train_c.target, size=config.vocab_size,
+                                       model_type=config.vocab_type, joint=config.joint_vocab,
+                                       progress=None)  # a bar on a terminal only
+        except ValueError as e:
+            raise ConfigError(f"config field vocab_size={config.vocab_size}: {e}") from None
         vocab.save(vocab_dir)
     log(f"vocabulary: {vocab.source.vocab_size} source / {vocab.target.vocab_size} target pieces")
+    # After the vocabulary: a run that fails before it leaves no files behind.
+    write_config(out_dir, config)
+    start_record(out_dir, config.to_dict(), resume=resuming)  # completed by finish_record below
 
     ds, stats = make_dataset(train_c, vocab, batch_size=config.batch_size, batch_by=config.batch_by,
                              max_length=config.max_length, bucket_width=config.bucket_width,
@@ -164,7 +182,12 @@ def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=pr
 
     history = []
     if resuming:
-        model = keras.saving.load_model(latest)  # with its optimizer state
+        try:
+            model = read_model_file(latest, compile=True)  # with its optimizer state
+        except CheckpointError as e:
+            raise CheckpointError(f"cannot resume {out_dir}: {e}; start it again with --overwrite, or "
+                                  "start a new run from one of its checkpoints with --set "
+                                  f"pretrain_run={out_dir} --set pretrain_checkpoint=NAME") from None
         with open(os.path.join(out_dir, "validations.json")) as f:
             history = json.load(f)
         log(f"resuming from {latest} after {initial_epoch} epochs, {len(history)} validations "
@@ -183,9 +206,12 @@ def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=pr
                                 every_steps=config.validate_every, patience=config.patience, log=log,
                                 keep_checkpoints=config.keep_checkpoints, history=history,
                                 lr_decay=config.lr_decay, lr_patience=config.lr_patience,
-                                min_lr=config.min_lr, on_validation=monitor.validated)
-    # Keras's callback writes the epoch_* scalars (and the graph); the monitor everything else.
-    callbacks = [validation, keras.callbacks.CSVLogger(os.path.join(out_dir, "log.csv"), append=resume),
+                                min_lr=config.min_lr, on_validation=monitor.validated,
+                                max_steps=config.max_steps)
+    # First: a diverged step raises before any callback saves it. Keras's callback writes the
+    # epoch_* scalars (and the graph); the monitor everything else.
+    divergence = DivergenceStop(out_dir, max_loss=config.max_loss, initial_step=validation.step)
+    callbacks = [divergence, validation, keras.callbacks.CSVLogger(os.path.join(out_dir, "log.csv"), append=resume),
                  keras.callbacks.TensorBoard(os.path.join(out_dir, "tensorboard"), update_freq="epoch"),
                  monitor]
     fit_kwargs = {"epochs": config.epochs}
@@ -202,8 +228,12 @@ def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=pr
         warnings.filterwarnings("ignore", message="Your input ran out of data")
         # shuffle=False: the pipeline shuffles; Keras ignores `shuffle` for a tf.data
         # dataset and warns when it is left at its default True.
-        model.fit(ds, callbacks=callbacks, verbose=1 if sys.stderr.isatty() else 2,
-                  initial_epoch=initial_epoch, shuffle=False, **fit_kwargs)
+        try:
+            model.fit(ds, callbacks=callbacks, verbose=1 if sys.stderr.isatty() else 2,
+                      initial_epoch=initial_epoch, shuffle=False, **fit_kwargs)
+        except TrainingDiverged as e:
+            fail_record(out_dir, str(e))
+            raise
     train_seconds = validation.history[-1]["train_seconds"] if validation.history else 0.0
 
     best = load_model(out_dir)
@@ -224,7 +254,6 @@ def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=pr
     }
     for sample in results["samples"]:
         log(f"sample: {sample['source']!r} -> {sample['translation']!r} (reference {sample['reference']!r})")
-    with open(os.path.join(out_dir, "results.json"), "w") as f:
-        json.dump(results, f, indent=2)
+    write_json(os.path.join(out_dir, "results.json"), results)
     finish_record(out_dir, results, hyps, test_c.target, results["test_split"], limit=config.test_limit)
     return results

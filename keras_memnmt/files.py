@@ -1,0 +1,88 @@
+"""Files written whole or not at all: a temporary name in the same folder, renamed into place.
+
+A process killed while writing (SIGKILL, a full disk, a power cut after the ``fsync``)
+leaves the earlier file untouched: ``os.replace`` is atomic within one file system, so
+a reader sees the old version or the new one, never a part. Every file of a run
+directory that a later command reads (models, checkpoints, configs, records, the
+vocabulary, translations) is written through these helpers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import tempfile
+from collections.abc import Callable, Iterator
+from typing import Any
+
+
+def _sync(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def replacing(path: str, suffix: str = "") -> Iterator[str]:
+    """Yields a temporary path beside ``path`` to write; renamed onto ``path`` when the
+    block ends without an exception, removed otherwise.
+
+    ``suffix``: the temporary name's ending, for writers that insist on one (Keras
+    saves only to names ending in ``.keras``).
+    """
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp" + suffix, dir=folder)
+    os.close(fd)
+    try:
+        yield tmp
+        _sync(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(tmp)
+        raise
+
+
+def write_text(path: str, text: str) -> None:
+    """Writes ``text`` (UTF-8, newlines as given) to ``path`` whole."""
+    with replacing(path) as tmp, open(tmp, "w", encoding="utf-8", newline="") as f:
+        f.write(text)
+
+
+def write_bytes(path: str, data: bytes) -> None:
+    with replacing(path) as tmp, open(tmp, "wb") as f:
+        f.write(data)
+
+
+def write_json(path: str, obj: Any, indent: int = 2) -> None:
+    """Writes ``obj`` as JSON (and a final newline) to ``path`` whole."""
+    write_text(path, json.dumps(obj, indent=indent) + "\n")
+
+
+def save_with(save: Callable[[str], Any], path: str) -> None:
+    """Calls ``save(tmp)`` for a temporary path with ``path``'s extension, then renames
+    it onto ``path`` (``save_with(model.save, "run/best.keras")``)."""
+    with replacing(path, suffix=os.path.splitext(path)[1]) as tmp:
+        save(tmp)
+
+
+# replacing()'s names: "." + the file's name + "." + mkstemp's 8 random characters + ".tmp" + suffix.
+_TEMPORARY = re.compile(r"\..+\.[a-z0-9_]{8}\.tmp(\.\w+)?")
+
+
+def remove_temporaries(folder: str) -> list[str]:
+    """Removes the temporary files that :func:`replacing` left in ``folder`` when its process
+    was killed mid-write (a run directory's writer calls it when it takes the directory
+    over); returns their names."""
+    if not os.path.isdir(folder):
+        return []
+    stale = [n for n in os.listdir(folder) if _TEMPORARY.fullmatch(n) and os.path.isfile(os.path.join(folder, n))]
+    for name in stale:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(os.path.join(folder, name))
+    return stale

@@ -1,0 +1,239 @@
+"""A run directory is whole and a run that exits 0 made a real model: atomic writes,
+kill-safety, the divergence stop, one writer per directory, range-checked configs."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from keras_memnmt.cli import main
+from keras_memnmt.files import remove_temporaries, replacing, write_json
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TINY = ["--set", "corpus=synthetic", "--set", "synthetic_size=100", "--set", "embedding_dim=16",
+        "--set", "encoder_units=8", "--set", "decoder_units=16", "--set", "attention_units=8",
+        "--set", "readout_units=16", "--set", "vocab_size=200", "--set", "val_limit=4",
+        "--set", "test_limit=4", "--set", "beam_size=2"]
+
+
+def _train(out, *extra):
+    return main(["train", "quickstart", "--out", out, *TINY, *extra])
+
+
+def test_an_interrupted_write_leaves_the_earlier_file(tmp_path):
+    path = str(tmp_path / "a.json")
+    write_json(path, {"v": 1})
+    with pytest.raises(KeyboardInterrupt), replacing(path) as tmp:
+        with open(tmp, "w") as f:
+            f.write('{"v": 2, "trunc')
+        raise KeyboardInterrupt
+    assert json.load(open(path)) == {"v": 1}
+    assert os.listdir(tmp_path) == ["a.json"]  # the temporary file is gone too
+
+
+def test_temporaries_of_a_killed_writer_are_recognised(tmp_path):
+    for name in (".best.keras.ab12cd_9.tmp.keras", ".log.csv.x7y8z9aa.tmp", ".hidden", "notes.tmp"):
+        (tmp_path / name).write_text("x")
+    assert sorted(remove_temporaries(str(tmp_path))) == [".best.keras.ab12cd_9.tmp.keras",
+                                                          ".log.csv.x7y8z9aa.tmp"]
+    assert sorted(os.listdir(tmp_path)) == [".hidden", "notes.tmp"]
+
+
+# A training that SIGKILLs itself while a model file is being written: KILL_AT names the
+# file and the how-manieth write of it. The temporary file is complete then, and not yet
+# renamed; a kill earlier in the write leaves the same run directory (a partial temporary).
+KILLING_TRAIN = textwrap.dedent("""
+    import os, signal, sys
+    import keras_memnmt.files as files
+    from keras_memnmt.cli import main
+    name, nth = os.environ["KILL_AT"].split(":")
+    seen = [0]
+    real_sync = files._sync
+    def sync(tmp):
+        real_sync(tmp)
+        if os.path.basename(tmp).startswith("." + name + "."):
+            seen[0] += 1
+            if seen[0] == int(nth):
+                os.kill(os.getpid(), signal.SIGKILL)
+    files._sync = sync
+    sys.exit(main(sys.argv[1:]))
+""")
+
+
+def _killed_training(out, kill_at, *extra):
+    env = {**os.environ, "KILL_AT": kill_at, "PYTHONPATH": REPO + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    args = ["train", "quickstart", "--out", out, *TINY, "--set", "validate_every=1", *extra]
+    return subprocess.run([sys.executable, "-c", KILLING_TRAIN, *args], env=env, cwd=REPO,
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.slow
+def test_a_kill_during_a_checkpoint_write_loses_nothing_and_resume_goes_on(tmp_path, capsys):
+    out = str(tmp_path / "r")
+    # Killed while writing the second validation's model.keras: the first validation's
+    # model.keras and best.keras stay whole.
+    done = _killed_training(out, "model.keras:2", "--set", "max_steps=3")
+    assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
+    steps = [h["step"] for h in json.load(open(os.path.join(out, "validations.json")))]
+    assert steps == [1]
+    assert any(n.startswith(".model.keras.") for n in os.listdir(out))  # the killed write's leftover
+    assert os.path.isfile(os.path.join(out, ".lock"))  # left by the killed process
+    capsys.readouterr()
+    assert main(["translate", "--model", out, "--quiet", "--input", os.path.join(out, "config.json")]) == 0
+    # --resume takes the stale lock over, removes the leftover and continues from step 1.
+    assert _train(out, "--set", "validate_every=1", "--set", "max_steps=3", "--resume") == 0
+    err = capsys.readouterr().err
+    assert "stale lock" in err
+    assert [h["step"] for h in json.load(open(os.path.join(out, "validations.json")))] == [1, 2, 3]
+    assert not [n for n in os.listdir(out) if n.startswith(".")]
+
+
+def test_a_broken_best_model_falls_back_to_the_latest_with_a_notice(tmp_path, capsys):
+    from keras_memnmt.runs import CheckpointError, load_model
+
+    out = str(tmp_path / "r")
+    assert _train(out, "--set", "validate_every=1", "--set", "max_steps=1",
+                  "--set", "keep_checkpoints=true") == 0
+    best = os.path.join(out, "best.keras")
+    open(best, "wb").close()  # as a writer without atomic renames leaves it
+    capsys.readouterr()
+    notices = []
+    assert load_model(out, warn=notices.append) is not None
+    assert notices and best in notices[0] and "model.keras" in notices[0]
+    with pytest.raises(CheckpointError, match=r"best\.keras is truncated or corrupt.*intact: .*model\.keras"):
+        load_model(out, "best")
+    # Both broken: an error naming the kept checkpoint that is still whole.
+    with open(os.path.join(out, "model.keras"), "r+b") as f:
+        f.truncate(100)
+    with pytest.raises(CheckpointError, match=r"intact: .*checkpoints/step1\.keras"):
+        load_model(out)
+    assert main(["translate", "--model", out, "--quiet", "--input", os.path.join(out, "config.json")]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "step1.keras" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("limit, expected", [("max_loss=0.01", "above max_loss=0.01"),
+                                             ("learning_rate=1e30", "above max_loss=100")])
+def test_a_diverging_run_fails_and_saves_no_model(tmp_path, capsys, limit, expected):
+    out = str(tmp_path / "r")
+    # learning_rate 1e30: the first update makes the weights about 1e30, and the
+    # second step's loss explodes before its validation.
+    assert _train(out, "--set", "validate_every=2", "--set", "max_steps=4", "--set", limit) == 3
+    err = capsys.readouterr().err
+    assert "training diverged at step" in err and expected in err and "Traceback" not in err
+    assert not [n for n in os.listdir(out) if n.endswith(".keras")]
+    record = json.load(open(os.path.join(out, "record.json")))
+    assert "diverged" in record["failed"] and record["finished"] is None
+
+
+@pytest.mark.parametrize("loss", [float("nan"), float("inf")])
+def test_a_non_finite_loss_stops_even_without_a_threshold(tmp_path, loss):
+    from keras_memnmt.training import DivergenceStop, TrainingDiverged
+
+    stop = DivergenceStop(str(tmp_path), max_loss=None, initial_step=7)
+    stop.on_train_batch_end(0, {"loss": 1e30})
+    with pytest.raises(TrainingDiverged, match=r"at step 9: the loss is (nan|inf) \(not finite\)"):
+        stop.on_train_batch_end(1, {"loss": loss})
+
+
+def test_validation_refuses_to_save_non_finite_weights(tmp_path):
+    import keras
+    import numpy as np
+
+    from keras_memnmt.training import BleuValidation, TrainingDiverged
+
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])
+    model.compile(optimizer="adam", loss="mse")
+    model.layers[0].kernel.assign(np.full((2, 2), np.nan, "float32"))
+    validation = BleuValidation(None, [], [], str(tmp_path), every_steps=1)
+    validation.set_model(model)
+    validation.on_train_begin()
+    with pytest.raises(TrainingDiverged, match="weights are not finite"):
+        validation.on_train_batch_end(0, {"loss": 1.0})
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_second_training_into_a_directory_in_use_is_refused(tmp_path, capsys):
+    out = tmp_path / "r"
+    out.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        from keras_memnmt.runs import LOCK_FILE, _process_start
+
+        (out / LOCK_FILE).write_text(json.dumps({"host": os.uname().nodename, "pid": holder.pid,
+                                                 "started": _process_start(holder.pid),
+                                                 "command": "memnmt train quickstart"}))
+        assert _train(str(out), "--set", "max_steps=1") == 2
+        err = capsys.readouterr().err
+        assert f"in use by process {holder.pid}" in err and "memnmt train quickstart" in err
+        assert sorted(os.listdir(out)) == [LOCK_FILE]  # nothing written
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_lock_whose_pid_was_reused_is_stale(tmp_path):
+    from keras_memnmt.runs import LOCK_FILE, lock_run_dir
+
+    # A live pid (the parent) with another start time: the locking process has ended.
+    (tmp_path / LOCK_FILE).write_text(json.dumps({"host": os.uname().nodename, "pid": os.getppid(),
+                                                  "started": "1", "command": "old"}))
+    notices = []
+    with lock_run_dir(str(tmp_path), notices.append):
+        assert json.load(open(tmp_path / LOCK_FILE))["pid"] == os.getpid()
+    assert notices and "stale lock" in notices[0]
+    assert not (tmp_path / LOCK_FILE).exists()
+
+
+def test_max_steps_is_exact_and_validates_at_the_last_step(tmp_path):
+    out = str(tmp_path / "r")
+    assert _train(out, "--set", "validate_every=2", "--set", "max_steps=5") == 0
+    assert [h["step"] for h in json.load(open(os.path.join(out, "validations.json")))] == [2, 4, 5]
+
+
+@pytest.mark.parametrize("override, message", [
+    ("max_steps=-5", "max_steps=-5: expected an int >= 1, or None"),
+    ("epochs=-1", "epochs=-1: expected an int >= 1"),
+    ("epochs=0", "epochs=0: expected an int >= 1"),
+    ("learning_rate=inf", "learning_rate=inf: expected a finite number >= 0"),
+    ("learning_rate=nan", "learning_rate=nan: expected a finite number >= 0"),
+    ("batch_size=0", "batch_size=0: expected an int >= 1"),
+    ("label_smoothing=1", "label_smoothing=1.0: expected a number in [0, 1)"),
+    ("clipnorm=-1", "clipnorm=-1.0: expected a finite number >= 0"),
+    ("validate_every=-2", "validate_every=-2: expected an int >= 0"),
+    ("vocab_size=3", "vocab_size=3: expected an int >= 8"),
+    ("max_loss=0", "max_loss=0.0: expected a finite number > 0, or None"),
+])
+def test_out_of_range_values_fail_before_any_work(tmp_path, capsys, override, message):
+    out = str(tmp_path / "r")
+    assert _train(out, "--set", override) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert not os.path.exists(out)
+
+
+def test_a_started_run_is_not_reused_silently(tmp_path, capsys):
+    out = str(tmp_path / "r")
+    assert _train(out, "--set", "validate_every=1", "--set", "max_steps=1") == 0
+    for name in ("model.keras", "best.keras", "validations.json", "log.csv", "results.json", "record.json"):
+        os.remove(os.path.join(out, name))  # as if killed before its first validation
+    capsys.readouterr()
+    assert _train(out, "--set", "max_steps=1") == 2
+    assert "already holds the start of a run (config.json" in capsys.readouterr().err
+    # --resume checks that the vocabulary would be the same before it reuses it.
+    assert _train(out, "--set", "max_steps=1", "--set", "vocab_size=300", "--resume") == 2
+    assert "vocab_size=200 (now 300)" in capsys.readouterr().err
+    assert _train(out, "--set", "validate_every=1", "--set", "max_steps=1", "--resume") == 0
+    assert "vocabulary: reusing" in capsys.readouterr().err
+
+
+def test_a_vocabulary_too_small_for_the_text_fails_before_any_file(tmp_path, capsys):
+    out = str(tmp_path / "r")
+    assert _train(out, "--set", "vocab_size=10", "--set", "max_steps=1") == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("memnmt: error: config field vocab_size=10: vocabulary size 10 is too small")
+    assert not os.path.exists(out)
