@@ -59,6 +59,10 @@ class TrainConfig:
     lr_patience: int = 1  # validations without a BLEU gain before the rate decays
     min_lr: float = 0.0  # the decay stops here
     jit_compile: bool | None = None  # XLA-compile the train step (None = Keras's "auto")
+    # "data_parallel": one replica per local device, each taking a slice of every batch
+    # (TensorFlow MirroredStrategy, JAX keras.distribution.DataParallel; not PyTorch);
+    # batch_size stays the global batch. "none": the backend's default device.
+    distribution: str = "none"
     epochs: int = 10  # passes over the training data
     max_steps: int | None = None  # stop after this many updates (None = epochs decide)
     validate_every: int = 0  # validate every N steps (0 = once per epoch)
@@ -237,7 +241,8 @@ def validate(config: TrainConfig) -> TrainConfig:
             raise ConfigError(f"config field {f.name}={value!r}: expected {hint}")
     validate_model_name(config.model)
     choices = {"corpus": ("auto", "multi30k", "synthetic"), "optimizer": ("adam", "adadelta"),
-               "batch_by": ("sentences", "tokens"), "vocab_type": ("unigram", "bpe")}
+               "batch_by": ("sentences", "tokens"), "vocab_type": ("unigram", "bpe"),
+               "distribution": ("none", "data_parallel")}
     for name, options in choices.items():
         if getattr(config, name) not in options:
             raise ConfigError(f"config field {name}={getattr(config, name)!r}: expected one of {options}")

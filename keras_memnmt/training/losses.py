@@ -39,7 +39,7 @@ class MaskedCrossEntropy(keras.losses.Loss):
         y_true = ops.cast(y_true, "int32")
         mask = ops.cast(ops.not_equal(y_true, self.pad_id), "float32")  # (B, T)
         eps = float(self.label_smoothing)
-        scale = mask / ops.maximum(ops.sum(mask), 1.0)  # (B, T)
+        scale = mask / ops.maximum(_global_tokens(ops.sum(mask)), 1.0)  # (B, T)
 
         # Written with its gradient, and with as few passes over the `(B, T, V)` logits as
         # possible: they are the largest tensors of a training step (64·20·8000 floats =
@@ -84,3 +84,26 @@ class MaskedCrossEntropy(keras.losses.Loss):
 
     def get_config(self) -> dict:
         return {**super().get_config(), "label_smoothing": self.label_smoothing, "pad_id": self.pad_id}
+
+
+def _global_tokens(count):
+    """``count``, the batch's target tokens; under a TensorFlow ``tf.distribute`` strategy,
+    the sum of every replica's count instead.
+
+    Keras leaves a loss that is already a scalar unscaled and sums the replicas'
+    gradients: with the global count as denominator, each replica's loss is its share
+    of the whole batch's token average and the sum is that average, as on one device,
+    however the tokens fall between the replicas. (Keras's loss tracker multiplies each
+    replica's value by the number of replicas and averages them over rows: with the
+    replicas' slices of equal rows, as ``training.distribution.pad_batches`` makes
+    them, it logs the whole batch's loss.) JAX's data parallelism computes the loss of
+    the whole batch, sharded, and needs nothing.
+    """
+    if keras.backend.backend() != "tensorflow":
+        return count
+    import tensorflow as tf
+
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+        return count
+    return context.all_reduce(tf.distribute.ReduceOp.SUM, count)

@@ -75,12 +75,24 @@ def teacher_forced_batches(vocab: SubwordVocab, sources: Sequence[str], referenc
     return batches
 
 
+def _predict(model: keras.Model, source, target_in):
+    """``model.predict_on_batch``; a direct call under a TensorFlow ``tf.distribute`` strategy,
+    whose ``predict_on_batch`` runs the whole batch on every replica and concatenates
+    their outputs (``replicas × B`` rows)."""
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        if tf.distribute.has_strategy() and tf.distribute.get_strategy().num_replicas_in_sync > 1:
+            return keras.ops.convert_to_numpy(model((source, target_in), training=False))
+    return model.predict_on_batch((source, target_in))
+
+
 def cross_entropy(model: keras.Model, batches: list[tuple]) -> float:
     """Mean per-token cross-entropy (nats, no label smoothing) of ``model``'s teacher-forced
     predictions over the batches' real target tokens."""
     total, tokens = 0.0, 0
     for source, target_in, target_out in batches:
-        logits = np.asarray(model.predict_on_batch((source, target_in)), np.float32)  # (B, T, V)
+        logits = np.asarray(_predict(model, source, target_in), np.float32)  # (B, T, V)
         shifted = logits - logits.max(axis=-1, keepdims=True)
         log_norm = np.log(np.exp(shifted).sum(axis=-1))  # (B, T)
         picked = np.take_along_axis(shifted, target_out[..., None].astype(np.int64), axis=-1)[..., 0]

@@ -59,6 +59,7 @@ class GradientNormTracking:
         return norm, grads
 
     def _clip_gradients(self, grads):
+        grads = _sum_over_replicas(grads)
         norm, grads = self._global_norm(grads)
         self.gradient_norm.assign(ops.cast(norm, "float32"))
         if not (self.global_clipnorm and self.global_clipnorm > 0) or self.clipnorm:
@@ -67,6 +68,27 @@ class GradientNormTracking:
         scale = self.global_clipnorm * ops.minimum(1.0 / norm, 1.0 / self.global_clipnorm)
         scale = scale + (norm - norm)
         return [None if g is None else g * ops.cast(scale, g.dtype) for g in grads]
+
+
+    def _all_reduce_sum_gradients(self, grads_and_vars):
+        # TensorFlow's update step sums the replicas' gradients here, after the clipping;
+        # _clip_gradients has summed them already.
+        return list(grads_and_vars)
+
+
+def _sum_over_replicas(grads):
+    """Under a TensorFlow ``tf.distribute`` strategy, the replicas' gradients summed, so that
+    the norm and the clipping see the whole batch's gradient as one device does (Keras's
+    TensorFlow optimizer clips each replica's share and sums them after); else ``grads``."""
+    if keras.backend.backend() != "tensorflow":
+        return grads
+    import tensorflow as tf
+
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+        return grads
+    summed = iter(context.all_reduce(tf.distribute.ReduceOp.SUM, [g for g in grads if g is not None]))
+    return [None if g is None else next(summed) for g in grads]
 
 
 @keras.saving.register_keras_serializable(package="keras_memnmt")

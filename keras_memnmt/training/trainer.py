@@ -45,6 +45,7 @@ from keras_memnmt.runs import (
     write_config,
 )
 from keras_memnmt.training.callbacks import BleuValidation, DivergenceStop, TrainingDiverged
+from keras_memnmt.training.distribution import Placement, pad_batches, placement
 from keras_memnmt.training.losses import MaskedCrossEntropy
 from keras_memnmt.training.monitor import TensorBoardMonitor, TokenCounter
 from keras_memnmt.training.optimizers import build_optimizer
@@ -126,14 +127,17 @@ def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=pr
     trains, the directory is locked (:func:`~keras_memnmt.runs.lock_run_dir`): a second
     training into it is refused.
     """
+    place = placement(config)  # before any model is built; refuses what the backend cannot do
     with lock_run_dir(out_dir, log):
         for folder in ("", "checkpoints", "vocab", "hyps"):  # a killed writer's partial files
             remove_temporaries(os.path.join(out_dir, folder))
         prepare_run_dir(out_dir, resume, overwrite, log)
-        return _train(config, out_dir, data_dir, log, resume)
+        with place.scope():
+            return _train(config, out_dir, data_dir, log, resume, place)
 
 
-def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume: bool) -> dict:
+def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume: bool,
+           place: Placement) -> dict:
     latest = os.path.join(out_dir, "model.keras")
     resuming = resume and os.path.isfile(latest)
     initial_epoch = 0
@@ -177,6 +181,8 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
     ds, stats = make_dataset(train_c, vocab, batch_size=config.batch_size, batch_by=config.batch_by,
                              max_length=config.max_length, bucket_width=config.bucket_width,
                              seed=seed)
+    ds = pad_batches(ds, place.pad_to)  # the batch divides among the devices
+    log(place.describe(config))
     log(f"pipeline: {stats.kept} pairs kept, {stats.dropped_too_long} longer than "
         f"{config.max_length} tokens dropped")
 

@@ -1,0 +1,112 @@
+"""Data-parallel training on two virtual CPU devices equals one device on the same global batch.
+
+Each case runs in a subprocess: the devices must be configured before the backend
+starts (TensorFlow: two logical CPU devices; JAX: ``--xla_force_host_platform_device_count=2``).
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from keras_memnmt.cli import main
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# No dropout: the replicas would draw other masks than one device does.
+TINY = ["--set", "corpus=synthetic", "--set", "synthetic_size=100", "--set", "embedding_dim=16",
+        "--set", "encoder_units=8", "--set", "decoder_units=16", "--set", "attention_units=8",
+        "--set", "readout_units=16", "--set", "vocab_size=200", "--set", "val_limit=4",
+        "--set", "test_limit=4", "--set", "beam_size=2", "--set", "dropout=0",
+        "--set", "output_dropout=0", "--set", "annotation_dropout=0", "--set", "validate_every=1",
+        "--set", "max_steps=3", "--set", "val_loss_sentences=0", "--set", "tensorboard_pictures=0"]
+
+# Two trainings in one process (same seed, same data): one device, then data-parallel.
+SCRIPT = """
+import os, sys
+if os.environ["KERAS_BACKEND"] == "tensorflow":
+    import tensorflow as tf
+    cpu = tf.config.list_physical_devices("CPU")
+    tf.config.set_logical_device_configuration(cpu[0], [tf.config.LogicalDeviceConfiguration()] * 2)
+from keras_memnmt.cli import main
+out, args = sys.argv[1], sys.argv[2:]
+for name, distribution in (("one", "none"), ("two", "data_parallel")):
+    code = main(["train", "quickstart", "--out", os.path.join(out, name), *args,
+                 "--set", f"distribution={distribution}"])
+    if code:
+        sys.exit(code)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(keras.backend.backend() == "torch", reason="data_parallel is refused on torch (see below)")
+def test_two_devices_train_like_one_on_the_same_global_batch(tmp_path):
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    # First: XLA stops reading its flags at one it does not know.
+    env["XLA_FLAGS"] = ("--xla_force_host_platform_device_count=2 " + env.get("XLA_FLAGS", "")).strip()
+    # clipnorm 0.01 clips every step: the clipping must see the whole batch's gradient.
+    done = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path), *TINY, "--set", "clipnorm=0.01"],
+                          env=env, cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "distribution: data_parallel on 2 devices" in done.stderr
+    assert "global batch 64 sentences, 32 per device; learning rate" in done.stderr
+
+    def losses(name):
+        return [h["loss"] for h in json.load(open(tmp_path / name / "validations.json"))]
+
+    one, two = losses("one"), losses("two")
+    assert len(one) == len(two) == 3
+    assert one[0] != one[2]  # it trains
+    # Float sums in another order (the all-reduce), through three Adam steps.
+    np.testing.assert_allclose(two, one, rtol=2e-5)
+
+
+@pytest.mark.skipif(keras.backend.backend() != "torch", reason="torch only")
+def test_data_parallel_is_refused_on_torch_with_the_reason(tmp_path, capsys):
+    out = str(tmp_path / "r")
+    assert main(["train", "quickstart", "--out", out, *TINY, "--set", "distribution=data_parallel"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("memnmt: error: config field distribution='data_parallel' is not supported on the "
+                          "torch backend")
+    assert not os.path.exists(out)
+
+
+def test_padding_rows_change_no_loss(tmp_path):
+    """pad_batches adds all-pad pairs; every model's loss (the Y-LSTM's language model
+    included) is that of the real pairs."""
+    import tensorflow as tf
+
+    from keras_memnmt.config import TrainConfig
+    from keras_memnmt.models import get_model
+    from keras_memnmt.testing.tiny_runs import TINY_OPTIONS
+    from keras_memnmt.training import compile_model
+    from keras_memnmt.training.distribution import pad_batches
+
+    rng = np.random.default_rng(0)
+    source = rng.integers(4, 30, (3, 7)).astype("int32")
+    source[0, 5:] = 0
+    target_out = rng.integers(4, 30, (3, 6)).astype("int32")
+    target_out[1, 4:] = 0
+    target_in = np.concatenate([np.full((3, 1), 2, "int32"), target_out[:, :-1]], 1)
+    ds = tf.data.Dataset.from_tensors(((source, target_in), target_out))
+    (p_source, p_target_in), p_target_out = next(iter(pad_batches(ds, 4)))
+    assert p_source.shape == (4, 7) and not np.asarray(p_target_out)[3].any()
+    for name, options in TINY_OPTIONS.items():
+        keras.utils.set_random_seed(1)
+        model = get_model(name)(30, 30, **options)
+        compile_model(model, TrainConfig(model=name))
+        plain = model.evaluate((source, target_in), target_out, verbose=0, return_dict=True)["loss"]
+        padded = model.evaluate((np.asarray(p_source), np.asarray(p_target_in)), np.asarray(p_target_out),
+                                verbose=0, return_dict=True)["loss"]
+        np.testing.assert_allclose(padded, plain, rtol=1e-5, err_msg=name)
+
+
+def test_several_hosts_are_refused_before_any_work(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("TF_CONFIG", '{"cluster": {"worker": ["a:1", "b:1"]}, "task": {"type": "worker", "index": 0}}')
+    out = str(tmp_path / "r")
+    assert main(["train", "quickstart", "--out", out, *TINY, "--set", "distribution=data_parallel"]) == 2
+    assert "with $TF_CONFIG set: training across several hosts is not supported" in capsys.readouterr().err
+    assert not os.path.exists(out)
