@@ -113,3 +113,24 @@ def test_feeds_model_fit_on_this_backend(val_corpus, small_vocab):
     hist = model.fit(ds, epochs=3, verbose=0)
     assert hist.history["loss"][-1] < hist.history["loss"][0]
     assert np.isfinite(hist.history["loss"]).all()
+
+
+@pytest.mark.parametrize("batch_by, size", [("sentences", 32), ("tokens", 600)])
+def test_endless_epochs_are_fixed_by_seed_and_epoch(val_corpus, small_vocab, batch_by, size):
+    """start_step: every epoch holds batches_per_epoch batches with every kept pair once,
+    and starting at step s gives the batches an earlier start gives from s on."""
+    from keras_memnmt.data import batches_per_epoch
+
+    corpus = val_corpus.take(300)
+    shape = dict(batch_size=size, batch_by=batch_by, max_length=40, seed=5)
+    _, stats = make_dataset(corpus, small_vocab, **shape)
+    n = batches_per_epoch(stats, size, batch_by, 40)
+    assert n == len(batches(make_dataset(corpus, small_vocab, **shape)[0]))  # a pass of the plain pipeline
+    endless = batches(make_dataset(corpus, small_vocab, start_step=0, **shape)[0].take(2 * n + 3))
+    first = endless[:n]
+    assert sum(len(target_out) for _, target_out in first) == stats.kept
+    later = batches(make_dataset(corpus, small_vocab, start_step=n + 2, **shape)[0].take(n + 1))
+    for ((source_a, _), target_a), ((source_b, _), target_b) in zip(endless[n + 2:], later, strict=True):
+        assert np.array_equal(source_a, source_b) and np.array_equal(target_a, target_b)
+    # Each epoch in its own order.
+    assert any(not np.array_equal(a[1], b[1]) for a, b in zip(first, endless[n:2 * n], strict=True))

@@ -237,3 +237,27 @@ def test_a_vocabulary_too_small_for_the_text_fails_before_any_file(tmp_path, cap
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith("memnmt: error: config field vocab_size=10: vocabulary size 10 is too small")
     assert not os.path.exists(out)
+
+
+@pytest.mark.slow
+def test_a_resumed_run_ends_where_an_uninterrupted_run_ends(tmp_path):
+    """Stopped after step 2 (mid-epoch) and resumed: the same batches and dropout masks as
+    a run that was not stopped, so the same validations and the same weights."""
+    import keras
+    import numpy as np
+
+    args = ["--set", "validate_every=1", "--set", "dropout=0.3", "--set", "output_dropout=0.3"]
+    straight, resumed = str(tmp_path / "straight"), str(tmp_path / "resumed")
+    assert _train(straight, *args, "--set", "max_steps=5") == 0
+    assert _train(resumed, *args, "--set", "max_steps=2") == 0
+    assert _train(resumed, *args, "--set", "max_steps=5", "--resume") == 0
+
+    def validations(run):
+        return [(h["step"], h["val_bleu"]) for h in json.load(open(os.path.join(run, "validations.json")))]
+
+    assert validations(resumed) == validations(straight)
+    assert [s for s, _ in validations(straight)] == [1, 2, 3, 4, 5]
+    a, b = (keras.saving.load_model(os.path.join(run, "model.keras"), compile=False) for run in (straight, resumed))
+    for va, vb in zip(a.weights, b.weights, strict=True):
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(vb.value), keras.ops.convert_to_numpy(va.value),
+                                   rtol=1e-5, atol=1e-6, err_msg=va.path)

@@ -7,7 +7,7 @@ from keras_memnmt.data.multi30k import (
     load_multi30k,
     multi30k_file,
 )
-from keras_memnmt.data.pipeline import PipelineStats, corpus_stats, make_dataset
+from keras_memnmt.data.pipeline import PipelineStats, batches_per_epoch, corpus_stats, make_dataset
 from keras_memnmt.data.synthetic import synthetic_corpus, synthetic_splits
 from keras_memnmt.data.vocab import (
     BOS_ID,
@@ -22,7 +22,7 @@ __all__ = [
     "BOS_ID", "EOS_ID", "PAD_ID", "UNK_ID",
     "ChecksumError", "CorpusError", "DownloadError", "ParallelCorpus", "PipelineStats",
     "SentencePieceVocab", "SubwordVocab",
-    "corpus_stats", "load_multi30k", "make_dataset", "multi30k_file", "read_lines",
+    "corpus_stats", "load_multi30k", "batches_per_epoch", "make_dataset", "multi30k_file", "read_lines",
     "read_parallel", "synthetic_corpus",
     "synthetic_splits",
 ]

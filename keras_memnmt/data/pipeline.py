@@ -8,7 +8,8 @@ pipeline feeds ``model.fit`` under TensorFlow, JAX and PyTorch):
    number dropped is counted and returned in :class:`PipelineStats` (and logged
    by the CLI), never silent — and make a ragged-tensor dataset of the rest;
 3. append eos to the source; ``target_in = [bos] + y``, ``target_out = y + [eos]``;
-4. cache, then a seeded shuffle (reshuffled every epoch);
+4. cache, then a seeded shuffle (reshuffled every epoch; with ``start_step``, epoch
+   ``e`` in the order of a permutation drawn from ``(seed, e)``);
 5. bucket by length and batch by sentences or by tokens, padding with 0 up to
    the bucket boundary (a small fixed set of shapes, so jit compiles each once);
 6. prefetch.
@@ -69,15 +70,13 @@ def _encode(corpus: ParallelCorpus, vocab: SubwordVocab):
     return out
 
 
-def _text_dataset(encoded, keep: np.ndarray):
-    """(source ids, target ids) of the pairs where ``keep`` is True, from :func:`_encode`'s arrays."""
+def _ragged(encoded, keep: np.ndarray) -> tuple:
+    """(source ids, target ids) ragged tensors of the pairs where ``keep`` is True, from
+    :func:`_encode`'s arrays."""
     import tensorflow as tf
 
     rows = np.flatnonzero(keep)
-    return tf.data.Dataset.from_tensor_slices(tuple(
-        tf.gather(tf.RaggedTensor.from_row_lengths(values, lengths), rows)
-        for values, lengths in encoded
-    ))
+    return tuple(tf.gather(tf.RaggedTensor.from_row_lengths(values, lengths), rows) for values, lengths in encoded)
 
 
 def token_lengths(corpus: ParallelCorpus, vocab: SubwordVocab) -> tuple[np.ndarray, np.ndarray]:
@@ -126,6 +125,7 @@ def make_dataset(
     shuffle: bool = True,
     seed: int = 0,
     stats: PipelineStats | None = None,
+    start_step: int | None = None,
 ):
     """Builds the training/evaluation dataset.
 
@@ -142,6 +142,11 @@ def make_dataset(
         shuffle: shuffle pairs (seeded, reshuffled every epoch).
         seed: the shuffle seed.
         stats: precomputed :func:`corpus_stats` (computed here when None).
+        start_step: ``None``: one pass over the data per iteration, reshuffled at each
+            new iteration. An int: an endless dataset of epochs, epoch ``e`` in the
+            order of a permutation drawn from ``(seed, e)`` and holding :func:`batches_per_epoch` batches,
+            starting after its first ``start_step`` batches; the order of every epoch is
+            known without running the ones before it (an exact ``--resume``).
 
     Returns:
         ``(dataset, stats)``: a ``tf.data.Dataset`` of
@@ -176,21 +181,56 @@ def make_dataset(
         src = tf.concat([src, [EOS_ID]], 0)
         return src, tf.concat([[BOS_ID], tgt], 0), tf.concat([tgt, [EOS_ID]], 0)
 
-    ds = _text_dataset(encoded, _short_enough(src_len, tgt_len, max_length))
-    ds = ds.map(add_specials, num_parallel_calls=tf.data.AUTOTUNE).cache()
-    if shuffle:
-        ds = ds.shuffle(min(stats.kept, 100_000), seed=seed, reshuffle_each_iteration=True)
-    bounds = bucket_boundaries(max_length, bucket_width)
-    if batch_by == "sentences":
-        sizes = [batch_size] * (len(bounds) + 1)
+    pairs = _ragged(encoded, _short_enough(src_len, tgt_len, max_length))
+    ds = tf.data.Dataset.from_tensor_slices(pairs).map(add_specials, num_parallel_calls=tf.data.AUTOTUNE).cache()
+    bounds, sizes = _buckets(batch_size, batch_by, max_length, bucket_width)
+
+    def batches(pairs):
+        return pairs.bucket_by_sequence_length(
+            lambda s, ti, to: tf.maximum(tf.size(s), tf.size(ti)),
+            bucket_boundaries=bounds,
+            bucket_batch_sizes=sizes,
+            padding_values=(PAD_ID, PAD_ID, PAD_ID),
+            pad_to_bucket_boundary=True,
+        )
+
+    buffer = min(stats.kept, 100_000)
+    if start_step is not None:
+        def epoch(e):  # a permutation drawn from (seed, e): epoch e's order depends on nothing else
+            if not shuffle:
+                return batches(ds)
+            keys = tf.random.stateless_uniform([stats.kept], seed=tf.stack([tf.constant(seed, tf.int64), e]))
+            order = tf.argsort(keys)
+            shuffled = tuple(tf.gather(side, order) for side in pairs)
+            return batches(tf.data.Dataset.from_tensor_slices(shuffled).map(add_specials))
+
+        first_epoch, skip = divmod(start_step, batches_per_epoch(stats, batch_size, batch_by, max_length,
+                                                                 bucket_width))
+        ds = tf.data.Dataset.range(first_epoch, 2**62).flat_map(epoch).skip(skip)
     else:
-        sizes = [max(1, batch_size // (b - 1)) for b in bounds] + [1]
-    ds = ds.bucket_by_sequence_length(
-        lambda s, ti, to: tf.maximum(tf.size(s), tf.size(ti)),
-        bucket_boundaries=bounds,
-        bucket_batch_sizes=sizes,
-        padding_values=(PAD_ID, PAD_ID, PAD_ID),
-        pad_to_bucket_boundary=True,
-    )
+        if shuffle:
+            ds = ds.shuffle(buffer, seed=seed, reshuffle_each_iteration=True)
+        ds = batches(ds)
     ds = ds.map(lambda s, ti, to: ((s, ti), to), num_parallel_calls=tf.data.AUTOTUNE)
     return ds.prefetch(tf.data.AUTOTUNE), stats
+
+
+def _buckets(batch_size: int, batch_by: str, max_length: int, bucket_width: int) -> tuple[list[int], list[int]]:
+    """``(boundaries, batch size of each bucket)`` of ``bucket_by_sequence_length``."""
+    bounds = bucket_boundaries(max_length, bucket_width)
+    if batch_by == "sentences":
+        return bounds, [batch_size] * (len(bounds) + 1)
+    return bounds, [max(1, batch_size // (b - 1)) for b in bounds] + [1]
+
+
+def batches_per_epoch(stats: PipelineStats, batch_size: int = 64, batch_by: str = "sentences",
+                      max_length: int = 80, bucket_width: int = 8) -> int:
+    """How many batches one epoch of :func:`make_dataset` (same arguments) holds, from the
+    pairs' lengths alone: each bucket (by the longer side, bos/eos included) gives
+    ``ceil(pairs / its batch size)`` batches, whatever the order."""
+    src_len, tgt_len = stats.source_lengths, stats.target_lengths
+    keep = _short_enough(src_len, tgt_len, max_length)
+    keys = np.maximum(src_len[keep], tgt_len[keep]) + 1  # eos on the source, bos on target_in
+    bounds, sizes = _buckets(batch_size, batch_by, max_length, bucket_width)
+    counts = np.bincount(np.searchsorted(bounds, keys, side="right"), minlength=len(bounds) + 1)
+    return int(sum(-(-int(n) // size) for n, size in zip(counts, sizes, strict=True)))

@@ -11,6 +11,7 @@ import keras
 
 from keras_memnmt.files import save_with, write_json
 from keras_memnmt.inference import score, translate
+from keras_memnmt.training.resume import save_resumable
 
 
 class BleuValidation(keras.callbacks.Callback):
@@ -34,6 +35,8 @@ class BleuValidation(keras.callbacks.Callback):
             plateau schedulers of JoeyNMT and OpenNMT do; not below ``min_lr``.
         max_steps: stop after this many steps in all (a resumed run's earlier steps
             included), validating at the last one.
+        initial_step: the steps done before (a resumed run; default: the last
+            validation's step in ``history``).
         on_validation: called after each validation as ``on_validation(step, scores,
             hypotheses, started=t0)`` (``TensorBoardMonitor.validated``); its time counts
             as validation time.
@@ -41,7 +44,7 @@ class BleuValidation(keras.callbacks.Callback):
 
     def __init__(self, vocab, sources, references, out_dir, every_steps=0, patience=3, log=print,
                  keep_checkpoints=False, history=None, lr_decay=1.0, lr_patience=1, min_lr=0.0,
-                 on_validation=None, max_steps=None):
+                 on_validation=None, max_steps=None, initial_step=None):
         super().__init__()
         self.max_steps = max_steps
         self.on_validation = on_validation
@@ -52,7 +55,7 @@ class BleuValidation(keras.callbacks.Callback):
         # On resume, the earlier validations carry the best score, patience and clock on.
         self.history: list[dict] = list(history or [])
         self.best_bleu = max((h["val_bleu"] for h in self.history), default=-1.0)
-        self.step = self.history[-1]["step"] if self.history else 0
+        self.step = initial_step if initial_step is not None else (self.history[-1]["step"] if self.history else 0)
         self.seconds_before = self.history[-1]["train_seconds"] if self.history else 0.0
         self.bad_rounds = self.lr_bad_rounds = 0
         best, rate = -1.0, None
@@ -106,7 +109,7 @@ class BleuValidation(keras.callbacks.Callback):
             logs["val_bleu"] = s["bleu"]
         # Each file whole or not at all (keras_memnmt.files): a kill mid-save leaves the
         # earlier version. validations.json last: it lists only validations whose model is saved.
-        save_with(self.model.save, os.path.join(self.out_dir, "model.keras"))
+        save_resumable(self.model, os.path.join(self.out_dir, "model.keras"), self.step)
         if self.keep_checkpoints:
             save_with(self.model.save, os.path.join(self.out_dir, "checkpoints", f"step{self.step}.keras"))
         if improved:

@@ -15,7 +15,7 @@ import math
 import os
 import sys
 import time
-import warnings
+import zipfile
 
 import keras
 
@@ -24,6 +24,7 @@ from keras_memnmt.data import (
     CorpusError,
     DownloadError,
     SubwordVocab,
+    batches_per_epoch,
     load_multi30k,
     make_dataset,
     read_parallel,
@@ -49,6 +50,7 @@ from keras_memnmt.training.distribution import Placement, pad_batches, placement
 from keras_memnmt.training.losses import MaskedCrossEntropy
 from keras_memnmt.training.monitor import TensorBoardMonitor, TokenCounter
 from keras_memnmt.training.optimizers import build_optimizer
+from keras_memnmt.training.resume import RestoreGenerators, read_state
 
 
 def _prefix_file(prefix: str, lang: str) -> str:
@@ -136,23 +138,39 @@ def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=pr
             return _train(config, out_dir, data_dir, log, resume, place)
 
 
+def _cannot_resume(out_dir: str, error: Exception) -> CheckpointError:
+    return CheckpointError(f"cannot resume {out_dir}: {error}; start it again with --overwrite, or start a "
+                           f"new run from one of its checkpoints with --set pretrain_run={out_dir} --set "
+                           "pretrain_checkpoint=NAME")
+
+
+def _resume_state(latest: str, out_dir: str) -> dict | None:
+    """The step and generator states inside ``latest`` (:mod:`training.resume`)."""
+    try:
+        return read_state(latest)
+    except (zipfile.BadZipFile, ValueError, KeyError) as e:
+        raise _cannot_resume(out_dir, CheckpointError(f"{latest} is truncated or corrupt ({e})")) from None
+
+
 def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume: bool,
            place: Placement) -> dict:
     latest = os.path.join(out_dir, "model.keras")
     resuming = resume and os.path.isfile(latest)
-    initial_epoch = 0
     if resume and os.path.isfile(os.path.join(out_dir, "config.json")):
         check_resume(out_dir, config)  # also a run killed before its first validation: its vocabulary
+    state = _resume_state(latest, out_dir) if resuming else None
+    history = []
     if resuming:
-        with open(os.path.join(out_dir, "log.csv")) as f:
-            initial_epoch = max(0, sum(1 for _ in f) - 1)  # CSVLogger: a header + one row per epoch
-    # A resumed run is seeded anew. Keras does not save the dropout layers' seed
-    # states (they are redrawn from the global seed when the model is loaded), and
-    # a fresh process's first shuffle depends on the seed only: with the same seed
-    # the resumed run would replay the first epoch, same batch order and same
-    # dropout masks. Measured on MemDec: the logged training loss fell from 1.09
-    # to 0.83 at a resume, because the model had already fitted those masks.
-    seed = config.seed + initial_epoch
+        with open(os.path.join(out_dir, "validations.json")) as f:
+            history = json.load(f)
+    done = state["step"] if state else (history[-1]["step"] if history else 0)
+    # The seed draws the initial weights and every epoch's data order ((seed, epoch),
+    # make_dataset's start_step). A run resumed from a model file that holds its seed
+    # generators' states goes on with them; from an older file it is seeded with
+    # seed + steps done instead: the same seed would redraw the first epoch's dropout
+    # masks, which the model has fitted already (measured on MemDec: the logged training
+    # loss fell from 1.09 to 0.83 at such a resume).
+    seed = config.seed if state or not resuming else config.seed + done
     keras.utils.set_random_seed(seed)
     os.makedirs(out_dir, exist_ok=True)
     t_start = time.perf_counter()
@@ -178,33 +196,32 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
     write_config(out_dir, config)
     start_record(out_dir, config.to_dict(), resume=resuming)  # completed by finish_record below
 
-    ds, stats = make_dataset(train_c, vocab, batch_size=config.batch_size, batch_by=config.batch_by,
-                             max_length=config.max_length, bucket_width=config.bucket_width,
-                             seed=seed)
+    shape = dict(batch_size=config.batch_size, batch_by=config.batch_by, max_length=config.max_length,
+                 bucket_width=config.bucket_width)
+    ds, stats = make_dataset(train_c, vocab, seed=config.seed, start_step=done, **shape)
+    per_epoch = batches_per_epoch(stats, **shape)
     ds = pad_batches(ds, place.pad_to)  # the batch divides among the devices
     log(place.describe(config))
     log(f"pipeline: {stats.kept} pairs kept, {stats.dropped_too_long} longer than "
-        f"{config.max_length} tokens dropped")
+        f"{config.max_length} tokens dropped; {per_epoch} batches per epoch")
 
-    history = []
     if resuming:
         try:
             model = read_model_file(latest, compile=True)  # with its optimizer state
         except CheckpointError as e:
-            raise CheckpointError(f"cannot resume {out_dir}: {e}; start it again with --overwrite, or "
-                                  "start a new run from one of its checkpoints with --set "
-                                  f"pretrain_run={out_dir} --set pretrain_checkpoint=NAME") from None
-        with open(os.path.join(out_dir, "validations.json")) as f:
-            history = json.load(f)
-        log(f"resuming from {latest} after {initial_epoch} epochs, {len(history)} validations "
-            f"(seed {seed})")
+            raise _cannot_resume(out_dir, e) from None
+        history = [h for h in history if h["step"] <= done]
+        log(f"resuming from {latest} at step {done} (epoch {done // per_epoch + 1}, batch "
+            f"{done % per_epoch + 1}), {len(history)} validations; "
+            + ("its random generators as saved" if state else f"random generators seeded anew (seed {seed})"))
     else:
         model = warm_model or build_model(config, vocab.source.vocab_size, vocab.target.vocab_size)
         compile_model(model, config)
+    last_step = config.max_steps or config.epochs * per_epoch
     tokens = TokenCounter()
     ds = tokens.wrap(ds)  # target tokens per second in TensorBoard
     monitor = TensorBoardMonitor(os.path.join(out_dir, "tensorboard"), vocab, val_c.source, val_c.target,
-                                 every_steps=config.log_every, initial_step=history[-1]["step"] if history else 0,
+                                 every_steps=config.log_every, initial_step=done,
                                  loss_sentences=config.val_loss_sentences, pictures=config.tensorboard_pictures,
                                  batch_size=config.batch_size if config.batch_by == "sentences" else 64,
                                  token_counter=tokens)
@@ -213,33 +230,26 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
                                 keep_checkpoints=config.keep_checkpoints, history=history,
                                 lr_decay=config.lr_decay, lr_patience=config.lr_patience,
                                 min_lr=config.min_lr, on_validation=monitor.validated,
-                                max_steps=config.max_steps)
+                                max_steps=last_step, initial_step=done)
     # First: a diverged step raises before any callback saves it. Keras's callback writes the
     # epoch_* scalars (and the graph); the monitor everything else.
     divergence = DivergenceStop(out_dir, max_loss=config.max_loss, initial_step=validation.step)
     callbacks = [divergence, validation, keras.callbacks.CSVLogger(os.path.join(out_dir, "log.csv"), append=resume),
                  keras.callbacks.TensorBoard(os.path.join(out_dir, "tensorboard"), update_freq="epoch"),
                  monitor]
-    fit_kwargs = {"epochs": config.epochs}
-    if config.max_steps:
-        per_epoch = config.validate_every or config.max_steps
-        ds = ds.repeat()
-        fit_kwargs = {"epochs": math.ceil(config.max_steps / per_epoch),
-                      "steps_per_epoch": min(per_epoch, config.max_steps)}
-    with warnings.catch_warnings():
-        # The bucketed dataset's length is unknown until it has been read once, so Keras
-        # ends the first full epoch by running out of data and warns "Your input ran out
-        # of data; interrupting training", though the epoch is complete and training goes
-        # on. (With max_steps the dataset repeats and cannot run out.)
-        warnings.filterwarnings("ignore", message="Your input ran out of data")
+    if state:  # last: just before the first step
+        callbacks.append(RestoreGenerators(state, log))
+    # The dataset is endless (make_dataset's start_step): Keras's epochs are the data's
+    # epochs of per_epoch batches, and the validation callback stops at the last step.
+    fit_kwargs = {"epochs": math.ceil(last_step / per_epoch), "steps_per_epoch": per_epoch,
+                  "initial_epoch": done // per_epoch}
+    try:
         # shuffle=False: the pipeline shuffles; Keras ignores `shuffle` for a tf.data
         # dataset and warns when it is left at its default True.
-        try:
-            model.fit(ds, callbacks=callbacks, verbose=1 if sys.stderr.isatty() else 2,
-                      initial_epoch=initial_epoch, shuffle=False, **fit_kwargs)
-        except TrainingDiverged as e:
-            fail_record(out_dir, str(e))
-            raise
+        model.fit(ds, callbacks=callbacks, verbose=1 if sys.stderr.isatty() else 2, shuffle=False, **fit_kwargs)
+    except TrainingDiverged as e:
+        fail_record(out_dir, str(e))
+        raise
     train_seconds = validation.history[-1]["train_seconds"] if validation.history else 0.0
 
     best = load_model(out_dir)

@@ -1,0 +1,105 @@
+"""What a run needs to continue exactly, stored inside the ``model.keras`` it continues from.
+
+Keras saves the weights and the optimizer state, not the state of the random-number
+generators (``keras.random.SeedGenerator``: every dropout mask and noise draw of the
+models comes from one; on PyTorch an unseeded one draws from PyTorch's global
+generator) — a loaded model redraws them from the global seed. So each
+model file a validation writes also holds ``memnmt_resume.json`` (a zip entry beside
+Keras's own, which Keras's loader ignores): the training step it was saved at, the
+state of every seed generator of the model, in ``model.variables`` order, and on
+PyTorch the global generator's state. Being inside
+the file, it is renamed into place with the weights (:mod:`keras_memnmt.files`): the
+weights, the step and the generators always belong together.
+
+With the data order of every epoch fixed by ``(seed, epoch)``
+(``make_dataset(first_epoch=...)``), a run resumed from such a file sees the same
+batches and draws the same masks as the run that was not interrupted.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import zipfile
+
+import keras
+
+from keras_memnmt.files import save_with
+
+STATE_ENTRY = "memnmt_resume.json"
+
+
+def _seed_states(model: keras.Model) -> list:
+    return [v for v in model.variables if v.path.endswith("seed_generator_state")]
+
+
+def _torch_rng(state: str | None = None) -> str | None:
+    """PyTorch's global generator state (base64), or sets it from ``state``. Keras's
+    PyTorch dropout draws from it whenever its ``SeedGenerator`` was made without a
+    seed (the models' default) instead of from the generator's own state."""
+    if keras.backend.backend() != "torch":
+        return None
+    import torch
+
+    if state is not None:
+        torch.set_rng_state(torch.frombuffer(bytearray(base64.b64decode(state)), dtype=torch.uint8))
+        return state
+    return base64.b64encode(torch.get_rng_state().numpy().tobytes()).decode("ascii")
+
+
+def save_resumable(model: keras.Model, path: str, step: int) -> None:
+    """``model.save(path)``, written whole (a temporary file renamed into place), with the
+    step and the random generators' states inside."""
+    state = {"step": int(step),
+             "seed_generators": [keras.ops.convert_to_numpy(v.value).tolist() for v in _seed_states(model)],
+             "torch_rng": _torch_rng()}
+
+    def save(tmp: str) -> None:
+        model.save(tmp)
+        with zipfile.ZipFile(tmp, "a") as archive:
+            archive.writestr(STATE_ENTRY, json.dumps(state))
+
+    save_with(save, path)
+
+
+def read_state(path: str) -> dict | None:
+    """The state :func:`save_resumable` stored in ``path``; ``None`` for a model file
+    written otherwise (older runs, ``memnmt average``)."""
+    with zipfile.ZipFile(path) as archive:
+        if STATE_ENTRY not in archive.namelist():
+            return None
+        return json.loads(archive.read(STATE_ENTRY))
+
+
+def restore_seed_generators(model: keras.Model, state: dict) -> bool:
+    """Sets the model's seed generators to the saved states; False (nothing set) when the
+    model has another number of them than the file recorded."""
+    variables, saved = _seed_states(model), state.get("seed_generators") or []
+    if len(variables) != len(saved):
+        return False
+    for variable, value in zip(variables, saved, strict=True):
+        variable.assign(keras.ops.convert_to_tensor(value, dtype=variable.dtype))
+    if state.get("torch_rng"):
+        _torch_rng(state["torch_rng"])
+    return True
+
+
+class RestoreGenerators(keras.callbacks.Callback):
+    """Sets the model's random generators to ``state``'s just before the first training
+    step (put it last among the callbacks).
+
+    Not when the model is loaded, nor when training begins: on PyTorch ``fit`` draws from
+    the global generator in between (its symbolic build and its first epoch's start),
+    which the run that was not interrupted did not do at that step.
+    """
+
+    def __init__(self, state: dict, log=print):
+        super().__init__()
+        self.state, self.log, self.pending = state, log, True
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if not self.pending:
+            return
+        self.pending = False
+        if not restore_seed_generators(self.model, self.state):
+            self.log("the model's random generators do not match the saved ones: seeded anew")
