@@ -59,6 +59,9 @@ class TrainConfig:
     lr_patience: int = 1  # validations without a BLEU gain before the rate decays
     min_lr: float = 0.0  # the decay stops here
     jit_compile: bool | None = None  # XLA-compile the train step (None = Keras's "auto")
+    # Keras dtype policy: "float32", "mixed_float16" (with dynamic loss scaling) or
+    # "mixed_bfloat16"; mixed keeps the weights in float32 (docs/reliability.md)
+    precision: str = "float32"
     epochs: int = 10  # passes over the training data
     max_steps: int | None = None  # stop after this many updates (None = epochs decide)
     validate_every: int = 0  # validate every N steps (0 = once per epoch)
@@ -237,7 +240,8 @@ def validate(config: TrainConfig) -> TrainConfig:
             raise ConfigError(f"config field {f.name}={value!r}: expected {hint}")
     validate_model_name(config.model)
     choices = {"corpus": ("auto", "multi30k", "synthetic"), "optimizer": ("adam", "adadelta"),
-               "batch_by": ("sentences", "tokens"), "vocab_type": ("unigram", "bpe")}
+               "batch_by": ("sentences", "tokens"), "vocab_type": ("unigram", "bpe"),
+               "precision": ("float32", "mixed_float16", "mixed_bfloat16")}
     for name, options in choices.items():
         if getattr(config, name) not in options:
             raise ConfigError(f"config field {name}={getattr(config, name)!r}: expected one of {options}")

@@ -48,6 +48,7 @@ from keras_memnmt.training.callbacks import BleuValidation, DivergenceStop, Trai
 from keras_memnmt.training.losses import MaskedCrossEntropy
 from keras_memnmt.training.monitor import TensorBoardMonitor, TokenCounter
 from keras_memnmt.training.optimizers import build_optimizer
+from keras_memnmt.training.precision import apply_precision
 
 
 def _prefix_file(prefix: str, lang: str) -> str:
@@ -150,6 +151,7 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
     # to 0.83 at a resume, because the model had already fitted those masks.
     seed = config.seed + initial_epoch
     keras.utils.set_random_seed(seed)
+    log(apply_precision(config))  # the dtype policy, before any model is built or loaded
     os.makedirs(out_dir, exist_ok=True)
     t_start = time.perf_counter()
     train_c, val_c, test_c, corpus_name = load_corpora(config, data_dir, log)
