@@ -63,6 +63,9 @@ class TrainConfig:
     # (TensorFlow MirroredStrategy, JAX keras.distribution.DataParallel; not PyTorch);
     # batch_size stays the global batch. "none": the backend's default device.
     distribution: str = "none"
+    # Keras dtype policy: "float32", "mixed_float16" (with dynamic loss scaling) or
+    # "mixed_bfloat16"; mixed keeps the weights in float32 (docs/reliability.md)
+    precision: str = "float32"
     epochs: int = 10  # passes over the training data
     max_steps: int | None = None  # stop after this many updates (None = epochs decide)
     validate_every: int = 0  # validate every N steps (0 = once per epoch)
@@ -242,7 +245,8 @@ def validate(config: TrainConfig) -> TrainConfig:
     validate_model_name(config.model)
     choices = {"corpus": ("auto", "multi30k", "synthetic"), "optimizer": ("adam", "adadelta"),
                "batch_by": ("sentences", "tokens"), "vocab_type": ("unigram", "bpe"),
-               "distribution": ("none", "data_parallel")}
+               "distribution": ("none", "data_parallel"),
+               "precision": ("float32", "mixed_float16", "mixed_bfloat16")}
     for name, options in choices.items():
         if getattr(config, name) not in options:
             raise ConfigError(f"config field {name}={getattr(config, name)!r}: expected one of {options}")

@@ -185,7 +185,7 @@ VOCAB_FIELDS = ("corpus", "src", "tgt", "train_prefix", "train_limit", "syntheti
 
 def check_resume(out_dir: str, config: TrainConfig) -> None:
     """A clear error, before anything is written, when ``config`` changes the resumed run's
-    model or vocabulary: both configs build their model (no weights) and the models'
+    model, precision or vocabulary: both configs build their model (no weights) and the models'
     ``get_config()`` are compared, less the options that shape no weight; the fields
     that shape the vocabulary (:data:`VOCAB_FIELDS`) must be equal (``corpus="auto"``
     matches what the run resolved it to)."""
@@ -194,6 +194,8 @@ def check_resume(out_dir: str, config: TrainConfig) -> None:
     changed = option_differences(before, now)
     if saved.model != config.model:
         changed.insert(0, f"model={saved.model!r} (now {config.model!r})")
+    if saved.precision != config.precision:  # the saved model keeps the policy it was trained in
+        changed.append(f"precision={saved.precision!r} (now {config.precision!r})")
     for name in VOCAB_FIELDS:
         was, new = getattr(saved, name), getattr(config, name)
         if was != new and not (name == "corpus" and "auto" in (was, new)):

@@ -31,6 +31,11 @@ allows that with shape invariants and PyTorch's loop is Python, but JAX's
 convention: `last` and `states` have one row per hypothesis, everything else
 one per sentence, `sentence` its batch row.
 
+Precision: the searches' scores and attention buffers are float32 whatever
+the model's compute dtype (`log_probs` casts the logits up before the
+log-softmax; the attention is cast up before it is stored); the states keep
+the dtype `next_fn` gives them.
+
 Vocabulary decision: the pad and bos ids are never generated. Their
 log-probabilities are set to `-inf` *after* the log-softmax over the full
 vocabulary, so every reported score stays the model's own log-probability.

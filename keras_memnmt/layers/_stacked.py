@@ -34,6 +34,9 @@ class StackedLSTMCell(DecoderCell):
     - :meth:`attend_source`: ``(c_t, alpha_t)`` of the source attention queried by the top
       state.
 
+    Mixed precision: the source attention's softmax is computed in float32
+    (``LuongAttention``); the LSTMs, the masks and the states in the compute dtype.
+
     Args:
         units: int, LSTM size of every layer.
         target_vocab_size, readout_units, annotation_units: see :class:`DecoderCell`.

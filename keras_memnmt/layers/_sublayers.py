@@ -1,9 +1,11 @@
 """Sublayer factories shared by the decoder cells (RNNsearch, Cho, MemDec).
 
 Every cell builds the same pieces — dense layers, the additive attention, the
-GRU cell and the deep output — from its own initializers and dtype policy. The
-names given here are the weight names the pre-training copy (MemDec §4.2) and
-``.keras`` files rely on, so they live in one place.
+GRU cell and the deep output — from its own initializers and dtype policy (so a
+cell's sublayers compute in its dtype, and a cell loaded from a ``.keras`` file
+builds them in the policy it was saved with). The names given here are the
+weight names the pre-training copy (MemDec §4.2) and ``.keras`` files rely on,
+so they live in one place.
 """
 
 from __future__ import annotations

@@ -11,10 +11,16 @@ Notation: `B` batch, `Tx` source length, `Q` query size, `D` annotation
 `x @ kernel`.
 
 Masking decision: masked scores are filled with a large negative number
-(`-1e9`, or `-3e4` in float16) before the softmax, then the weights are
-multiplied by the mask and renormalized, so masked positions get *exactly*
-zero weight. A row whose positions are all masked gets all-zero weights (and
-a zero context) instead of NaN.
+(`-1e9`) before the softmax, then the weights are multiplied by the mask and
+renormalized, so masked positions get *exactly* zero weight. A row whose
+positions are all masked gets all-zero weights (and a zero context) instead
+of NaN.
+
+Mixed precision: under a float16 or bfloat16 compute dtype the scores, the key
+projections and the context are computed in that dtype, but `masked_softmax`
+(and so both layers' weights) runs in float32 and casts the weights back: the
+exponentials, the `-1e9` fill (`-inf` in float16) and the renormalization's
+floor (`1e-12`, zero in float16) stay exact. In float32 nothing is cast.
 """
 
 from __future__ import annotations
@@ -29,13 +35,11 @@ from keras_memnmt.layers._checks import check_choice, check_positive_int
 LUONG_SCORES = ("dot", "general", "concat")
 
 
-def _large_negative(dtype: str) -> float:
-    """A fill value for masked scores that is finite in `dtype`."""
-    return -3e4 if keras.backend.standardize_dtype(dtype) == "float16" else -1e9
-
-
 def masked_softmax(scores: Any, mask: Any | None = None) -> Any:
     """Softmax over the last axis that gives masked positions exactly zero.
+
+    Computed in float32 whatever the dtype of `scores` (a float16 or bfloat16
+    score is cast up); the weights are returned in the dtype of `scores`.
 
     Args:
         scores: `(B, Tx)` unnormalized scores.
@@ -45,17 +49,17 @@ def masked_softmax(scores: Any, mask: Any | None = None) -> Any:
         `(B, Tx)` weights; each row sums to 1 over its unmasked positions
         (to 0 if the whole row is masked).
     """
+    dtype = keras.backend.standardize_dtype(scores.dtype)
+    scores = ops.cast(scores, "float32")
     if mask is None:
-        return ops.softmax(scores, axis=-1)
+        return ops.cast(ops.softmax(scores, axis=-1), dtype)
     if keras.backend.standardize_dtype(mask.dtype) != "bool":
         mask = ops.not_equal(mask, 0)
-    fill = ops.cast(_large_negative(scores.dtype), scores.dtype)
+    fill = ops.cast(-1e9, "float32")
     weights = ops.softmax(ops.where(mask, scores, fill), axis=-1)
     weights = ops.where(mask, weights, ops.zeros_like(weights))
     total = ops.sum(weights, axis=-1, keepdims=True)
-    dtype = keras.backend.standardize_dtype(weights.dtype)
-    tiny = ops.cast(1e-6 if dtype == "float16" else 1e-12, dtype)
-    return weights / ops.maximum(total, tiny)
+    return ops.cast(weights / ops.maximum(total, ops.cast(1e-12, "float32")), dtype)
 
 
 def _tanh_scores(projected_query: Any, keys: Any, score_vector: Any) -> Any:
@@ -123,7 +127,8 @@ class AdditiveAttention(_SourceAttention):
 
     `U_a h_j` does not depend on the step, so it is computed once per sentence
     by `precompute_keys`. Decision: no bias inside the tanh, as in the
-    equation.
+    equation. Mixed precision: `alpha` is computed in float32 (`masked_softmax`),
+    the rest in the compute dtype.
 
     Args:
         units: int, the attention hidden size `A` (rows of `W_a`, `U_a`).
@@ -231,6 +236,8 @@ class LuongAttention(_SourceAttention):
       annotations themselves (`A = D`, and `Q` must equal `D`), "general" keys
       are `h_j W_a^T` (`A = Q`), "concat" keys are the `h_j` half of
       `W_a [q; h_j]` (`A = units`).
+    - Mixed precision: `alpha` is computed in float32 (`masked_softmax`), the
+      scores and the context in the compute dtype.
 
     Args:
         score: one of "dot", "general", "concat".

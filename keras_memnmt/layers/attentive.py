@@ -71,6 +71,8 @@ class AttentiveCell(StackedLSTMCell):
       encoder's layer ``l`` final ``[h, c]`` (Luong's hand-off; the encoder must have as
       many layers of ``units``, else a ``ValueError`` naming both); ``"zeros"`` starts
       from zeros.
+    - **Mixed precision**: Eq. 12's and the source attention's softmaxes are computed in
+      float32; the rest, the states included, in the compute dtype.
 
     States (all 2-D; ``K = history_length``, ``A = self_attention_units``)::
 

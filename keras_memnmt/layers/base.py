@@ -59,6 +59,12 @@ class DecoderCell(keras.layers.Layer):
       (call ``self.set_embedding_dim(input_shape)`` first) and a ``deep_output``
       sublayer (``readout``), plus ``get_config`` for its own arguments.
 
+    Mixed precision (a ``mixed_float16`` or ``mixed_bfloat16`` policy): every state is in
+    the cell's compute dtype, initial states included (``keras.layers.RNN`` casts the
+    initial states to it, and its loop, like the searches', needs each step to return
+    states of the dtype it was given); a value a step computes in float32 (a softmax, a
+    memory update) is cast back before it becomes a state. The weights stay float32.
+
     The base supplies ``step`` and ``step_details`` (both run ``_step``), ``call``
     (``keras.layers.RNN``'s entry: ``step`` without the attention), ``prepare_inputs`` (the step's inputs from the embeddings and ids;
     the embeddings unless a cell overrides it), ``initial_states`` (accepts an :class:`EncoderOutput` or the
@@ -244,10 +250,13 @@ class DecoderCell(keras.layers.Layer):
     # ----------------------------------------------------------- helpers
     @staticmethod
     def masked_mean(annotations: Any, mask: Any) -> Any:
-        """``(B, Tx, D), (B, Tx) -> (B, D)``: the mean over the unmasked positions."""
-        total = ops.sum(annotations * ops.expand_dims(mask, -1), axis=1)  # (B, D)
+        """``(B, Tx, D), (B, Tx) -> (B, D)``: the mean over the unmasked positions, summed in
+        float32 and returned in the dtype of ``annotations``."""
+        dtype = keras.backend.standardize_dtype(annotations.dtype)
+        mask = ops.cast(mask, "float32")
+        total = ops.sum(ops.cast(annotations, "float32") * ops.expand_dims(mask, -1), axis=1)  # (B, D)
         count = ops.maximum(ops.sum(mask, axis=1, keepdims=True), 1.0)  # (B, 1)
-        return total / count
+        return ops.cast(total / count, dtype)
 
     @staticmethod
     def flatten(x: Any) -> Any:

@@ -38,6 +38,8 @@ class ChoDecoderCell(DecoderCell):
       `reset_after=True`).
     - `dropout` is variational dropout on the input embedding, as in
       `RNNsearchCell` (`DecoderCell.drop_inputs`).
+    - Mixed precision: no softmax and no sum over the source; everything runs
+      in the compute dtype.
 
     States (all 2-D): `[s (B, units), c (B, units)]`; `c` is passed through
     unchanged. Build them with `initial_states(...)` and pass them to

@@ -25,6 +25,7 @@ class GRUCell(keras.layers.GRUCell):
     ``h̃ = tanh(x W_h + b_h + r ⊙ (h U_h + c_h))``, ``h' = z ⊙ h + (1 - z) ⊙ h̃``
     (Keras's GRU, gates in the order z, r, h). Other settings (``reset_after=False``,
     no bias, dropout in training, ``implementation=1``) run Keras's own ``call``.
+    Under a mixed policy it runs in the compute dtype (nothing is kept in float32).
     """
 
     def call(self, inputs, states, training=False):

@@ -49,6 +49,8 @@ class LuongCell(StackedLSTMCell):
     - **Initial states**: ``init_state="encoder"`` (default; "c_0 and h_0 for each layer are
       initialized to the last states for each layer of the encoder") or ``"zeros"``.
     - ``input_feeding=False`` gives Luong's model without input feeding (his Table 1 ablation).
+    - **Mixed precision**: the attention softmax is computed in float32; the rest, the
+      states included, in the compute dtype.
 
     States (all 2-D)::
 

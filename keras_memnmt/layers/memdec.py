@@ -61,7 +61,8 @@ class _MemoryAddressing(keras.layers.Layer):
     Weights: `memory_kernel` `(m, A)` = `W_a^T`, `state_kernel` `(units, A)` =
     `U_a^T`, `score_vector` `(A,)` = `v`, `gate_kernel` `(units, 1)` = `w_g`,
     `gate_bias` `(1,)` = `b_g`. No bias inside the score (as in
-    `AdditiveAttention`).
+    `AdditiveAttention`). Mixed precision: the softmax `w~` is computed in
+    float32 and cast back to the compute dtype; the rest runs in the compute dtype.
 
     Call arguments: `state (B, units)`, `memory (B, n, m)`, `previous (B, n)`,
     optionally `projected_memory` = `project_memory(memory)` computed earlier.
@@ -103,7 +104,8 @@ class _MemoryAddressing(keras.layers.Layer):
         Split out so that a step addressing the same memory twice (the read of
         `M_{t-1}` and, with shared parameters, the write into it) projects it once.
         """
-        return ops.matmul(memory, self.memory_kernel)
+        # Called outside `__call__` (no autocast): cast by hand for mixed precision.
+        return ops.matmul(memory, ops.cast(self.memory_kernel, memory.dtype))
 
     def call(self, state: Any, memory: Any, previous: Any, projected_memory: Any = None) -> tuple:
         if projected_memory is None:
@@ -113,7 +115,8 @@ class _MemoryAddressing(keras.layers.Layer):
         if self.nonlinearity == "tanh":
             hidden = ops.tanh(hidden)
         scores = ops.sum(hidden * self.score_vector, axis=-1)  # (B, n)
-        content = ops.softmax(scores, axis=-1)  # (B, n)
+        # The softmax in float32 (a no-op cast in float32), its weights in the compute dtype.
+        content = ops.cast(ops.softmax(ops.cast(scores, "float32"), axis=-1), scores.dtype)  # (B, n)
         gate = ops.sigmoid(ops.matmul(state, self.gate_kernel) + self.gate_bias)  # (B, 1)
         return gate * previous + (1.0 - gate) * content, content, gate
 
@@ -222,6 +225,11 @@ class MemDecCell(DecoderCell):
         flag to `initial_states` for the training noise to be drawn.
     - `w_0` is uniform `1/n` (the paper does not say).
     - `m != units` is allowed (the paper uses `m = units = 1024`).
+    - Mixed precision: the source attention and the content addressing softmaxes
+      (Eq. 3, 11), the sums over the source (`s_0`, Eq. 15) and the memory update
+      (Eq. 13) are computed in float32. `keras.layers.RNN` carries every state in
+      the compute dtype, so `M_t` is rounded to it once per step, after the
+      update; the rest runs in the compute dtype.
     - The GRU is Keras's GRUCell (`layers.gru.GRUCell`, `reset_after=True`, as in
       `RNNsearchCell`); Eq. 7's inputs are concatenated as `[e; c_t; r_{t-1}]`.
     - Dropout: in the readout (`output_dropout`, MemDec §4); the cell's
@@ -462,10 +470,12 @@ class MemDecCell(DecoderCell):
         dtype = self.compute_dtype
         annotations = ops.cast(annotations, dtype)
         mask = ops.cast(source_mask, dtype)  # (B, Tx)
-        total = ops.sum(annotations * ops.expand_dims(mask, -1), axis=1)  # (B, D)
-        count = ops.maximum(ops.sum(mask, axis=1, keepdims=True), 1.0)  # (B, 1), true T_x
+        # The sums over the source positions in float32 (no-op casts in float32).
+        mask32 = ops.cast(mask, "float32")
+        total = ops.sum(ops.cast(annotations, "float32") * ops.expand_dims(mask32, -1), axis=1)  # (B, D)
+        count = ops.maximum(ops.sum(mask32, axis=1, keepdims=True), 1.0)  # (B, 1), true T_x
         if self.init_state == "mean":
-            pooled = total / count
+            pooled = ops.cast(total / count, dtype)
         else:
             if summary is None:
                 raise ValueError("init_state='summary' needs `summary`. Received: summary=None")
@@ -473,7 +483,7 @@ class MemDecCell(DecoderCell):
         s0 = self.init_dense(pooled)  # (B, units)
 
         # Eq. 15: m = tanh(W_ini sum_j h_j + b) / T_x; Eq. 14: M_0(i) = m + nu_i.
-        cell_init = self.memory_init_dense(total) / count  # (B, m)
+        cell_init = self.memory_init_dense(ops.cast(total, dtype)) / ops.cast(count, dtype)  # (B, m)
         memory = ops.expand_dims(cell_init, 1) * ops.ones(
             (1, self.memory_size, 1), dtype
         )  # (B, n, m)
@@ -488,7 +498,7 @@ class MemDecCell(DecoderCell):
             memory = memory + ops.cast(noise, dtype)
         # w_0 = 1/n, (B, n). Not `ops.full`: on PyTorch it calls `.item()`, which fails on
         # the "meta" device where Keras first traces a model it builds for `fit`.
-        weights = ops.ones_like(count) * ops.ones((1, self.memory_size), dtype) / self.memory_size
+        weights = ops.ones_like(cell_init[:, :1]) * ops.ones((1, self.memory_size), dtype) / self.memory_size
         keys = ops.cast(self.attention.precompute_keys(annotations), dtype)  # (B, Tx, A)
         return [
             s0,
@@ -557,11 +567,12 @@ class MemDecCell(DecoderCell):
         if self.write:
             erase = self.erase_dense(state)  # (B, m)
             add = self.add_dense(state)  # (B, m)
-            w = ops.expand_dims(write_weights, -1)  # (B, n, 1)
-            memory = memory * (1.0 - w * ops.expand_dims(erase, 1)) + w * ops.expand_dims(
-                add, 1
-            )  # (B, n, m)
-            memory_flat = ops.reshape(memory, (-1, n * m))  # (B, n*m)
+            # Computed in float32 and rounded once to the state's dtype (no-op casts in float32).
+            w = ops.expand_dims(ops.cast(write_weights, "float32"), -1)  # (B, n, 1)
+            updated = ops.cast(memory, "float32") * (
+                1.0 - w * ops.expand_dims(ops.cast(erase, "float32"), 1)
+            ) + w * ops.expand_dims(ops.cast(add, "float32"), 1)  # (B, n, m)
+            memory_flat = ops.cast(ops.reshape(updated, (-1, n * m)), memory.dtype)  # (B, n*m)
         carried = read_weights if self.addressing == "separate" else write_weights
         # 6. o_t = [s_t; c_t; e], the input of the deep output (Eq. 9).
         output = ops.concatenate([state, context, inputs], axis=-1)

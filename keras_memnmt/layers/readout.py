@@ -44,6 +44,9 @@ class DeepOutput(keras.layers.Layer):
     attentional vector, which the cell computes): `t = dropout(inputs)`, whose size must
     be `readout_units`.
 
+    Mixed precision: the logits are in the compute dtype; the loss
+    (`MaskedCrossEntropy`) and the searches cast them to float32 before their softmax.
+
     Args:
         readout_units: int, size of the tanh hidden layer `t` (of the inputs, without it).
         target_vocab_size: int, number of logits.

@@ -141,6 +141,9 @@ class RMNCell(DecoderCell):
       ``init_state="mean"``) or, with the fixed context, ``tanh(W_init c + b)``
       (Cho); LSTM cells, the top LSTM and the memory start at zero.
     - The LSTMs are Keras's ``LSTMCell`` (gates i, f, c, o; forget-gate bias starts at 1).
+    - Mixed precision: Eq. 16's softmax, the attention softmax and the mean over the
+      source (``z_0``) are computed in float32; the rest, the states included, in the
+      compute dtype.
 
     The memory in the state, and how the words reach it: ``M`` and ``C`` are this
     cell's two ``|V| x d`` embeddings. :meth:`prepare_inputs` looks the target words

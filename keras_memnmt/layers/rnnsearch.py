@@ -53,6 +53,8 @@ class RNNsearchCell(DecoderCell):
       help (§4); its 0.5 dropout is `output_dropout`, in the readout.
     - Biases everywhere except inside the attention score (see
       `AdditiveAttention`).
+    - Mixed precision: the attention softmax and the mean over the source (`s_0`)
+      are computed in float32; the rest, the states included, in the compute dtype.
 
     Encoder memory reaches the step as pass-through states (Keras 3 has no
     `constants=`), flattened to keep every state 2-D:

@@ -50,6 +50,8 @@ class YLSTMCell(TrackedStack, DecoderCell):
       as an option.
     - **Dropout** (paper: 0.2): ``layer_dropout`` between layers and on the top output, one
       mask per sequence carried in the state; ``output_dropout`` before the softmax.
+    - **Mixed precision**: the attention softmax and the start's mean are computed in
+      float32; the rest, the states included, in the compute dtype.
 
     States (all 2-D)::
 

@@ -23,7 +23,8 @@ class YLSTMEncoderCell(TrackedStack, keras.layers.Layer):
     States: ``[output, h^1, k^1, ..., h^L, k^L, h^tracker, k^tracker, masks]`` (2-D each):
     the step's output comes first (the Keras 3 cell contract: JAX's masked loop holds the
     previous output in a state of the output's shape), and the masks ``(B, L*units)`` are
-    the dropout masks, passed through unchanged.
+    the dropout masks, passed through unchanged. Under a mixed policy every state and the
+    output are in the compute dtype (nothing is kept in float32).
 
     Args:
         units: int, LSTM size of every layer.

@@ -23,6 +23,7 @@ The seams a new architecture uses (see docs/extending.md):
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
 import keras
@@ -97,21 +98,24 @@ class Seq2Seq(Generator, keras.Model):
         self.attention_remat = attention_remat
         self.annotation_dropout = annotation_dropout
         self.tie_embeddings = tie_embeddings
-        self.encoder = self.make_encoder()
-        # Tied, an Embedding that also projects back (`reverse=True`, the output layer):
-        # Keras's ReversibleEmbedding, which keras-hub re-exports. Untied, a plain Embedding:
-        # .keras files key a model's layers by class name, so older runs keep loading.
-        embedding = keras.layers.ReversibleEmbedding if tie_embeddings else keras.layers.Embedding
-        self.target_scale = float(embedding_dim) ** 0.5 if tie_embeddings else 1.0
-        self.target_embedding = embedding(target_vocab_size, embedding_dim,
-                                          embeddings_initializer=embedding_initializer(self.target_scale),
-                                          name="target_embedding")
-        self.target_dropout = keras.layers.Dropout(dropout)
-        self.cell = self.make_cell()
-        if tie_embeddings and self.cell.readout_units != embedding_dim:
-            raise ValueError(f"tie_embeddings needs readout_units == embedding_dim, got "
-                             f"readout_units={self.cell.readout_units}, embedding_dim={embedding_dim}")
-        self.decoder_rnn = keras.layers.RNN(self.cell, return_sequences=True, name="decoder")
+        # Every sublayer takes this model's dtype policy (Keras would give it the global one), so
+        # that a model loaded from a .keras file computes in the policy it was saved with.
+        with _sublayer_policy(self.dtype_policy):
+            self.encoder = self.make_encoder()
+            # Tied, an Embedding that also projects back (`reverse=True`, the output layer):
+            # Keras's ReversibleEmbedding, which keras-hub re-exports. Untied, a plain Embedding:
+            # .keras files key a model's layers by class name, so older runs keep loading.
+            embedding = keras.layers.ReversibleEmbedding if tie_embeddings else keras.layers.Embedding
+            self.target_scale = float(embedding_dim) ** 0.5 if tie_embeddings else 1.0
+            self.target_embedding = embedding(target_vocab_size, embedding_dim,
+                                              embeddings_initializer=embedding_initializer(self.target_scale),
+                                              name="target_embedding")
+            self.target_dropout = keras.layers.Dropout(dropout)
+            self.cell = self.make_cell()
+            if tie_embeddings and self.cell.readout_units != embedding_dim:
+                raise ValueError(f"tie_embeddings needs readout_units == embedding_dim, got "
+                                 f"readout_units={self.cell.readout_units}, embedding_dim={embedding_dim}")
+            self.decoder_rnn = keras.layers.RNN(self.cell, return_sequences=True, name="decoder")
 
     def build_weights(self) -> None:
         """Creates every weight by one call on a dummy batch (before weights are copied in)."""
@@ -207,6 +211,18 @@ class Seq2Seq(Generator, keras.Model):
             "annotation_dropout": self.annotation_dropout,
             "tie_embeddings": self.tie_embeddings,
         }
+
+
+@contextlib.contextmanager
+def _sublayer_policy(policy):
+    """Keras's global dtype policy is ``policy`` inside the block (a layer made without a
+    ``dtype`` takes the global policy), and what it was before afterwards."""
+    before = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(policy)
+    try:
+        yield
+    finally:
+        keras.config.set_dtype_policy(before)
 
 
 def option_differences(before: keras.Model, now: keras.Model) -> list[str]:

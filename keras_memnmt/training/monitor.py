@@ -199,7 +199,8 @@ class TensorBoardMonitor(keras.callbacks.Callback):
                 values["perplexity"] = math.exp(min(values["loss"], 50.0))
             self._loss_base = (total, count)
         values["learning_rate"] = float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))
-        norm = getattr(model.optimizer, "gradient_norm", None)
+        # Under mixed_float16 the optimizer is Keras's LossScaleOptimizer around ours.
+        norm = getattr(getattr(model.optimizer, "inner_optimizer", model.optimizer), "gradient_norm", None)
         if norm is not None:
             values["gradient_norm"] = float(keras.ops.convert_to_numpy(norm))
         now = time.perf_counter()

@@ -50,6 +50,7 @@ from keras_memnmt.training.distribution import Placement, pad_batches, placement
 from keras_memnmt.training.losses import MaskedCrossEntropy
 from keras_memnmt.training.monitor import TensorBoardMonitor, TokenCounter
 from keras_memnmt.training.optimizers import build_optimizer
+from keras_memnmt.training.precision import apply_precision
 from keras_memnmt.training.resume import RestoreGenerators, read_state
 
 
@@ -172,6 +173,7 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
     # loss fell from 1.09 to 0.83 at such a resume).
     seed = config.seed if state or not resuming else config.seed + done
     keras.utils.set_random_seed(seed)
+    log(apply_precision(config))  # the dtype policy, before any model is built or loaded
     os.makedirs(out_dir, exist_ok=True)
     t_start = time.perf_counter()
     train_c, val_c, test_c, corpus_name = load_corpora(config, data_dir, log)
