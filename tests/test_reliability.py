@@ -3,6 +3,7 @@ kill-safety, the divergence stop, one writer per directory, range-checked config
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -116,15 +117,16 @@ def test_a_broken_best_model_falls_back_to_the_latest_with_a_notice(tmp_path, ca
     assert "Traceback" not in err and "step1.keras" in err and len(err.strip().splitlines()) == 1
 
 
+# learning_rate 1e30: a loss of about 8e30 at step 2 on TensorFlow and PyTorch, not finite on JAX.
 @pytest.mark.parametrize("limit, expected", [("max_loss=0.01", "above max_loss=0.01"),
-                                             ("learning_rate=1e30", "above max_loss=100")])
+                                             ("learning_rate=1e30", "(above max_loss=100|not finite)")])
 def test_a_diverging_run_fails_and_saves_no_model(tmp_path, capsys, limit, expected):
     out = str(tmp_path / "r")
     # learning_rate 1e30: the first update makes the weights about 1e30, and the
     # second step's loss explodes before its validation.
     assert _train(out, "--set", "validate_every=2", "--set", "max_steps=4", "--set", limit) == 3
     err = capsys.readouterr().err
-    assert "training diverged at step" in err and expected in err and "Traceback" not in err
+    assert "training diverged at step" in err and re.search(expected, err) and "Traceback" not in err
     assert not [n for n in os.listdir(out) if n.endswith(".keras")]
     record = json.load(open(os.path.join(out, "record.json")))
     assert "diverged" in record["failed"] and record["finished"] is None
