@@ -56,18 +56,20 @@ class Placement:
     def scope(self):
         return self._scope() if self._scope is not None else contextlib.nullcontext()
 
-    def describe(self, config: TrainConfig) -> str:
-        """The log line: devices, global and per-device batch, learning rate."""
+    def describe(self, config: TrainConfig, learning_rate: float | None = None) -> str:
+        """The log line: devices, global and per-device batch, learning rate (``learning_rate``:
+        the optimizer's, e.g. a resumed run's decayed rate; default the config's)."""
+        rate = config.learning_rate if learning_rate is None else learning_rate
         unit = "sentences" if config.batch_by == "sentences" else "tokens"
         if config.distribution == "none":
             return (f"distribution: none (the backend's default device); batch {config.batch_size} {unit}; "
-                    f"learning rate {config.learning_rate:g}")
+                    f"learning rate {rate:g}")
         n = len(self.devices)
         per = config.batch_size / n
         per_text = f"{per:g}" if per == int(per) else f"about {per:.1f}"
         return (f"distribution: {config.distribution} on {n} device{'s' if n > 1 else ''} "
                 f"({', '.join(self.devices)}); global batch {config.batch_size} {unit}, {per_text} per "
-                f"device; learning rate {config.learning_rate:g}")
+                f"device; learning rate {rate:g}")
 
 
 def placement(config: TrainConfig) -> Placement:

@@ -203,7 +203,6 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
     ds, stats = make_dataset(train_c, vocab, seed=config.seed, start_step=done, **shape)
     per_epoch = batches_per_epoch(stats, **shape)
     ds = pad_batches(ds, place.pad_to)  # the batch divides among the devices
-    log(place.describe(config))
     log(f"pipeline: {stats.kept} pairs kept, {stats.dropped_too_long} longer than "
         f"{config.max_length} tokens dropped; {per_epoch} batches per epoch")
 
@@ -219,6 +218,7 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
     else:
         model = warm_model or build_model(config, vocab.source.vocab_size, vocab.target.vocab_size)
         compile_model(model, config)
+    log(place.describe(config, float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))))
     last_step = config.max_steps or config.epochs * per_epoch
     tokens = TokenCounter()
     ds = tokens.wrap(ds)  # target tokens per second in TensorBoard
