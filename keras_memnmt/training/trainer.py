@@ -174,7 +174,6 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
     seed = config.seed if state or not resuming else config.seed + done
     keras.utils.set_random_seed(seed)
     log(apply_precision(config))  # the dtype policy, before any model is built or loaded
-    os.makedirs(out_dir, exist_ok=True)
     t_start = time.perf_counter()
     train_c, val_c, test_c, corpus_name = load_corpora(config, data_dir, log)
     config = dataclasses.replace(config, corpus="multi30k" if corpus_name.startswith("multi30k") else "synthetic")
