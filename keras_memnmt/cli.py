@@ -442,17 +442,14 @@ def cmd_compare(args) -> int:
     return 0
 
 
-# Files a run directory of `memnmt train` has from its start on (results reads them).
-RUN_MARKS = ("config.json", "record.json", "results.json", "validations.json")
-
-
 def cmd_results(args) -> int:
+    from keras_memnmt.records import RUN_FILES
     from keras_memnmt.results import results_table, run_summary
 
     search = _search(args)
     for run in args.runs:
-        if os.path.isdir(run) and not any(os.path.exists(os.path.join(run, name)) for name in RUN_MARKS):
-            raise FileNotFoundError(f"{run} is not a run directory (it has none of {', '.join(RUN_MARKS)})")
+        if os.path.isdir(run) and not any(os.path.exists(os.path.join(run, name)) for name in RUN_FILES):
+            raise FileNotFoundError(f"{run} is not a run directory (it has none of {', '.join(RUN_FILES)})")
     summaries = [run_summary(run, split=args.split, beam_size=args.beam, **search) for run in args.runs]
     print(results_table(summaries, format=args.format))
     return 0
@@ -475,6 +472,27 @@ def cmd_average(args) -> int:
                          "replace it; choose another --out")
     average_checkpoints(paths, args.out)
     print(json.dumps({"out": args.out, "averaged": paths}, indent=2))
+    return 0
+
+
+def cmd_archive(args) -> int:
+    from keras_memnmt.records import archive_run
+
+    if len(args.runs) > 1 or args.into:  # each run into OUT/<its folder's name>
+        names = [os.path.basename(os.path.normpath(run)) for run in args.runs]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"two runs named {twice[0]!r} would share one folder of --out; "
+                             "archive them one at a time")
+        targets = [os.path.join(args.out, name) for name in names]
+    else:
+        targets = [args.out]
+    _check_output("--out", args.out, directory=True, make_parents=True)
+    archived = {}
+    for run, target in zip(args.runs, targets):
+        archived[target] = archive_run(run, target, overwrite=args.overwrite)
+        print(f"memnmt archive: {run} -> {target} ({len(archived[target])} files)", file=sys.stderr)
+    print(json.dumps(archived, indent=2))
     return 0
 
 
@@ -659,6 +677,15 @@ def build_parser() -> argparse.ArgumentParser:
                     "the mean; integer state: the newest's; no optimizer state); translate with "
                     "--checkpoint OUT")
     av.set_defaults(func=cmd_average)
+
+    ar = sub.add_parser("archive", help="copy runs' records and translations, without weights, "
+                        "to a folder that can be kept with the code (`results` and `compare` read it)")
+    ar.add_argument("runs", nargs="+", metavar="RUN", help="run directories written by `memnmt train`")
+    ar.add_argument("--out", required=True, help="the archive folder of one RUN; with several RUNs "
+                    "(or --into), the folder that receives OUT/<RUN's folder name> for each")
+    ar.add_argument("--into", action="store_true", help="one RUN too goes to OUT/<its folder name>")
+    ar.add_argument("--overwrite", action="store_true", help="replace an earlier archive in --out")
+    ar.set_defaults(func=cmd_archive)
 
     ex = sub.add_parser("export", help="write a TensorFlow SavedModel that translates strings "
                         "(tokenizer, search and detokenizer in one graph)")

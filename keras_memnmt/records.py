@@ -24,6 +24,12 @@ Hypotheses are written one per line to ``RUN/hyps/{key}.txt``, where the key is
 ``N`` sentences were translated), e.g. ``hyps/test_2016_flickr.beam5.gnmt0.6.txt``.
 :func:`stored_hypotheses` gives them back while the model file is unchanged (same
 sha256) and the references are the same, so that a comparison need not translate again.
+
+:func:`archive_run` copies a run's records without its weights (``memnmt archive``): the
+JSON files above and ``hyps/``, a few hundred kB that can be kept with the code. ``memnmt
+results`` renders an archive like the run itself, and ``memnmt compare`` tests an archive
+on the translations its record holds (an archive has no model file, so no sha256 to check:
+its stored hypotheses are taken as they are).
 """
 
 from __future__ import annotations
@@ -37,10 +43,13 @@ import subprocess
 import sys
 from collections.abc import Sequence
 
-from keras_memnmt.files import write_json, write_text
+from keras_memnmt.files import write_bytes, write_json, write_text
 
 RECORD_FILE = "record.json"
 HYPS_DIR = "hyps"
+# The files a run directory of `memnmt train` has from its start on (`results` reads them).
+RUN_FILES = ("config.json", RECORD_FILE, "results.json", "validations.json")
+MODEL_FILES = ("best.keras", "model.keras")
 FORMAT = 1
 
 _command: list[str] | None = None
@@ -277,7 +286,7 @@ def sha256_lines(lines: Sequence[str]) -> str:
 
 def run_model_file(run_dir: str) -> str:
     """The model file a run translates with by default: ``best.keras``, else ``model.keras``."""
-    for name in ("best.keras", "model.keras"):
+    for name in MODEL_FILES:
         path = os.path.join(run_dir, name)
         if os.path.isfile(path):
             return path
@@ -325,7 +334,8 @@ def stored_hypotheses(run_dir: str, split: str, beam_size: int, references: Sequ
     ``references``: the whole split's. Stored hypotheses count while the run's model
     file has the sha256 they were made with and the references they were scored on are
     the same; hypotheses of the whole split also serve a request for its first
-    ``limit`` sentences.
+    ``limit`` sentences. In a run directory without a model file (an archive, see
+    :func:`archive_run`) they count as they are: nothing else could make them again.
     """
     record = read_record(run_dir)
     if not record or not record.get("evaluations"):
@@ -333,13 +343,13 @@ def stored_hypotheses(run_dir: str, split: str, beam_size: int, references: Sequ
     try:
         model_sha = sha256_file(run_model_file(run_dir))
     except FileNotFoundError:
-        return None
+        model_sha = None  # an archive: no weights to check the translations against
     keys = [hypotheses_key(split, beam_size, length_penalty, alpha, limit)]
     if limit:
         keys.append(hypotheses_key(split, beam_size, length_penalty, alpha))
     for key in keys:
         entry = record["evaluations"].get(key)
-        if not entry or entry.get("model_sha256") != model_sha:
+        if not entry or (model_sha is not None and entry.get("model_sha256") != model_sha):
             continue
         n = entry["sentences"]
         if entry.get("references_sha256") != sha256_lines(references[:n]):
@@ -353,3 +363,42 @@ def stored_hypotheses(run_dir: str, split: str, beam_size: int, references: Sequ
             continue
         return hyps[:limit] if limit else hyps, entry
     return None
+
+
+def archive_run(run_dir: str, out_dir: str, overwrite: bool = False) -> list[str]:
+    """Copies what a run directory records, without its weights, to ``out_dir``; returns
+    the copied paths, relative to both folders.
+
+    Copied: ``config.json``, ``record.json``, ``results.json`` and ``validations.json``
+    where present, and every ``hyps/*.txt``. Not copied: models, checkpoints, the
+    vocabulary, TensorBoard logs. An existing ``out_dir`` that holds anything is refused
+    unless ``overwrite``, and even then when it holds a model file (a run, not an
+    archive); with ``overwrite`` the archive's files are replaced and the rest of the
+    folder is left alone.
+    """
+    if not os.path.isdir(run_dir):
+        raise FileNotFoundError(f"run directory not found: {run_dir}")
+    names = [n for n in RUN_FILES if os.path.isfile(os.path.join(run_dir, n))]
+    if not names:
+        raise FileNotFoundError(f"{run_dir} is not a run directory (it has none of {', '.join(RUN_FILES)})")
+    hyps = os.path.join(run_dir, HYPS_DIR)
+    if os.path.isdir(hyps):
+        names += [os.path.join(HYPS_DIR, n) for n in sorted(os.listdir(hyps)) if n.endswith(".txt")]
+    if os.path.exists(out_dir):
+        if not os.path.isdir(out_dir):
+            raise FileExistsError(f"{out_dir} exists and is not a directory")
+        if os.path.samefile(out_dir, run_dir):
+            raise ValueError(f"{out_dir} is the run directory itself; choose another folder")
+        held = [n for n in MODEL_FILES if os.path.exists(os.path.join(out_dir, n))]
+        if held:
+            raise FileExistsError(f"{out_dir} holds {held[0]}: it is a run, not an archive; "
+                                  "choose another folder")
+        if os.listdir(out_dir) and not overwrite:
+            raise FileExistsError(f"{out_dir} exists and is not empty (pass --overwrite to replace "
+                                  "the archive in it)")
+    for name in names:
+        with open(os.path.join(run_dir, name), "rb") as f:
+            data = f.read()
+        os.makedirs(os.path.dirname(os.path.join(out_dir, name)), exist_ok=True)
+        write_bytes(os.path.join(out_dir, name), data)
+    return names

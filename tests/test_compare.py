@@ -249,3 +249,48 @@ def test_compare_split_all(multi30k_runs, capsys):
     assert [s["split"] for s in result["skipped"]] == ["test_2017_flickr", "test_2017_mscoco",
                                                        "test_2018_flickr"]
     assert "skipping test_2017_flickr" in captured.err and "skipped test_2018_flickr" in captured.err
+
+
+def test_archives_are_compared_on_their_stored_translations(runs, tmp_path, capsys):
+    args = ["--beam", "1", "--trials", "100", "--bootstrap", "100", "--quiet"]
+    assert main(["compare", runs["a"], runs["b"], *args]) == 0
+    direct = json.loads(capsys.readouterr().out)
+    shelf = tmp_path / "records"
+    assert main(["archive", runs["a"], runs["b"], "--out", str(shelf)]) == 0
+    copied = json.loads(capsys.readouterr().out)
+    a, b = str(shelf / "a"), str(shelf / "b")
+    assert sorted(copied) == [a, b]
+    assert "hyps/synthetic-test.beam1.gnmt0.6.txt" in copied[a] and "config.json" in copied[a]
+    assert not [n for n in os.listdir(a) if n.endswith(".keras")]
+    assert main(["compare", a, b, *args]) == 0
+    archived = json.loads(capsys.readouterr().out)
+    for system_direct, system_archived in zip(direct["systems"], archived["systems"]):
+        for run_direct, run_archived in zip(system_direct["runs"], system_archived["runs"]):
+            for metric in ("bleu", "bleu_lowercase", "chrf", "ter"):
+                assert run_archived[metric] == run_direct[metric]
+                assert [t[metric] for t in run_archived["tests"]] == [t[metric] for t in run_direct["tests"]]
+    # Nothing stored for beam 2, and no weights to translate with: the error names both.
+    assert main(["compare", a, b, "--beam", "2", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "holds no model file" in err and "synthetic-test.beam2.gnmt0.6" in err
+    assert "synthetic-test.beam1.gnmt0.6" in err
+    # `results` renders an archive like the run it came from.
+    assert main(["results", runs["a"], a, "--split", "synthetic-test", "--beam", "1",
+                 "--format", "json"]) == 0
+    row_run, row_archive = json.loads(capsys.readouterr().out)
+    assert {k: v for k, v in row_archive.items() if k != "run"} == \
+        {k: v for k, v in row_run.items() if k != "run"}
+
+
+def test_archive_refuses_to_replace_what_it_should_not(runs, tmp_path, capsys):
+    out = tmp_path / "kept"
+    assert main(["archive", runs["a"], "--out", str(out)]) == 0
+    assert main(["archive", runs["a"], "--out", str(out)]) == 2
+    assert "not empty" in capsys.readouterr().err
+    assert main(["archive", runs["a"], "--out", str(out), "--overwrite"]) == 0
+    assert main(["archive", runs["b"], "--out", runs["a"], "--overwrite"]) == 2  # a run, not an archive
+    assert "holds best.keras" in capsys.readouterr().err
+    assert main(["archive", str(tmp_path), "--out", str(tmp_path / "x")]) == 2
+    assert "is not a run directory" in capsys.readouterr().err
+    assert main(["archive", runs["a"], runs["a"], "--out", str(tmp_path / "y")]) == 2
+    assert "two runs named 'a'" in capsys.readouterr().err

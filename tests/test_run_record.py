@@ -198,6 +198,12 @@ def test_stored_hypotheses_need_the_same_model_and_references(tiny):
     assert records.stored_hypotheses(tiny, "x", 2, ["a b", "c d", "other"]) is None
     shutil.copy(os.path.join(tiny, "checkpoints", "step10.keras"), os.path.join(tiny, "best.keras"))
     assert records.stored_hypotheses(tiny, "x", 2, refs) is None
+    # Without a model file (an archive) the stored translations are taken as they are.
+    for name in records.MODEL_FILES:
+        if os.path.exists(os.path.join(tiny, name)):
+            os.remove(os.path.join(tiny, name))
+    assert records.stored_hypotheses(tiny, "x", 2, refs)[0] == ["1", "", "3"]
+    assert records.stored_hypotheses(tiny, "x", 2, ["a b", "c d", "other"]) is None
 
 
 def test_evaluate_stores_a_single_runs_own_model_only(tiny, capsys):
