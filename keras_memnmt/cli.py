@@ -443,13 +443,13 @@ def cmd_compare(args) -> int:
 
 
 def cmd_results(args) -> int:
-    from keras_memnmt.records import RUN_FILES
+    from keras_memnmt.records import check_run_dir
     from keras_memnmt.results import results_table, run_summary
 
     search = _search(args)
     for run in args.runs:
-        if os.path.isdir(run) and not any(os.path.exists(os.path.join(run, name)) for name in RUN_FILES):
-            raise FileNotFoundError(f"{run} is not a run directory (it has none of {', '.join(RUN_FILES)})")
+        if os.path.isdir(run):  # a missing folder: run_summary's own message
+            check_run_dir(run)
     summaries = [run_summary(run, split=args.split, beam_size=args.beam, **search) for run in args.runs]
     print(results_table(summaries, format=args.format))
     return 0
@@ -476,7 +476,7 @@ def cmd_average(args) -> int:
 
 
 def cmd_archive(args) -> int:
-    from keras_memnmt.records import archive_run
+    from keras_memnmt.records import archive_files, archive_run
 
     if len(args.runs) > 1 or args.into:  # each run into OUT/<its folder's name>
         names = [os.path.basename(os.path.normpath(run)) for run in args.runs]
@@ -488,6 +488,8 @@ def cmd_archive(args) -> int:
     else:
         targets = [args.out]
     _check_output("--out", args.out, directory=True, make_parents=True)
+    for run, target in zip(args.runs, targets):  # every refusal before the first copy
+        archive_files(run, target, overwrite=args.overwrite)
     archived = {}
     for run, target in zip(args.runs, targets):
         archived[target] = archive_run(run, target, overwrite=args.overwrite)

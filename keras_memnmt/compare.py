@@ -118,13 +118,16 @@ def run_hypotheses(run_dir: str, test: ParallelCorpus, split: str, beam_size: in
             hyps, entry = found
             return {"run": run_dir, "hypotheses": hyps, "references": list(wanted.target),
                     "file": os.path.join(run_dir, entry["hypotheses"]), "reused": True}
-    if run_dir not in (models or {}) and not any(
-            os.path.isfile(os.path.join(run_dir, name)) for name in records.MODEL_FILES):
-        held = sorted((records.read_record(run_dir) or {}).get("evaluations") or {})
-        key = records.hypotheses_key(split, beam_size, length_penalty, alpha, limit)
-        raise FileNotFoundError(
-            f"{run_dir} holds no model file ({' or '.join(records.MODEL_FILES)}) to translate with, "
-            f"and no stored translations for {key}; it holds: {', '.join(held) or 'none'}")
+    if run_dir not in (models or {}):
+        try:
+            records.run_model_file(run_dir)
+        except FileNotFoundError:  # an archive: it can only give what it stored
+            held = sorted((records.read_record(run_dir) or {}).get("evaluations") or {})
+            key = records.hypotheses_key(split, beam_size, length_penalty, alpha, limit)
+            raise FileNotFoundError(
+                f"{run_dir} holds no model file ({' or '.join(records.MODEL_FILES)}) to translate "
+                f"with, and no stored translations for {key}; it holds: {', '.join(held) or 'none'}"
+            ) from None
     from keras_memnmt.inference import score, translate
     from keras_memnmt.runs import load_run
 

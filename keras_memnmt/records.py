@@ -47,8 +47,8 @@ from keras_memnmt.files import write_bytes, write_json, write_text
 
 RECORD_FILE = "record.json"
 HYPS_DIR = "hyps"
-# The files a run directory of `memnmt train` has from its start on (`results` reads them).
-RUN_FILES = ("config.json", RECORD_FILE, "results.json", "validations.json")
+# The record files a run directory of `memnmt train` has from its start on (`results` reads them).
+RECORD_FILES = ("config.json", RECORD_FILE, "results.json", "validations.json")
 MODEL_FILES = ("best.keras", "model.keras")
 FORMAT = 1
 
@@ -365,22 +365,21 @@ def stored_hypotheses(run_dir: str, split: str, beam_size: int, references: Sequ
     return None
 
 
-def archive_run(run_dir: str, out_dir: str, overwrite: bool = False) -> list[str]:
-    """Copies what a run directory records, without its weights, to ``out_dir``; returns
-    the copied paths, relative to both folders.
-
-    Copied: ``config.json``, ``record.json``, ``results.json`` and ``validations.json``
-    where present, and every ``hyps/*.txt``. Not copied: models, checkpoints, the
-    vocabulary, TensorBoard logs. An existing ``out_dir`` that holds anything is refused
-    unless ``overwrite``, and even then when it holds a model file (a run, not an
-    archive); with ``overwrite`` the archive's files are replaced and the rest of the
-    folder is left alone.
-    """
+def check_run_dir(run_dir: str) -> list[str]:
+    """The :data:`RECORD_FILES` that ``run_dir`` holds; a ``FileNotFoundError`` when it holds
+    none of them (or is no folder)."""
     if not os.path.isdir(run_dir):
         raise FileNotFoundError(f"run directory not found: {run_dir}")
-    names = [n for n in RUN_FILES if os.path.isfile(os.path.join(run_dir, n))]
+    names = [n for n in RECORD_FILES if os.path.isfile(os.path.join(run_dir, n))]
     if not names:
-        raise FileNotFoundError(f"{run_dir} is not a run directory (it has none of {', '.join(RUN_FILES)})")
+        raise FileNotFoundError(f"{run_dir} is not a run directory (it has none of {', '.join(RECORD_FILES)})")
+    return names
+
+
+def archive_files(run_dir: str, out_dir: str, overwrite: bool = False) -> list[str]:
+    """What :func:`archive_run` would copy from ``run_dir`` to ``out_dir`` (paths relative
+    to both), after every check it makes; copies nothing."""
+    names = check_run_dir(run_dir)
     hyps = os.path.join(run_dir, HYPS_DIR)
     if os.path.isdir(hyps):
         names += [os.path.join(HYPS_DIR, n) for n in sorted(os.listdir(hyps)) if n.endswith(".txt")]
@@ -396,6 +395,21 @@ def archive_run(run_dir: str, out_dir: str, overwrite: bool = False) -> list[str
         if os.listdir(out_dir) and not overwrite:
             raise FileExistsError(f"{out_dir} exists and is not empty (pass --overwrite to replace "
                                   "the archive in it)")
+    return names
+
+
+def archive_run(run_dir: str, out_dir: str, overwrite: bool = False) -> list[str]:
+    """Copies what a run directory records, without its weights, to ``out_dir``; returns
+    the copied paths, relative to both folders.
+
+    Copied: ``config.json``, ``record.json``, ``results.json`` and ``validations.json``
+    where present, and every ``hyps/*.txt``. Not copied: models, checkpoints, the
+    vocabulary, TensorBoard logs. An existing ``out_dir`` that holds anything is refused
+    unless ``overwrite``, and even then when it holds a model file (a run, not an
+    archive); with ``overwrite`` the archive's files are replaced and the rest of the
+    folder is left alone.
+    """
+    names = archive_files(run_dir, out_dir, overwrite)
     for name in names:
         with open(os.path.join(run_dir, name), "rb") as f:
             data = f.read()

@@ -294,3 +294,10 @@ def test_archive_refuses_to_replace_what_it_should_not(runs, tmp_path, capsys):
     assert "is not a run directory" in capsys.readouterr().err
     assert main(["archive", runs["a"], runs["a"], "--out", str(tmp_path / "y")]) == 2
     assert "two runs named 'a'" in capsys.readouterr().err
+    # A refusal for the second run comes before the first is copied.
+    shelf = tmp_path / "shelf"
+    (shelf / "b").mkdir(parents=True)
+    (shelf / "b" / "notes.txt").write_text("kept")
+    assert main(["archive", runs["a"], runs["b"], "--out", str(shelf)]) == 2
+    assert "not empty" in capsys.readouterr().err
+    assert sorted(os.listdir(shelf)) == ["b"] and os.listdir(shelf / "b") == ["notes.txt"]
