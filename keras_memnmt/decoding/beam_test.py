@@ -25,6 +25,8 @@ from keras_memnmt.decoding._test_utils import (
     table_decoder,
     unpad,
 )
+from keras_memnmt.decoding.beam import block_size, candidates
+from keras_memnmt.decoding.common import log_probs
 
 SENTENCES = [0, 1, 2]
 SEED = 4  # the optima differ across penalties and from greedy (checked below)
@@ -135,6 +137,57 @@ def test_beam_matches_reference(kind, early_stopping):
         assert_same_hypotheses(hypotheses(out, row), expected)
         for score, raw, tokens in hypotheses(out, row):
             np.testing.assert_allclose([score, raw], score_np(model, s, tokens, kind), rtol=1e-5)
+
+
+@pytest.mark.parametrize("vocab", [8000, 7931, 4096, 9001, 1024, 300])
+@pytest.mark.parametrize("ties", ["none", "dense", "sparse"])
+def test_candidates_equal_one_top_k(vocab, ties):
+    """The blockwise selection returns what one `top_k` over every beam's row returns.
+
+    Sentence 0 has no live beam (every candidate `-inf`), sentence 1 one live beam;
+    integer logits make many equal scores ("sparse": a few high ones per row, so blocks
+    whose best differ hold equal candidates, and lower index must still win). TensorFlow's and JAX's `top_k` put the lower
+    index first among equals, and so must `candidates`; PyTorch's `topk` orders equals
+    arbitrarily, so there the values must agree and each index must hold its value.
+    """
+    rng = np.random.default_rng(vocab)
+    a, k = 6, 4
+    count = 2 * k
+    if ties == "none":
+        logits = rng.normal(0, 3, (a * k, vocab))
+    else:
+        logits = rng.integers(-3, 3 if ties == "dense" else -1, (a * k, vocab))
+    if ties == "sparse":
+        for row in logits:
+            row[rng.choice(vocab, 6, replace=False)] = rng.integers(1, 3, 6)
+    logits = logits.astype("float32")
+    alive = rng.normal(0, 1, (a, k)).astype("float32")
+    alive[0] = -np.inf
+    alive[1, 1:] = -np.inf
+    alive[2] = np.round(alive[2])  # equal sums across beams, too
+    logits, alive = keras.ops.convert_to_tensor(logits), keras.ops.convert_to_tensor(alive)
+    full = keras.ops.convert_to_numpy(
+        keras.ops.reshape(alive[:, :, None] + keras.ops.reshape(log_probs(logits, (0, 2)), (a, k, vocab)),
+                          (a, k * vocab)))
+    want_raw, want_index = (keras.ops.convert_to_numpy(t) for t in keras.ops.top_k(full, count))
+    raw, index = (keras.ops.convert_to_numpy(t) for t in candidates(logits, alive, count, (0, 2)))
+    assert (block_size(vocab, count) is None) == (vocab in (9001, 300))  # both paths are covered
+    np.testing.assert_array_equal(raw, want_raw)
+    assert index.dtype == np.int32
+    if keras.backend.backend() == "torch":
+        np.testing.assert_array_equal(np.take_along_axis(full, index, axis=1), raw)
+        assert all(len(set(row)) == count for row in index.tolist())
+    else:
+        np.testing.assert_array_equal(index, want_index)
+
+
+def test_beam_matches_reference_with_a_large_vocabulary():
+    """With 2,048 tokens the candidates are chosen blockwise (`candidates`)."""
+    assert block_size(2048, 6) is not None
+    model = FakeDecoder(seed=3, vocab_size=2048, num_sentences=6, eos_bias=3.0)
+    out = run_beam(model, MANY, beam_size=3, max_length=5, length_penalty="gnmt", n_best=2)
+    for row, s in enumerate(MANY):
+        assert_same_hypotheses(hypotheses(out, row), reference_beam(model, s, 3, 5, "gnmt", n_best=2))
 
 
 def test_beam_matches_reference_n_best_one():

@@ -32,7 +32,7 @@ convention: `last` and `states` have one row per hypothesis, everything else
 one per sentence, `sentence` its batch row.
 
 Precision: the searches' scores and attention buffers are float32 whatever
-the model's compute dtype (`log_probs` casts the logits up before the
+the model's compute dtype (`normalizer` casts the logits up before the
 log-softmax; the attention is cast up before it is stored); the states keep
 the dtype `next_fn` gives them.
 
@@ -136,14 +136,28 @@ def resolve_max_length(
     return steps, limit
 
 
-def log_probs(logits: Tensor, banned_ids: tuple[int, ...]) -> Tensor:
-    """`(N, V)` logits -> `(N, V)` float32 log-probabilities, `-inf` at `banned_ids`."""
-    logp = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
-    vocab = ops.arange(logp.shape[-1], dtype="int32")  # (V,)
+def normalizer(logits: Tensor, banned_ids: tuple[int, ...]) -> tuple[Tensor, Tensor, Tensor]:
+    """`(N, V)` logits -> float32 logits with `-inf` at `banned_ids` `(N, V)`, and the
+    row maximum `(N, 1)` and `log(sum(exp(logits - max)))` `(N, 1)` of the logits as given.
+
+    A log-probability is `(logit - max) - log_sum` (`log_probs`), the steps of a
+    log-softmax, written out so that beam search can score a few candidates with the
+    same arithmetic as the whole row (`beam.candidates`).
+    """
+    x = ops.cast(logits, "float32")
+    top = ops.max(x, axis=-1, keepdims=True)  # (N, 1)
+    log_sum = ops.log(ops.sum(ops.exp(x - top), axis=-1, keepdims=True))  # (N, 1)
+    vocab = ops.arange(x.shape[-1], dtype="int32")  # (V,)
     banned = ops.zeros_like(vocab) > 0
     for token in banned_ids:
         banned = banned | (vocab == token)
-    return ops.where(banned, NEG_INF, logp)
+    return ops.where(banned, NEG_INF, x), top, log_sum
+
+
+def log_probs(logits: Tensor, banned_ids: tuple[int, ...]) -> Tensor:
+    """`(N, V)` logits -> `(N, V)` float32 log-probabilities, `-inf` at `banned_ids`."""
+    x, top, log_sum = normalizer(logits, banned_ids)
+    return (x - top) - log_sum
 
 
 def write_step(buffer: Tensor, values: Tensor, step: Tensor, time_axis: int) -> Tensor:
