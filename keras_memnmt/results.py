@@ -4,7 +4,9 @@
 see :mod:`keras_memnmt.records`) and, for runs made before records, ``results.json``,
 ``config.json`` and ``validations.json``; a field that none of them holds is ``None``
 and named in the summary's ``missing``. :func:`results_table` renders summaries as a
-Markdown table (missing fields shown as ``—``) or as JSON.
+Markdown table (missing fields shown as ``—``) or as JSON. :func:`update_marked_tables`
+re-renders the tables that a Markdown file marks with the command that makes them, so the
+documentation's tables can be regenerated and checked against the records.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from keras_memnmt.records import best_validation, hypotheses_key, read_record
 
@@ -177,3 +180,37 @@ def results_table(summaries: Sequence[dict], format: str = "markdown") -> str:
         notes.append("cased: sacreBLEU " + ", ".join(f"`{sig}`" for sig in signatures)
                      + "; lc: the same, lowercased.")
     return "\n".join(lines + ([""] + notes if notes else []))
+
+
+TABLE_START = re.compile(r"^<!-- memnmt results (.*) -->$")
+TABLE_END = "<!-- end memnmt results -->"
+
+
+def update_marked_tables(text: str, render: Callable[[list[str]], str], name: str = "text") -> tuple[str, int]:
+    """``text`` with every marked table rendered again, and how many tables it marks.
+
+    A marked table is the lines between ``<!-- memnmt results ARGS -->`` and
+    ``<!-- end memnmt results -->``; ``render(ARGS split as a shell would)`` gives its new
+    body. ``name`` (the file) and the marker's line number are named in the error for a
+    start marker without its end and in a ``ValueError`` or ``FileNotFoundError`` of
+    ``render``.
+    """
+    lines = text.split("\n")
+    out, count, i = [], 0, 0
+    while i < len(lines):
+        out.append(lines[i])
+        match = TABLE_START.match(lines[i].strip())
+        if not match:
+            i += 1
+            continue
+        end = next((j for j in range(i + 1, len(lines)) if lines[j].strip() == TABLE_END), None)
+        if end is None:
+            raise ValueError(f"{name} line {i + 1}: a `<!-- memnmt results ... -->` table without "
+                             f"its closing `{TABLE_END}`")
+        try:
+            body = render(shlex.split(match.group(1)))
+        except (ValueError, FileNotFoundError) as error:  # which table of which file
+            raise type(error)(f"{name} line {i + 1}: {error}") from error
+        out += [body, lines[end]]
+        count, i = count + 1, end + 1
+    return "\n".join(out), count
