@@ -85,8 +85,10 @@ def candidates(logits: Tensor, alive_raw: Tensor, count: int, banned_ids: tuple[
     blocks = vocab // width
     x, top, log_sum = normalizer(logits, banned_ids)  # (A*K, V), (A*K, 1), (A*K, 1)
     offset = ops.reshape(alive_raw, (-1, 1))  # (A*K, 1)
-    # Each block's best score, in log_probs' own steps: alive_raw + ((x - top) - log_sum).
-    block_best = offset + ((ops.max(ops.reshape(x, (-1, blocks, width)), axis=-1) - top) - log_sum)
+    def score(values, offset, top, log_sum):  # alive_raw + log p, in log_probs' own steps
+        return offset + ((values - top) - log_sum)
+
+    block_best = score(ops.max(ops.reshape(x, (-1, blocks, width)), axis=-1), offset, top, log_sum)
     _, best = ops.top_k(ops.reshape(block_best, (-1, k * blocks)), count)  # (A, C) in [0, K*blocks)
     best = ops.sort(ops.cast(best, "int32"), axis=-1)  # index order
     rows = ops.arange(ops.shape(best)[0], dtype="int32")[:, None] * k + best // blocks  # (A, C) in [0, A*K)
@@ -95,7 +97,7 @@ def candidates(logits: Tensor, alive_raw: Tensor, count: int, banned_ids: tuple[
         return ops.take(t, rows, axis=0)
 
     values = _gather(ops.reshape(x, (-1, k * blocks, width)), best)  # (A, C, W)
-    values = per_row(offset) + ((values - per_row(top)) - per_row(log_sum))
+    values = score(values, per_row(offset), per_row(top), per_row(log_sum))
     raw, pick = ops.top_k(ops.reshape(values, (-1, count * width)), count)  # (A, C)
     pick = ops.cast(pick, "int32")
     block = ops.take_along_axis(best, pick // width, axis=1)  # (A, C) in [0, K*blocks)
