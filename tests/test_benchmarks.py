@@ -1,4 +1,5 @@
-"""The side-by-side benchmark's reading of OpenNMT-py's log and of our scripts' output."""
+"""The side-by-side benchmark's reading of OpenNMT-py's log and of our scripts' output;
+the training-step profile's parts."""
 
 import os
 import sys
@@ -31,3 +32,51 @@ def test_parse_lines_reads_name_value_lines_only():
     text = "backend=tensorflow\n# throughput: python x.py --a=b\nrnnsearch_train_pairs_per_second=301.5\n"
     assert side_by_side.parse_lines(text) == {
         "backend": "tensorflow", "rnnsearch_train_pairs_per_second": "301.5"}
+
+
+@pytest.mark.parametrize("model_name", ["rmn"])  # RNNsearch's parts are a subset of RMN's
+def test_profile_parts_cover_every_weight_and_reach_back(model_name):
+    """The step profile's parts: each weight's gradient comes from some part, the parts
+    reach no weight of a part that comes before or after them, and the decoder and output
+    parts hand a gradient back to the part before them."""
+    import keras
+    import numpy as np
+    import profile_step
+
+    from keras_memnmt.config import TrainConfig
+    from keras_memnmt.models import get_model
+    from keras_memnmt.testing.tiny_runs import TINY_OPTIONS
+    from keras_memnmt.training import compile_model
+
+    options = dict(TINY_OPTIONS[model_name], dropout=0.1)
+    model = get_model(model_name)(30, 40, **options)
+    compile_model(model, TrainConfig(model=model_name, label_smoothing=0.1))
+    rng = np.random.default_rng(0)
+    x = (keras.ops.convert_to_tensor(rng.integers(3, 30, (4, 5)).astype("int32")),
+         keras.ops.convert_to_tensor(rng.integers(3, 40, (4, 6)).astype("int32")))
+    y = keras.ops.convert_to_tensor(rng.integers(3, 40, (4, 6)).astype("int32"))
+    model.train_on_batch(x, y)  # builds the weights and the optimizer
+    timers = profile_step.part_timers(model, keras.backend.backend())
+    assert set(timers) == set(profile_step.PARTS)
+
+    variables = model.trainable_variables
+    encoder = {id(v) for v in model.encoder.trainable_variables}
+    cell = {id(v) for v in model.cell.trainable_variables}
+    touched = {}
+    for part in ("encoder", "decoder", "output_loss"):
+        weight_grads, input_grads = timers[part](x, y)
+        assert len(weight_grads) == len(variables)
+        touched[part] = {id(v) for v, g in zip(variables, weight_grads)
+                         if g is not None and np.any(keras.ops.convert_to_numpy(g) != 0)}
+        if part != "encoder":  # (the source mask among the states has none)
+            assert any(np.any(keras.ops.convert_to_numpy(g) != 0) for g in input_grads if g is not None)
+    missed = [v.path for v in variables if not any(id(v) in t for t in touched.values())]
+    assert not missed
+    # The encoder part ends with the cell's initial states (its key projection, its s_0).
+    assert touched["encoder"] & encoder and not touched["encoder"] & touched["output_loss"]
+    assert not touched["output_loss"] & encoder
+    assert touched["decoder"] & cell and not touched["decoder"] & encoder
+    before = [keras.ops.convert_to_numpy(v.value).copy() for v in variables]
+    timers["optimizer"](x, y)
+    if keras.backend.backend() != "jax":  # JAX's update is stateless: it returns the new values
+        assert all(np.any(keras.ops.convert_to_numpy(v.value) != b) for v, b in zip(variables, before))
