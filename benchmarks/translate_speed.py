@@ -25,7 +25,8 @@ def main() -> int:
     p.add_argument("--split", default="test_2016_flickr")
     p.add_argument("--beams", default="1,5", help="comma-separated beam sizes (1: greedy)")
     p.add_argument("--passes", type=int, default=3)
-    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--batch-size", type=int, default=None,
+                   help="sentences per batch (default: the library's for each beam size)")
     args = p.parse_args()
     try:
         beams = [int(b) for b in args.beams.split(",")]

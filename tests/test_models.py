@@ -163,6 +163,14 @@ def test_translate_fills_a_short_last_batch_without_changing_results():
     big = translate(model, vocab, sentences, beam_size=2, batch_size=64, progress=False)
     assert small == big and len(small) == 12 and small[10:] == ["", ""]
     assert any(small[:10])
+    assert translate(model, vocab, sentences, beam_size=2, progress=False) == small  # the default
+
+
+@pytest.mark.parametrize("beam, sentences", [(1, 256), (2, 256), (3, 213), (5, 128), (16, 40), (641, 1)])
+def test_default_batch_size_keeps_the_rows_of_a_search_step_near_640(beam, sentences):
+    from keras_memnmt.inference import default_batch_size
+
+    assert default_batch_size(beam) == sentences
 
 
 @pytest.mark.parametrize("model_name", ["rnnsearch", "memdec", "rmn"])
