@@ -160,10 +160,7 @@ def part_timers(model, backend: str) -> dict:
         return model.encode(x[0], training=True)
 
     def decoder(x, y, states):  # as Seq2Seq.call runs it, from the initial states
-        embedded = model.target_dropout(model.embed_target(x[1]), training=True)
-        embedded = model.cell.drop_inputs(embedded, training=True)
-        prepared = model.cell.prepare_inputs(embedded, x[1])
-        return model.decoder_rnn(prepared, initial_state=list(states), training=True)
+        return model.decode_sequence(x[1], states, training=True)
 
     def output_inputs(x, y):
         return [decoder(x, y, decoder_inputs(x, y))]
@@ -199,10 +196,23 @@ def _weighted_sum(outputs):
     return sum(ops.sum(o) * 1e-3 for o in _float_inputs(outputs))
 
 
+def _fixed_inputs(make):
+    """``make(x, y)``'s float tensors, computed once per batch (outside the timed calls)."""
+    cache = {}
+
+    def inputs(x, y):
+        key = id(x[0])  # the batches stay alive for the whole run
+        if key not in cache:
+            cache[key] = _float_inputs(make(x, y))
+        return cache[key]
+
+    return inputs
+
+
 def _tf_grad(model, variables, make, fn):
     import tensorflow as tf
 
-    cache = {}
+    fixed = _fixed_inputs(make)
 
     @tf.function(reduce_retracing=True)
     def step(x, y, inputs):
@@ -212,10 +222,7 @@ def _tf_grad(model, variables, make, fn):
         return tape.gradient(loss, [*variables, *inputs])
 
     def run(x, y):
-        key = id(x[0])
-        if key not in cache:  # the part's inputs, computed once per batch outside the timing
-            cache[key] = _float_inputs(make(x, y))
-        grads = step(x, y, cache[key])
+        grads = step(x, y, fixed(x, y))
         return grads[:len(variables)], grads[len(variables):]
 
     return run
@@ -227,7 +234,7 @@ def _jax_grad(model, variables, make, fn):
 
     trainable = list(variables)
     others = [v for v in model.variables if all(v is not t for t in trainable)]
-    cache = {}
+    fixed = _fixed_inputs(make)
 
     def loss(values, inputs, other_values, x, y):
         mapping = list(zip(trainable, values)) + list(zip(others, other_values))
@@ -237,22 +244,16 @@ def _jax_grad(model, variables, make, fn):
     step = jax.jit(jax.grad(loss, argnums=(0, 1)))
 
     def run(x, y):
-        key = id(x[0])
-        if key not in cache:
-            cache[key] = _float_inputs(make(x, y))
-        return step([v.value for v in trainable], cache[key], [v.value for v in others], x, y)
+        return step([v.value for v in trainable], fixed(x, y), [v.value for v in others], x, y)
 
     return run
 
 
 def _torch_grad(model, variables, make, fn):
-    cache = {}
+    fixed = _fixed_inputs(make)
 
     def run(x, y):
-        key = id(x[0])
-        if key not in cache:
-            cache[key] = [v.detach() for v in _float_inputs(make(x, y))]
-        inputs = [v.clone().requires_grad_(True) for v in cache[key]]
+        inputs = [v.detach().clone().requires_grad_(True) for v in fixed(x, y)]
         for v in variables:
             v.value.grad = None
         _weighted_sum(fn(x, y, inputs)).backward()

@@ -101,6 +101,8 @@ def translate_chunks(
         raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
     size = chunk_size or max(len(sentences), 1)
     batch_size = default_batch_size(beam_size) if batch_size is None else batch_size
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be an integer >= 1 (or None for the default), got {batch_size!r}")
     total = sum(1 for s in sentences if s.strip())
     # A short last batch is filled up with one-token rows (eos) to the full batch size
     # when the input has more than one batch: the compiled search then sees one batch

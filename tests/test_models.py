@@ -173,6 +173,14 @@ def test_default_batch_size_keeps_the_rows_of_a_search_step_near_640(beam, sente
     assert default_batch_size(beam) == sentences
 
 
+@pytest.mark.parametrize("bad", [0, -3, 2.5])
+def test_translate_names_a_bad_batch_size(bad):
+    from keras_memnmt.inference import translate
+
+    with pytest.raises(ValueError, match="batch_size must be an integer >= 1"):
+        translate(None, None, ["a b"], batch_size=bad)
+
+
 @pytest.mark.parametrize("model_name", ["rnnsearch", "memdec", "rmn"])
 def test_attention_remat_reaches_the_attention_and_keeps_the_outputs(model_name):
     """TrainConfig.attention_remat → model → cell → AdditiveAttention.rematerialize; same logits."""

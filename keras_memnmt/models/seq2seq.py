@@ -151,11 +151,15 @@ class Seq2Seq(Generator, keras.Model):
     def call(self, inputs, training=False):
         source_ids, target_in = inputs
         states = self.encode(source_ids, training=training)
+        outputs = self.decode_sequence(target_in, states, training=training)  # (B,T,O)
+        return self.readout(outputs, training=training)  # (B, T, V)
+
+    def decode_sequence(self, target_in, states, training=False):
+        """Teacher-forced decoder loop: target ids ``(B, T)`` and initial states → outputs ``(B, T, O)``."""
         embedded = self.target_dropout(self.embed_target(target_in), training=training)  # (B,T,E)
         embedded = self.cell.drop_inputs(embedded, training=training)  # the cell's own, if any
         inputs = self.cell.prepare_inputs(embedded, target_in)  # the cell's own lookups, if any
-        outputs = self.decoder_rnn(inputs, initial_state=states, training=training)  # (B,T,O)
-        return self.readout(outputs, training=training)  # (B, T, V)
+        return self.decoder_rnn(inputs, initial_state=list(states), training=training)
 
     def decode_step(self, tokens, states):
         """One decoding step: previous tokens ``(B,)`` → ``(logits (B,V), states, attention)``.
