@@ -32,10 +32,12 @@ import re
 import statistics
 import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PEER_BENCH = os.path.join(HERE, "..", "..", "shared", "peers", "opennmt-py", "bench.sh")
+sys.path.insert(0, HERE)
+from throughput import matmul_rate  # noqa: E402
+
 STEP_LINE = re.compile(r"Step\s+(\d+)/\s*\d+;.*?bsz:\s*(\d+)/\s*(\d+)/\s*(\d+);\s*(\d+)/\s*(\d+) tok/s")
 
 
@@ -69,24 +71,8 @@ def opennmt_pairs_per_second(log_text: str, warmup: int) -> tuple[float, float]:
 
 def matmul_rates(repeats: int) -> dict[str, float]:
     """Best-of-``repeats`` fp32 GFLOP/s of ``keras.ops.matmul`` for two shapes (this backend)."""
-    import keras
-    import numpy as np
-
-    rates = {}
-    for m, k, n, calls in ((2048, 2048, 2048, 1), (64, 1024, 1536, 50)):
-        a = keras.ops.convert_to_tensor(np.random.default_rng(0).standard_normal((m, k), "float32"))
-        b = keras.ops.convert_to_tensor(np.random.default_rng(1).standard_normal((k, n), "float32"))
-        keras.ops.convert_to_numpy(keras.ops.matmul(a, b))  # warm-up (and compile, where any)
-        best = float("inf")
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            for _ in range(calls):
-                out = keras.ops.matmul(a, b)
-            keras.ops.convert_to_numpy(out)  # wait for the device
-            best = min(best, (time.perf_counter() - t0) / calls)
-        name = "2048" if m == 2048 else f"{m}x{k}x{n}"
-        rates[name] = 2 * m * k * n / best / 1e9
-    return rates
+    return {"2048": matmul_rate(2048, 2048, 2048, repeats=repeats),
+            "64x1024x1536": matmul_rate(64, 1024, 1536, calls=50, repeats=repeats)}
 
 
 def run_stage(name: str, command: list[str], env: dict | None = None) -> str | None:

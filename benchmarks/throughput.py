@@ -31,12 +31,24 @@ Memory: the kernel's peak-RSS mark is reset (``/proc/self/clear_refs``) after
 the data and vocabulary are ready, so ``peak_rss_mb_training`` is the process's
 peak during the model's build and training alone (library code included), and
 ``training_memory_mb`` that peak minus the resident size just before the build.
+
+``--peak N`` also measures this backend's matmul rate on its default device for an
+N×N×N product in float32 and in bfloat16 (``matmul_gflops_{N}_{dtype}``) and prints
+each model's ``{name}_fraction_of_peak``: its analytic GFLOP/s over the rate of its
+compute dtype (bfloat16 under ``--set precision=mixed_bfloat16``, float16 under
+``mixed_float16``). On a GPU, N of 8192 or more is needed to approach the chip's peak.
+
+Where TensorFlow is not installed (a GPU machine with only JAX, say), the batches and
+vocabulary are made elsewhere: ``--save-batches DIR`` writes them (and the test
+sentences) and stops; ``--load-batches DIR`` reads them instead of ``--data-dir``, and
+``model.fit`` is fed from a Python generator instead of ``tf.data``.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import resource
 import time
@@ -113,6 +125,66 @@ def train_flops_per_batch(c, src_tokens: int, tgt_tokens: int, model: str) -> fl
     return 3 * 2 * macs
 
 
+def matmul_rate(m: int, k: int, n: int, dtype: str = "float32", calls: int = 1, repeats: int = 5) -> float:
+    """Best-of-``repeats`` GFLOP/s of ``keras.ops.matmul`` of (m×k)·(k×n) in ``dtype`` on this
+    backend's default device; each timed repeat runs ``calls`` products and waits for the last."""
+    import keras
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    a = keras.ops.convert_to_tensor(rng.standard_normal((m, k), "float32"), dtype=dtype)
+    b = keras.ops.convert_to_tensor(rng.standard_normal((k, n), "float32"), dtype=dtype)
+    keras.ops.convert_to_numpy(keras.ops.matmul(a, b))  # warm-up (and compile, where any)
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            out = keras.ops.matmul(a, b)
+        keras.ops.convert_to_numpy(out[:1, :1])  # wait for the device
+        best = min(best, (time.perf_counter() - t0) / calls)
+    return 2 * m * k * n / best / 1e9
+
+
+def save_batches(directory: str, batches: list, vocab, test, settings: dict) -> None:
+    """Writes the batches (``batches.npz``, with ``settings`` in ``batches.json``), the vocabulary (``vocab/``) and the test
+    sentences (``test.source.txt``, ``test.target.txt``) that ``load_batches`` reads."""
+    import numpy as np
+
+    os.makedirs(directory, exist_ok=True)
+    arrays = {}
+    for i, ((source, target_in), target_out) in enumerate(batches):
+        arrays.update({f"source_{i}": source, f"target_in_{i}": target_in, f"target_out_{i}": target_out})
+    np.savez_compressed(os.path.join(directory, "batches.npz"), **arrays)
+    with open(os.path.join(directory, "batches.json"), "w") as f:  # how they were made
+        json.dump(settings, f)
+    vocab.save(os.path.join(directory, "vocab"))
+    for side in ("source", "target"):
+        with open(os.path.join(directory, f"test.{side}.txt"), "w") as f:
+            f.write("".join(line + "\n" for line in (getattr(test, side) if test is not None else [])))
+
+
+def load_batches(directory: str) -> tuple:
+    """Reads what ``save_batches`` wrote: ``(batches, settings, vocab, test_sources, test_targets)``."""
+    import numpy as np
+
+    from keras_memnmt.data import SubwordVocab
+
+    path = os.path.join(directory, "batches.npz")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"--load-batches: {path} not found (write it with --save-batches)")
+    with np.load(path) as arrays:
+        count = sum(1 for key in arrays.files if key.startswith("source_"))
+        batches = [((arrays[f"source_{i}"], arrays[f"target_in_{i}"]), arrays[f"target_out_{i}"])
+                   for i in range(count)]
+    with open(os.path.join(directory, "batches.json")) as f:
+        settings = json.load(f)
+    test = []
+    for side in ("source", "target"):
+        with open(os.path.join(directory, f"test.{side}.txt")) as f:
+            test.append(f.read().splitlines())
+    return batches, settings, SubwordVocab.load(os.path.join(directory, "vocab")), test[0], test[1]
+
+
 def _proc_status_mb(field: str) -> float:
     """A ``/proc/self/status`` memory field (VmRSS, VmHWM) in MB; 0 where there is none."""
     try:
@@ -153,8 +225,18 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=100)
     p.add_argument("--translate", type=int, default=1000, help="test sentences to translate (0: skip)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a TrainConfig field (model sizes, batch_by, ...)")
+                   help="override a TrainConfig field (model sizes, batch_by, precision, ...)")
+    p.add_argument("--peak", type=int, default=0, metavar="N",
+                   help="also measure the N×N×N matmul rate in float32 and bfloat16 and print each "
+                        "model's fraction of it (0: skip)")
+    p.add_argument("--save-batches", metavar="DIR",
+                   help="write the batches, vocabulary and test sentences to DIR and stop")
+    p.add_argument("--load-batches", metavar="DIR",
+                   help="read the batches, vocabulary and test sentences from DIR (written by "
+                        "--save-batches) instead of --data-dir; needs no TensorFlow")
     args = p.parse_args()
+    if args.peak < 0:
+        p.error(f"--peak: {args.peak} is negative")
     models = [m.strip() for m in args.model.split(",") if m.strip()]
     unknown = sorted(set(models) - set(BENCHMARKED))
     if not models or unknown:
@@ -168,7 +250,7 @@ def main() -> None:
     import keras
 
     from keras_memnmt.config import TrainConfig, apply_overrides
-    from keras_memnmt.data import SubwordVocab, load_multi30k, make_dataset
+    from keras_memnmt.data import ParallelCorpus, SubwordVocab, load_multi30k, make_dataset
 
     print(f"backend={keras.backend.backend()}")
     print(f"malloc_tuned={int(malloc_tuned)}")
@@ -185,14 +267,38 @@ def main() -> None:
     print(f"recipe={args.recipe}")
     print(f"bucket_width={config.bucket_width}")
     print(f"tie_embeddings={int(config.tie_embeddings)}")  # the Multi30k recipes tie the output embedding
-    train = load_multi30k("en", "de", "train", data_dir=args.data_dir)
-    vocab = SubwordVocab.train(train.source, train.target, size=config.vocab_size)
-    ds, _ = make_dataset(train, vocab, batch_size=config.batch_size, batch_by=config.batch_by,
-                         max_length=config.max_length, bucket_width=config.bucket_width)
-    batches = list(ds.repeat().take(args.warmup_steps + args.steps).as_numpy_iterator())
     test = None
-    if args.translate:
-        test = load_multi30k("en", "de", "test_2016_flickr", data_dir=args.data_dir).take(args.translate)
+    if args.load_batches:
+        try:
+            batches, settings, vocab, test_source, test_target = load_batches(args.load_batches)
+        except (OSError, ValueError) as error:
+            p.error(str(error))
+        for key, value in settings.items():  # how the batches were made, not --recipe's values
+            print(f"batches_{key}={value}")
+        if len(batches) < args.warmup_steps + args.steps:
+            p.error(f"--load-batches: {args.load_batches} holds {len(batches)} batches, fewer than "
+                    f"--warmup-steps + --steps ({args.warmup_steps + args.steps})")
+        batches = batches[:args.warmup_steps + args.steps]
+        if args.translate:
+            test = ParallelCorpus(test_source, test_target, name="test").take(args.translate)
+    else:
+        train = load_multi30k("en", "de", "train", data_dir=args.data_dir)
+        vocab = SubwordVocab.train(train.source, train.target, size=config.vocab_size)
+        ds, _ = make_dataset(train, vocab, batch_size=config.batch_size, batch_by=config.batch_by,
+                             max_length=config.max_length, bucket_width=config.bucket_width)
+        batches = list(ds.repeat().take(args.warmup_steps + args.steps).as_numpy_iterator())
+        if args.translate:
+            test = load_multi30k("en", "de", "test_2016_flickr", data_dir=args.data_dir).take(args.translate)
+    if args.save_batches:
+        save_batches(args.save_batches, batches, vocab, test,
+                     {"recipe": args.recipe, "batch_size": config.batch_size, "batch_by": config.batch_by,
+                      "bucket_width": config.bucket_width, "max_length": config.max_length})
+        print(f"saved_batches={len(batches)}")
+        return
+    peaks = {}
+    for dtype in ("float32", "bfloat16") if args.peak else ():
+        peaks[dtype] = matmul_rate(args.peak, args.peak, args.peak, dtype)
+        print(f"matmul_gflops_{args.peak}_{dtype}={peaks[dtype]:.1f}")
     own = [r.strip() for r in args.model_recipes.split(",") if r.strip()]
     if own and len(own) != len(models):
         p.error(f"--model-recipes: {len(own)} recipes for {len(models)} models")
@@ -206,7 +312,7 @@ def main() -> None:
             print(f"{model_name}_recipe={own[i]}")
         else:
             model_config = apply_overrides(config, [f"model={model_name}"])
-        cost[model_name] = benchmark(model_name, model_config, vocab, batches, args.warmup_steps, test)
+        cost[model_name] = benchmark(model_name, model_config, vocab, batches, args.warmup_steps, test, peaks)
     if "rnnsearch" in cost:
         for name, (value, median) in cost.items():
             if name != "rnnsearch":
@@ -216,18 +322,19 @@ def main() -> None:
                 print(f"{name}_median_step_vs_rnnsearch={median / cost['rnnsearch'][1]:.2f}")
 
 
-def benchmark(name: str, config, vocab, batches: list, warmup_steps: int, test) -> tuple:
+def benchmark(name: str, config, vocab, batches: list, warmup_steps: int, test, peaks: dict) -> tuple:
     """Prints one model's figures; returns its training cost per target token and median step (s)."""
     import gc
 
     import keras
     import numpy as np
-    import tensorflow as tf
 
     from keras_memnmt.config import build_model
     from keras_memnmt.inference import translate
-    from keras_memnmt.training import compile_model
+    from keras_memnmt.training import apply_precision, compile_model
 
+    apply_precision(config)  # the dtype policy, before the build
+    print(f"{name}_precision={config.precision}")
     gc.collect()
     exact_peak = _reset_peak_rss()
     rss_before = _proc_status_mb("VmRSS")
@@ -246,6 +353,10 @@ def benchmark(name: str, config, vocab, batches: list, warmup_steps: int, test) 
             self.times.append(time.perf_counter() - self.t0)
 
     def as_dataset(items):
+        try:
+            import tensorflow as tf
+        except ImportError:  # a machine without TensorFlow: Keras reads a Python generator
+            return (item for item in items)
         return tf.data.Dataset.from_generator(
             lambda: iter(items),
             output_signature=((tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None, None], tf.int32)),
@@ -270,6 +381,9 @@ def benchmark(name: str, config, vocab, batches: list, warmup_steps: int, test) 
     print(f"{name}_train_microseconds_per_target_token={1e6 * wall / tokens:.1f}")
     print(f"{name}_train_gflops_per_second={flops / wall / 1e9:.1f}")
     print(f"{name}_train_fraction_of_100_gflops={flops / wall / 1e11:.2f}")
+    compute = keras.config.dtype_policy().compute_dtype
+    if compute in peaks:
+        print(f"{name}_fraction_of_peak={flops / wall / 1e9 / peaks[compute]:.4f}")
     median = float(np.median(timer.times))
     print(f"{name}_train_median_step_ms={1000 * median:.1f}")
     print(f"{name}_train_steps_share_of_wall={sum(timer.times) / wall:.3f}")

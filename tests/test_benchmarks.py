@@ -80,3 +80,27 @@ def test_profile_parts_cover_every_weight_and_reach_back(model_name):
     timers["optimizer"](x, y)
     if keras.backend.backend() != "jax":  # JAX's update is stateless: it returns the new values
         assert all(np.any(keras.ops.convert_to_numpy(v.value) != b) for v, b in zip(variables, before))
+
+
+def test_saved_batches_read_back_the_same(tmp_path, small_vocab, val_corpus):
+    """``throughput.py --save-batches`` / ``--load-batches``: the batches, their settings, the
+    vocabulary and the test sentences come back as written, and a missing file is named."""
+    import numpy as np
+    import throughput
+
+    rng = np.random.default_rng(0)
+    batches = [((rng.integers(0, 500, (3, s)).astype("int32"), rng.integers(0, 500, (3, t)).astype("int32")),
+                rng.integers(0, 500, (3, t)).astype("int32")) for s, t in ((4, 8), (12, 4))]
+    test = val_corpus.take(3)
+    throughput.save_batches(str(tmp_path), batches, small_vocab, test, {"bucket_width": 16})
+    loaded, settings, vocab, sources, targets = throughput.load_batches(str(tmp_path))
+    assert settings == {"bucket_width": 16}
+    assert len(loaded) == len(batches)
+    for ((s, ti), to), ((s2, ti2), to2) in zip(batches, loaded):
+        np.testing.assert_array_equal(s, s2)
+        np.testing.assert_array_equal(ti, ti2)
+        np.testing.assert_array_equal(to, to2)
+    assert (sources, targets) == (test.source, test.target)
+    assert vocab.target.encode(test.target) == small_vocab.target.encode(test.target)
+    with pytest.raises(FileNotFoundError, match="batches.npz"):
+        throughput.load_batches(str(tmp_path / "elsewhere"))

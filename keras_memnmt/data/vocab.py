@@ -44,34 +44,42 @@ class SentencePieceVocab:
 
     def __init__(self, proto: bytes):
         import sentencepiece as spm
-        import tensorflow as tf
 
         if not isinstance(proto, bytes) or not proto:
             raise ValueError("proto must be the non-empty bytes of a SentencePiece model")
         self.proto = proto
         self._processor = spm.SentencePieceProcessor(model_proto=proto)
         self.vocab_size = int(self._processor.get_piece_size())
+        self._graph_ops = None  # (tokenize, detokenize), built on first use
 
-        # The tokenizer op is built *inside* each tf.function, not eagerly: an eagerly
-        # created SentencePiece resource lives in TF's eager kernel cache, which
-        # tf.random.set_seed (so keras.utils.set_random_seed) clears, leaving a dead
-        # handle. Inside a function graph the resource belongs to the function.
-        def make():
-            import tensorflow_text as tf_text
+    def _ops(self):
+        """The TensorFlow tokenize and detokenize functions, built on first use: the eager
+        :meth:`encode` and :meth:`decode` (SentencePiece alone) work without TensorFlow."""
+        if self._graph_ops is None:
+            import tensorflow as tf
 
-            return tf_text.SentencepieceTokenizer(model=proto, out_type=tf.int32)
+            proto = self.proto
 
-        self._tokenize = tf.function(
-            lambda text: make().tokenize(text), input_signature=[tf.TensorSpec([None], tf.string)]
-        )
-        self._detokenize = tf.function(
-            lambda ids: make().detokenize(ids),
-            input_signature=[tf.RaggedTensorSpec([None, None], tf.int32, ragged_rank=1)],
-        )
+            # The tokenizer op is built *inside* each tf.function, not eagerly: an eagerly
+            # created SentencePiece resource lives in TF's eager kernel cache, which
+            # tf.random.set_seed (so keras.utils.set_random_seed) clears, leaving a dead
+            # handle. Inside a function graph the resource belongs to the function.
+            def make():
+                import tensorflow_text as tf_text
+
+                return tf_text.SentencepieceTokenizer(model=proto, out_type=tf.int32)
+
+            self._graph_ops = (
+                tf.function(lambda text: make().tokenize(text),
+                            input_signature=[tf.TensorSpec([None], tf.string)]),
+                tf.function(lambda ids: make().detokenize(ids),
+                            input_signature=[tf.RaggedTensorSpec([None, None], tf.int32, ragged_rank=1)]),
+            )
+        return self._graph_ops
 
     def tokenize(self, text):
         """Strings ``(N,)`` tf.string → ids ``(N, None)`` tf.RaggedTensor int32; no bos/eos added."""
-        return self._tokenize(text)
+        return self._ops()[0](text)
 
     def detokenize(self, ids):
         """Ids ``(N, None)`` (tf.RaggedTensor or padded tf.Tensor) → strings ``(N,)``.
@@ -85,7 +93,7 @@ class SentencePieceVocab:
             # Keep the tokens before the first eos (or all of them), then drop pad/bos.
             before_eos = tf.math.cumsum(tf.cast(ids == EOS_ID, tf.int32), axis=-1) == 0
             ids = tf.ragged.boolean_mask(ids, before_eos & (ids != PAD_ID) & (ids != BOS_ID))
-        return self._detokenize(tf.cast(ids, tf.int32))
+        return self._ops()[1](tf.cast(ids, tf.int32))
 
     def encode(self, sentences: Sequence[str]) -> list[list[int]]:
         """Python strings → Python lists of ids, no bos/eos (the ids :meth:`tokenize` gives)."""
