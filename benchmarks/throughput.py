@@ -265,7 +265,8 @@ def main() -> None:
     except ConfigError as error:
         p.error(str(error))
     print(f"recipe={args.recipe}")
-    print(f"bucket_width={config.bucket_width}")
+    if not args.load_batches:  # loaded batches print their own (batches_bucket_width=)
+        print(f"bucket_width={config.bucket_width}")
     print(f"tie_embeddings={int(config.tie_embeddings)}")  # the Multi30k recipes tie the output embedding
     test = None
     if args.load_batches:
