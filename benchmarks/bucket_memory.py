@@ -2,7 +2,7 @@
 
 Prints one ``name=value`` line per figure; never asserts. Run once per backend:
 
-    KERAS_BACKEND=tensorflow python benchmarks/bucket_memory.py --data-dir ../shared/data/multi30k
+    KERAS_BACKEND=tensorflow python benchmarks/bucket_memory.py --data-dir $MEMNMT_DATA
 
 ``throughput.py``'s peak depends on which buckets its random sample of batches hits;
 real training sees every bucket each epoch, so its peak is set by the widest full
@@ -27,7 +27,8 @@ def main() -> None:
     from throughput import _proc_status_mb, _reset_peak_rss
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data-dir", default=os.environ.get("MEMNMT_DATA", "../shared/data/multi30k"))
+    p.add_argument("--data-dir", default=os.environ.get("MEMNMT_DATA"),
+                   help="local Multi30k folder (default: $MEMNMT_DATA, else the cache, else a download)")
     p.add_argument("--vocab-size", type=int, default=8000)
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--widths", default="16,24,32,40,48",

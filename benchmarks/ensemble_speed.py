@@ -59,7 +59,8 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--run", action="append", help="a run directory from `memnmt train` (repeat: one per member)")
     p.add_argument("--members", type=int, default=4, help="untrained members without --run (default 4)")
-    p.add_argument("--data-dir", default=os.environ.get("MEMNMT_DATA", "../shared/data/multi30k"))
+    p.add_argument("--data-dir", default=os.environ.get("MEMNMT_DATA"),
+                   help="local Multi30k folder (default: $MEMNMT_DATA, else the cache, else a download)")
     p.add_argument("--split", default="test_2016_flickr")
     p.add_argument("--sentences", type=int, help="translate the first N sentences (default: all)")
     p.add_argument("--beam", type=int, default=16)

@@ -1,7 +1,7 @@
 """Translation speed of an exported SavedModel against the Python path, on the same run.
 
     KERAS_BACKEND=tensorflow python benchmarks/export_speed.py --run runs/rnnsearch \
-        --data-dir ../shared/data/multi30k
+        --data-dir $MEMNMT_DATA
 
 Exports ``--run`` (``keras_memnmt.export.export_runs``, beam 5 by default) into a
 temporary folder, loads it with ``tf.saved_model.load`` and translates the Multi30k
@@ -31,7 +31,8 @@ import time
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--run", required=True, help="a run directory from `memnmt train`")
-    p.add_argument("--data-dir", default=os.environ.get("MEMNMT_DATA", "../shared/data/multi30k"))
+    p.add_argument("--data-dir", default=os.environ.get("MEMNMT_DATA"),
+                   help="local Multi30k folder (default: $MEMNMT_DATA, else the cache, else a download)")
     p.add_argument("--split", default="test_2016_flickr")
     p.add_argument("--beam", type=int, default=5)
     p.add_argument("--batch-size", type=int, default=64)

@@ -1,6 +1,6 @@
 """Where a training step's time goes, on this backend: one row per part of the step.
 
-    KERAS_BACKEND=torch python benchmarks/profile_step.py --data-dir ../shared/data/multi30k
+    KERAS_BACKEND=torch python benchmarks/profile_step.py --data-dir $MEMNMT_DATA
 
 The model, data and batches are those of `throughput.py` (``--recipe``, default
 ``multi30k_rnnsearch``; ``--model``; ``--set``). Each part is timed on its own, forward
@@ -46,7 +46,8 @@ PARTS = ("encoder", "decoder", "output_loss", "optimizer")
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data-dir", default=os.environ.get("MEMNMT_DATA", "../shared/data/multi30k"))
+    p.add_argument("--data-dir", default=os.environ.get("MEMNMT_DATA"),
+                   help="local Multi30k folder (default: $MEMNMT_DATA, else the cache, else a download)")
     p.add_argument("--model", default="rnnsearch", help="one of: " + ", ".join(BENCHMARKED))
     p.add_argument("--recipe", default="multi30k_rnnsearch",
                    help="recipe whose data and model settings are measured; 'none': TrainConfig's defaults")

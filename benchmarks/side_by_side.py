@@ -1,7 +1,7 @@
 """This library against OpenNMT-py on the same machine, one after the other, plus the matmul peak.
 
-    KERAS_BACKEND=tensorflow python benchmarks/side_by_side.py --data-dir ../shared/data/multi30k \
-        [--run runs/rnnsearch]
+    KERAS_BACKEND=tensorflow python benchmarks/side_by_side.py --data-dir $MEMNMT_DATA \
+        [--peer-bench FILE | --skip-peer] [--run runs/rnnsearch]
 
 Runs, in this order and never at the same time:
 
@@ -10,10 +10,12 @@ Runs, in this order and never at the same time:
    figure) and ``matmul_gflops_64x1024x1536`` for the shape of a decoder step;
 2. ``benchmarks/throughput.py`` for RNNsearch at the ``multi30k_rnnsearch`` recipe's
    settings (batch 64 sentences), whose lines are printed as they are;
-3. the OpenNMT-py baseline, ``../shared/peers/opennmt-py/bench.sh`` (it creates its venv
-   under /tmp/peers on first use; same model shape, batch 64 sentences), converted from its
-   target words/s to sentence pairs/s with the words per sentence its own log reports
-   (``bsz: src/tgt/sents``) over the same steps;
+3. the OpenNMT-py baseline: a script (``--peer-bench FILE``, else
+   ``$MEMNMT_OPENNMT_BENCH``) run as ``bash FILE STEPS`` with ``$WORK`` and ``$WARMUP`` set,
+   which trains OpenNMT-py 3.5.1 at the same model shape (batch 64 sentences) under
+   ``/usr/bin/time -v``, prints that output and leaves OpenNMT-py's training log in
+   ``$WORK/stdout.txt``; its target words/s are converted to sentence pairs/s with the
+   words per sentence its own log reports (``bsz: src/tgt/sents``) over the same steps;
 4. with ``--run``, ``benchmarks/translate_speed.py`` on that trained run (greedy and beam 5
    over test_2016_flickr, two passes; the second pass is the figure).
 
@@ -34,7 +36,6 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PEER_BENCH = os.path.join(HERE, "..", "..", "shared", "peers", "opennmt-py", "bench.sh")
 sys.path.insert(0, HERE)
 from throughput import matmul_rate  # noqa: E402
 
@@ -90,13 +91,15 @@ def run_stage(name: str, command: list[str], env: dict | None = None) -> str | N
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data-dir", default=os.environ.get("MEMNMT_DATA", "../shared/data/multi30k"))
+    p.add_argument("--data-dir", default=os.environ.get("MEMNMT_DATA"),
+                   help="local Multi30k folder (default: $MEMNMT_DATA, else the cache, else a download)")
     p.add_argument("--steps", type=int, default=300, help="our timed training steps")
     p.add_argument("--warmup-steps", type=int, default=30, help="our untimed first steps")
     p.add_argument("--peer-steps", type=int, default=400,
                    help="OpenNMT-py's training steps (its first 100 are not counted)")
     p.add_argument("--peer-warmup", type=int, default=100)
-    p.add_argument("--peer-bench", default=PEER_BENCH, help="OpenNMT-py's bench.sh")
+    p.add_argument("--peer-bench", default=os.environ.get("MEMNMT_OPENNMT_BENCH"),
+                   help="the OpenNMT-py baseline script (default: $MEMNMT_OPENNMT_BENCH)")
     p.add_argument("--repeats", type=int, default=5, help="timed repeats of each matmul")
     p.add_argument("--run", help="a trained run directory: also time its translation")
     p.add_argument("--skip-peer", action="store_true", help="leave OpenNMT-py out")
@@ -104,8 +107,12 @@ def main() -> int:
     for flag in ("steps", "warmup_steps", "peer_steps", "repeats"):
         if getattr(args, flag) < 1:
             p.error(f"--{flag.replace('_', '-')} must be >= 1")
+    if not args.skip_peer and not args.peer_bench:
+        p.error("give the OpenNMT-py baseline script (--peer-bench FILE or $MEMNMT_OPENNMT_BENCH), "
+                "or pass --skip-peer")
     if not args.skip_peer and not os.path.isfile(args.peer_bench):
         p.error(f"--peer-bench: {args.peer_bench} not found (or pass --skip-peer)")
+    data = ["--data-dir", args.data_dir] if args.data_dir else []
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     python = sys.executable
 
@@ -121,9 +128,8 @@ def main() -> int:
     sys.stdout.flush()
 
     ours = run_stage("throughput", [
-        python, os.path.join(HERE, "throughput.py"), "--data-dir", args.data_dir, "--model",
-        "rnnsearch", "--steps", str(args.steps), "--warmup-steps", str(args.warmup_steps),
-        "--translate", "0"])
+        python, os.path.join(HERE, "throughput.py"), *data, "--model", "rnnsearch", "--steps",
+        str(args.steps), "--warmup-steps", str(args.warmup_steps), "--translate", "0"])
     ours = parse_lines(ours or "")
 
     peer = {}
@@ -148,8 +154,8 @@ def main() -> int:
     translation = {}
     if args.run:
         out = run_stage("translate", [
-            python, os.path.join(HERE, "translate_speed.py"), "--run", args.run, "--data-dir",
-            args.data_dir, "--beams", "1,5", "--passes", "2"])
+            python, os.path.join(HERE, "translate_speed.py"), "--run", args.run, *data,
+            "--beams", "1,5", "--passes", "2"])
         translation = parse_lines(out or "")
 
     print("# summary")

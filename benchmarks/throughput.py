@@ -2,7 +2,7 @@
 
 Prints one ``name=value`` line per figure; never asserts. Run once per backend:
 
-    KERAS_BACKEND=jax python benchmarks/throughput.py --data-dir ../shared/data/multi30k
+    KERAS_BACKEND=jax python benchmarks/throughput.py --data-dir $MEMNMT_DATA
 
 Settings come from a recipe (``--recipe``, default ``multi30k_rnnsearch``: the
 toolkit-comparison size, embeddings 256, bidirectional GRU
@@ -209,7 +209,8 @@ def _reset_peak_rss() -> bool:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data-dir", default=os.environ.get("MEMNMT_DATA", "../shared/data/multi30k"))
+    p.add_argument("--data-dir", default=os.environ.get("MEMNMT_DATA"),
+                   help="local Multi30k folder (default: $MEMNMT_DATA, else the cache, else a download)")
     p.add_argument("--model", default="rnnsearch",
                    help="model(s), comma-separated: " + ", ".join(BENCHMARKED))
     p.add_argument("--model-recipes", default="",

@@ -1,7 +1,7 @@
 """Translation time of a trained run on test_2016_flickr, pass after pass in one process.
 
     KERAS_BACKEND=tensorflow python benchmarks/translate_speed.py --run runs/rnnsearch_w1 \
-        --data-dir ../shared/data/multi30k
+        --data-dir $MEMNMT_DATA
 
 Prints one ``name=value`` line per figure: ``beam{K}_pass{N}_seconds`` for each beam
 size and pass (the first pass includes tracing / compiling the search), and the test
@@ -21,7 +21,8 @@ import time
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--run", required=True, help="a run directory from `memnmt train`")
-    p.add_argument("--data-dir", default=os.environ.get("MEMNMT_DATA", "../shared/data/multi30k"))
+    p.add_argument("--data-dir", default=os.environ.get("MEMNMT_DATA"),
+                   help="local Multi30k folder (default: $MEMNMT_DATA, else the cache, else a download)")
     p.add_argument("--split", default="test_2016_flickr")
     p.add_argument("--beams", default="1,5", help="comma-separated beam sizes (1: greedy)")
     p.add_argument("--passes", type=int, default=3)

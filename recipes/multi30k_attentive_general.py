@@ -1,6 +1,6 @@
 """Attentive NMT (Salton et al. 2017) with the "general" source score on Multi30k en→de.
 
-    memnmt train multi30k_attentive_general --data-dir ../shared/data/multi30k --out runs/attentive_general
+    memnmt train multi30k_attentive_general --data-dir $MEMNMT_DATA --out runs/attentive_general
 
 The other direction: `--set src=de --set tgt=en`. Results: docs/results.md.
 """

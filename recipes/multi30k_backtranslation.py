@@ -23,7 +23,7 @@ used only through their German side. The stages, for the config's ``src=en, tgt=
 5. ``OUT/comparison.json`` and ``OUT/comparison.md``: test BLEU, lowercased BLEU and chrF
    of the three runs; the table is also printed.
 
-    memnmt train multi30k_backtranslation --data-dir ../shared/data/multi30k --out runs/bt
+    memnmt train multi30k_backtranslation --data-dir $MEMNMT_DATA --out runs/bt
 
 Every run is ``multi30k_rnnsearch``'s model and schedule (``--set`` reaches the config's
 fields, the model's options and the fields of ``Options`` below; ``reverse_model``

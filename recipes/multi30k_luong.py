@@ -1,7 +1,7 @@
 """Luong et al. (2015) global "dot" attention with input feeding, MetaMind's WMT16 single
 system (Bradbury & Socher 2016, §2), on Multi30k en→de.
 
-    memnmt train multi30k_luong --data-dir ../shared/data/multi30k --out runs/luong
+    memnmt train multi30k_luong --data-dir $MEMNMT_DATA --out runs/luong
 
 Every validation's weights are kept (``checkpoints/step{N}.keras``) for ensembles of
 checkpoints and checkpoint averaging (``memnmt average``). Results: docs/results.md.

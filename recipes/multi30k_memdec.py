@@ -3,7 +3,7 @@ RNNsearch is trained first into OUT/pretrain_rnnsearch (or reused: --set
 pretrain_run=RUN_DIR), its weights are copied into MemDec (``MemDec.warm_start``),
 then everything is fine-tuned.
 
-    memnmt train multi30k_memdec --data-dir ../shared/data/multi30k --out runs/memdec
+    memnmt train multi30k_memdec --data-dir $MEMNMT_DATA --out runs/memdec
 
 The stages are this recipe's ``run``, written with the public API; ``--set`` reaches
 the fields of ``Options`` below as well as the config's fields and MemDec's options.

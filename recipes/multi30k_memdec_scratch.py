@@ -1,6 +1,6 @@
 """MemDec on Multi30k en→de trained from scratch (no RNNsearch pre-training).
 
-    memnmt train multi30k_memdec_scratch --data-dir ../shared/data/multi30k --out runs/memdec_scratch
+    memnmt train multi30k_memdec_scratch --data-dir $MEMNMT_DATA --out runs/memdec_scratch
 """
 
 from recipes.multi30k_memdec import CONFIG as MEMDEC

@@ -3,7 +3,7 @@ then a results table in OUT/results.md. RNNsearch is pre-trained once, in
 OUT/pretrain_rnnsearch, and every run warm-starts from it; pass --set
 pretrain_run=RUN_DIR to warm-start every run from an existing RNNsearch run instead.
 
-    memnmt train multi30k_memdec_sizes --data-dir ../shared/data/multi30k --out runs/memdec_sizes
+    memnmt train multi30k_memdec_sizes --data-dir $MEMNMT_DATA --out runs/memdec_sizes
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The RMN decoder (Yum & Mu §2.4) on Multi30k en→de, on RNNsearch's terms.
 
-    memnmt train multi30k_rmn --data-dir ../shared/data/multi30k --out runs/rmn
+    memnmt train multi30k_rmn --data-dir $MEMNMT_DATA --out runs/rmn
 
 The data, vocabulary, sizes, training budget and tricks of `multi30k_rnnsearch`; only the
 decoder differs: an LSTM of 512 with the same attention and deep output, and a memory block

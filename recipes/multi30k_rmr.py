@@ -1,6 +1,6 @@
 """RMR (RMN with a second LSTM on the memory block; Tran et al. 2016) on Multi30k en→de.
 
-    memnmt train multi30k_rmr --data-dir ../shared/data/multi30k --out runs/rmr
+    memnmt train multi30k_rmr --data-dir $MEMNMT_DATA --out runs/rmr
 
 `multi30k_rmn` with the top LSTM (512 units); everything else as `multi30k_rnnsearch`.
 Results: docs/results.md.

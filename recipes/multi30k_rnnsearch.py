@@ -1,6 +1,6 @@
 """RNNsearch on Multi30k en→de at the comparison size (the toolkits' benchmark shape).
 
-    memnmt train multi30k_rnnsearch --data-dir ../shared/data/multi30k --out runs/rnnsearch
+    memnmt train multi30k_rnnsearch --data-dir $MEMNMT_DATA --out runs/rnnsearch
 
 Results of this recipe and of the variants named below: docs/results.md.
 """

@@ -1,7 +1,7 @@
 """The Y-LSTM (Bradbury & Socher 2016, §2.1) on Multi30k en→de: encoder and decoder are
 language models joined only by attention between their tracker LSTMs.
 
-    memnmt train multi30k_ylstm --data-dir ../shared/data/multi30k --out runs/ylstm
+    memnmt train multi30k_ylstm --data-dir $MEMNMT_DATA --out runs/ylstm
 
 Its vocabularies are multi30k_luong's (the same data and settings), so the two ensemble:
 `memnmt evaluate --model runs/luong --model runs/ylstm ...`. Results: docs/results.md.

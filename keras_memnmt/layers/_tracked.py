@@ -15,7 +15,7 @@ from keras_memnmt.layers._checks import check_positive_int, check_rate
 class TrackedStack:
     """Mixin for a cell (a ``keras.layers.Layer`` with ``units``, the initializers and a
     ``seed_generator``): ``num_layers`` LSTMs (``lstm_{i}``) and a one-layer tracker LSTM
-    (``tracker``) attached to layer ``m = tracker_layer`` (1-based; paper 004: 3 of 5):
+    (``tracker``) attached to layer ``m = tracker_layer`` (1-based; Bradbury & Socher: 3 of 5):
 
         a^l_t = [h^{l-1}_t; h^l_{t-1}]                           l != m
         a^m_t = [h^{m-1}_t; h^m_{t-1}; h^tracker_{t-1}]

@@ -119,7 +119,7 @@ class _SourceAttention(keras.layers.Layer):
 class AdditiveAttention(_SourceAttention):
     """Additive (Bahdanau / "concat"-style MLP) attention.
 
-    Bahdanau et al. 2014 (paper 003), as written in MemDec Eq. 3 (paper 000):
+    Bahdanau et al. 2014, as written in MemDec Eq. 3 (Wang et al. 2016):
 
         e_j     = v_a^T tanh(W_a q + U_a h_j)
         alpha_j = softmax_j(e_j)                 (masked, see module docstring)
@@ -220,7 +220,7 @@ class AdditiveAttention(_SourceAttention):
 class LuongAttention(_SourceAttention):
     """Luong et al. 2015 global attention with a "dot", "general" or "concat" score.
 
-    Paper 002 (Salton et al. 2017), Eq. 5-9, with query `q` = decoder state:
+    Salton et al. 2017, Eq. 5-9, with query `q` = decoder state:
 
         dot      score(q, h_j) = q . h_j                      (Eq. 7)
         general  score(q, h_j) = q^T W_a h_j                  (Eq. 8)

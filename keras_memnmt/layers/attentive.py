@@ -21,7 +21,7 @@ SELF_SCORES = ("single", "combined")
 @keras.saving.register_keras_serializable(package="keras_memnmt")
 class AttentiveCell(StackedLSTMCell):
     """Attentive NMT decoder step: stacked LSTM, attention over its past top states and
-    Luong attention over the source, merged (Salton et al. 2017, paper 002, §3, Eq. 5-16).
+    Luong attention over the source, merged (Salton et al. 2017, §3, Eq. 5-16).
 
     One step, given the embedding ``e = e_{y_{t-1}}`` of the previous target word:
 

@@ -15,7 +15,7 @@ from keras_memnmt.layers.base import DecoderCell, EncoderOutput
 class ChoDecoderCell(DecoderCell):
     """Decoder step of the RNN encoder-decoder: GRU conditioned on a fixed context.
 
-    Cho et al. 2014, as restated in paper 001 (Yum & Mu), Eq. 13-15:
+    Cho et al. 2014, as restated by Yum & Mu, Eq. 13-15:
 
         c   = tanh(V summary + b_V)         (the fixed context, Eq. 13)
         s_0 = tanh(W_init c + b_init)

@@ -16,8 +16,8 @@ from keras_memnmt.layers.base import EncoderOutput
 
 @keras.saving.register_keras_serializable(package="keras_memnmt")
 class LuongCell(StackedLSTMCell):
-    """Luong global attention decoder step with input feeding (paper 004, §2; Luong et al.
-    2015, Eq. 5-8 and §3.3).
+    """Luong global attention decoder step with input feeding (Bradbury & Socher 2016, §2;
+    Luong et al. 2015, Eq. 5-8 and §3.3).
 
     One step, given the embedding ``e = w^out_{t-1}`` of the previous target word and the
     previous attentional vector ``h̃_{t-1}``:
@@ -25,10 +25,10 @@ class LuongCell(StackedLSTMCell):
         1. stack      x^1 = [e; h̃_{t-1}] (input feeding; ``x^1 = e`` without it),
                       h^l_t, k^l_t = LSTM_l(x^l, (h^l_{t-1}, k^l_{t-1})),
                       x^{l+1} = dropout(h^l_t);  h_t = dropout(h^L_t)
-        2. attention  score(h_t, e_s) = h_t . e_s ("dot", paper 004 and MetaMind's system),
+        2. attention  score(h_t, e_s) = h_t . e_s ("dot", Bradbury & Socher's MetaMind system),
                       h_t W_a e_s ("general") or v_a . tanh(W_a [h_t; e_s]) ("concat")
                       alpha_t = softmax_s score,  κ_t = sum_s alpha_ts e_s
-        3. output     h̃_t = tanh(W_att [h_t; κ_t])   (paper 004; Luong's Eq. 5)
+        3. output     h̃_t = tanh(W_att [h_t; κ_t])   (Bradbury & Socher; Luong's Eq. 5)
         4. softmax    logits = W_out dropout(h̃_t) + b   (the readout, no hidden layer)
 
     ``_step`` is the only place these equations live: ``step``, ``keras.layers.RNN``
@@ -42,7 +42,7 @@ class LuongCell(StackedLSTMCell):
     - **The size of h̃_t** is ``readout_units`` (Luong: the LSTM size). With tied output
       (``tied_output``) the softmax reads ``h̃_t`` through the target embedding matrix, so
       ``readout_units`` equals the embedding size.
-    - **Dropout** (Luong: between the LSTM layers; paper 004: 0.2): ``layer_dropout`` on each
+    - **Dropout** (Luong: between the LSTM layers; Bradbury & Socher: 0.2): ``layer_dropout`` on each
       layer's output, the top one included, one mask per sequence drawn when the states are
       made and carried in the state; ``output_dropout`` on ``h̃_t`` before the softmax only:
       the next step is fed the undropped ``h̃_t``.
@@ -62,7 +62,7 @@ class LuongCell(StackedLSTMCell):
         target_vocab_size: int, number of logits.
         readout_units: int, size of the attentional vector ``h̃_t``.
         annotation_units: int, size ``D`` of an annotation.
-        num_layers: int, stacked LSTM layers (paper 004: 4).
+        num_layers: int, stacked LSTM layers (Bradbury & Socher: 4).
         score: "dot" (default), "general" or "concat".
         concat_units: int, the "concat" score's hidden size (None otherwise).
         input_feeding: bool, feed ``h̃_{t-1}`` to the bottom layer (default True).

@@ -125,7 +125,7 @@ class _MemoryAddressing(keras.layers.Layer):
 class MemDecCell(DecoderCell):
     """MemDec decoder step: RNNsearch with a read/write buffer memory `M^B`.
 
-    Wang et al. 2016 (paper 000), Eq. 4-15. The decoder carries a vector state
+    Wang, Lu, Li & Liu 2016, Eq. 4-15. The decoder carries a vector state
     `s_t` (`units`) and a memory-state `M_t` of `n = memory_size` cells of
     `m = memory_dim` features. One step, given the embedding `e = e_{y_{t-1}}`
     of the previous target word (`_step` is the only place these live):

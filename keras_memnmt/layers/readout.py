@@ -20,7 +20,7 @@ def clone_initializer(initializer: Any) -> keras.initializers.Initializer:
 class DeepOutput(keras.layers.Layer):
     """Deep output layer: one tanh hidden layer, dropout, then vocabulary logits.
 
-    MemDec Eq. 9 (paper 000) / Bahdanau et al. 2014 (paper 003):
+    MemDec Eq. 9 (Wang et al. 2016) / Bahdanau et al. 2014:
 
         score(y) = DNN([s_t; c_t; e_{y_{t-1}}])^T w_y                  (Eq. 9)
         t        = dropout(tanh(W_o [s_t; c_t; e_{y_{t-1}}] + b_o))

@@ -82,7 +82,7 @@ class GatedMerge(keras.layers.Layer):
 class RMNCell(DecoderCell):
     """RMN decoder step: LSTM, memory block over the last ``n`` target words, gated merge.
 
-    Yum & Mu (paper 001) §2.4, Eq. 8–12 and 16–19, after Tran, Bisazza & Monz 2016
+    Yum & Mu §2.4, Eq. 8–12 and 16–19, after Tran, Bisazza & Monz 2016
     ("Recurrent Memory Networks for Language Modeling"). One step, given the
     embedding ``e = e_{y_{t-1}}`` of the previous target word:
 

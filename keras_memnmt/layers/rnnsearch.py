@@ -18,7 +18,7 @@ INIT_STATES = ("mean", "summary")
 class RNNsearchCell(DecoderCell):
     """RNNsearch decoder step: additive attention + GRU + deep output.
 
-    Bahdanau et al. 2014 (paper 003) as restated by MemDec (paper 000), Eq. 1-3
+    Bahdanau et al. 2014 as restated by MemDec (Wang et al. 2016), Eq. 1-3
     and 9, with the "feedback attention" of MemDec §2.1. One step, given the
     embedding `e = e_{y_{t-1}}` of the previous target word:
 

@@ -20,8 +20,8 @@ TRACKER_SCORES = ("dot", "general")
 
 @keras.saving.register_keras_serializable(package="keras_memnmt")
 class YLSTMCell(TrackedStack, DecoderCell):
-    """Y-LSTM decoder step (paper 004, §2.1): the encoder's structure over the target, the
-    tracker's states replaced by an attentional sum of the encoder's tracker states.
+    """Y-LSTM decoder step (Bradbury & Socher 2016, §2.1): the encoder's structure over the
+    target, the tracker's states replaced by an attentional sum of the encoder's tracker states.
 
     One step, given the embedding ``e = w^out_{t-1}`` of the previous target word:
 

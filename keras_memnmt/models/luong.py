@@ -15,10 +15,10 @@ class LuongNMT(StackedSeq2Seq):
     """:class:`~keras_memnmt.models.encoder.StackedLSTMEncoder` + :class:`~keras_memnmt.layers.LuongCell`.
 
     Args (beyond :class:`~keras_memnmt.models.stacked.StackedSeq2Seq`, whose
-    ``layer_dropout`` (Luong's dropout between layers; paper 004: 0.2), ``readout_units``
+    ``layer_dropout`` (Luong's dropout between layers; Bradbury & Socher: 0.2), ``readout_units``
     (the size of ``h̃_t``) and hand-off options it takes):
-        num_layers: LSTM layers of each stack (paper 004: 4).
-        score: "dot" (paper 004's "Global attention (dot)"), "general" or "concat".
+        num_layers: LSTM layers of each stack (Bradbury & Socher: 4).
+        score: "dot" (Bradbury & Socher's "Global attention (dot)"), "general" or "concat".
         input_feeding: feed ``h̃_{t-1}`` to the decoder's bottom layer (default True).
 
     See :class:`~keras_memnmt.layers.LuongCell` for every paper decision.

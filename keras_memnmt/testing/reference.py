@@ -6,9 +6,9 @@ takes the layer's weights as NumPy arrays (Keras' row-vector convention,
 over source positions where the paper sums. Compare a layer against these to
 about 1e-5.
 
-Papers: 000 = MemDec (Wang et al. 2016), 001 = Yum & Mu (Cho et al.
-encoder-decoder), 002 = Salton et al. 2017 (Luong scores), 003 = Bahdanau et
-al. 2014 notes.
+Papers: Wang et al. 2016 (MemDec), Yum & Mu (the Cho et al. encoder-decoder and
+the RMN), Salton et al. 2017 (Luong scores, the Attentive NMT decoder), Bahdanau
+et al. 2014 (RNNsearch).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def masked_softmax(scores: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
 
 
 def _context(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Eq. 3 (paper 000): c = sum_j alpha_j h_j, `(B, Tx), (B, Tx, D) -> (B, D)`."""
+    """Eq. 3 (Wang et al. 2016): c = sum_j alpha_j h_j, `(B, Tx), (B, Tx, D) -> (B, D)`."""
     (values,) = _f64(values)
     context = np.zeros((values.shape[0], values.shape[2]))
     for j in range(values.shape[1]):
@@ -65,7 +65,7 @@ def additive_attention(
     key_kernel: np.ndarray,
     score_vector: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Bahdanau: e_j = v_a^T tanh(W_a q + U_a h_j) (paper 000, after Eq. 3).
+    """Bahdanau: e_j = v_a^T tanh(W_a q + U_a h_j) (Wang et al. 2016, after Eq. 3).
 
     Args:
         query: `(B, Q)`; annotations: `(B, Tx, D)`; mask: `(B, Tx)` or None.
@@ -94,7 +94,7 @@ def luong_attention(
     kernel: np.ndarray | None = None,
     score_vector: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Luong scores (paper 002, Eq. 7-9, read as in Luong et al. 2015).
+    """Luong scores (Salton et al. 2017, Eq. 7-9, read as in Luong et al. 2015).
 
     dot: q . h_j; general: q^T W_a h_j with `kernel` `(Q, D)` = W_a;
     concat: v_a^T tanh(W_a [q; h_j]) with `kernel` `(Q + D, A)` = W_a^T and
@@ -211,7 +211,7 @@ def rnnsearch_step(
     feedback_kernel: np.ndarray | None = None,
     feedback_bias: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One RNNsearch decoder step (paper 000, Eq. 2-3 and §2.1).
+    """One RNNsearch decoder step (Wang et al. 2016, Eq. 2-3 and §2.1).
 
         q   = tanh(W [s_{t-1}; e] + b)   if feedback_attention, else s_{t-1}
         c_t = sum_j alpha_j h_j,  alpha = softmax(v_a^T tanh(W_a q + U_a h_j))
@@ -284,7 +284,7 @@ def memdec_initial_states(
     memory_size: int,
     noise: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """MemDec initial states (paper 000, Eq. 14-15), over the unmasked positions only.
+    """MemDec initial states (Wang et al. 2016, Eq. 14-15), over the unmasked positions only.
 
         s_0    = tanh(W_init mean_j h_j + b)                  (as RNNsearch)
         m      = tanh(W_ini sum_j h_j + b_ini) / T_x,  T_x = number of real tokens
@@ -326,7 +326,7 @@ def memory_addressing(
     gate_bias: np.ndarray,
     nonlinearity: str = "tanh",
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """MemDec content addressing with an interpolation gate (paper 000, Eq. 10-12).
+    """MemDec content addressing with an interpolation gate (Wang et al. 2016, Eq. 10-12).
 
         a(i) = v^T tanh(W_a M(i) + U_a s)   (nonlinearity "tanh"; "none": no tanh)
         w~   = softmax_i a(i)
@@ -385,7 +385,7 @@ def memdec_step(
     add_bias: np.ndarray | None = None,
     query_state: bool = False,
 ) -> dict:
-    """One MemDec decoder step (paper 000, Eq. 4-13), written from the equations.
+    """One MemDec decoder step (Wang et al. 2016, Eq. 4-13), written from the equations.
 
         w^r_t   = Address_r(s_{t-1}, M_{t-1}, w_{t-1})            (Eq. 10-12)
                   (addressing "shared_weights": w^r_t = w_{t-1}, no addressing)
@@ -479,7 +479,7 @@ def lstm_step(
     recurrent_kernel: np.ndarray,
     bias: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """One LSTM step (paper 001, Eq. 8-12) with `keras.layers.LSTMCell`'s weights.
+    """One LSTM step (Yum & Mu, Eq. 8-12) with `keras.layers.LSTMCell`'s weights.
 
     Kernel columns are ordered `[i | f | c | o]`; `bias` is `(4U,)`.
 
@@ -502,7 +502,7 @@ def gated_merge(
     s: np.ndarray, z: np.ndarray, kernel: np.ndarray, gate_kernel: np.ndarray,
     candidate_kernel: np.ndarray, bias: np.ndarray,
 ) -> np.ndarray:
-    """The gated recurrent function of paper 001 §2.2 (Eq. 4-7) with input `s` and state `z`.
+    """The gated recurrent function of Yum & Mu §2.2 (Eq. 4-7) with input `s` and state `z`.
 
         u  = sigmoid(W_u s + U_u z + b_u)
         r  = sigmoid(W_r s + U_r z + b_r)
@@ -528,7 +528,7 @@ def gated_merge(
 def memory_block_read(
     query: np.ndarray, keys: np.ndarray, values: np.ndarray, count: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The RMN memory read (paper 001, Eq. 16-17) over the `count` most recent words.
+    """The RMN memory read (Yum & Mu, Eq. 16-17) over the `count` most recent words.
 
         P_t = softmax(M_i q_t),  s_t = C_i^T P_t
 
