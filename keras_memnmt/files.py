@@ -4,12 +4,15 @@ A process killed while writing (SIGKILL, a full disk, a power cut after the ``fs
 leaves the earlier file untouched: ``os.replace`` is atomic within one file system, so
 a reader sees the old version or the new one, never a part. Every file of a run
 directory that a later command reads (models, checkpoints, configs, records, the
-vocabulary, translations) is written through these helpers.
+vocabulary, translations) is written through these helpers. :func:`sha256_file` is the
+one file fingerprint (downloads checked against their pinned sums, model files in run
+records).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -69,6 +72,15 @@ def save_with(save: Callable[[str], Any], path: str) -> None:
     it onto ``path`` (``save_with(model.save, "run/best.keras")``)."""
     with replacing(path, suffix=os.path.splitext(path)[1]) as tmp:
         save(tmp)
+
+
+def sha256_file(path: str) -> str:
+    """The hex sha256 of the file at ``path``, read in 1 MiB blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 # replacing()'s names: "." + the file's name + "." + mkstemp's 8 random characters + ".tmp" + suffix.

@@ -43,7 +43,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 
-from keras_memnmt.files import write_bytes, write_json, write_text
+from keras_memnmt.files import sha256_file, write_bytes, write_json, write_text
 
 RECORD_FILE = "record.json"
 HYPS_DIR = "hyps"
@@ -269,14 +269,6 @@ def hypotheses_key(split: str, beam_size: int, length_penalty: str = "gnmt", alp
     """``{split}.beam{K}.{search_tag}`` (``.first{N}`` added for the first ``N`` sentences)."""
     key = f"{split}.beam{beam_size}.{search_tag(length_penalty, alpha)}"
     return f"{key}.first{limit}" if limit else key
-
-
-def sha256_file(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def sha256_lines(lines: Sequence[str]) -> str:

@@ -11,7 +11,11 @@ import threading
 import pytest
 
 from keras_memnmt.data import ChecksumError, CorpusError, DownloadError, load_multi30k
-from keras_memnmt.data.multi30k import SHA256, multi30k_file, sha256_of
+from keras_memnmt.data.multi30k import SHA256, multi30k_file
+from keras_memnmt.files import sha256_file
+
+# The same on every backend: CI runs it on one (conftest.py).
+pytestmark = pytest.mark.backend_independent
 
 
 @pytest.fixture
@@ -35,7 +39,7 @@ def serve():
 
 def test_shared_copy_matches_pinned_checksums(data_dir):
     for name, digest in SHA256.items():
-        assert sha256_of(os.path.join(data_dir, name)) == digest, name
+        assert sha256_file(os.path.join(data_dir, name)) == digest, name
 
 
 def test_local_data_dir_and_env(data_dir, monkeypatch):
@@ -64,7 +68,7 @@ def test_download_verifies_and_caches(data_dir, tmp_path, serve):
     assert len(c) == 1014
     for lang in ("en", "de"):
         cached = cache / f"val.{lang}.gz"
-        assert sha256_of(str(cached)) == SHA256[f"val.{lang}.gz"]
+        assert sha256_file(str(cached)) == SHA256[f"val.{lang}.gz"]
     assert sorted(os.listdir(cache)) == ["val.de.gz", "val.en.gz"]  # no temporary leftovers
     # A second load is served from the cache: a dead URL does not matter any more.
     c2 = load_multi30k("en", "de", "val", cache_dir=str(cache), base_url="http://127.0.0.1:9")

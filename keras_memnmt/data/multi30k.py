@@ -12,7 +12,6 @@ Where the files come from, first match wins:
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 import tempfile
@@ -20,12 +19,13 @@ import urllib.error
 import urllib.request
 
 from keras_memnmt.data.corpus import CorpusError, ParallelCorpus, read_parallel
+from keras_memnmt.files import sha256_file
 
 LANGUAGES = ("en", "de", "fr", "cs")
 SPLITS = ("train", "val", "test_2016_flickr", "test_2017_flickr", "test_2017_mscoco", "test_2018_flickr")
 BASE_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw"
 
-# sha256 of the public files (identical to ../shared/data/multi30k/SHA256SUMS).
+# sha256 of the public files (those of BASE_URL).
 SHA256 = {
     "test_2016_flickr.cs.gz": "200a4a74cc9560f051924abb9803be008d1908d77f747e9141aeb86dfd2797f1",
     "test_2016_flickr.de.gz": "9204244e408ccb38d2a55cfcd344df15005fc42a07a6e55ca6c52b6ababb8cc8",
@@ -72,14 +72,6 @@ def _local_file(folder: str, split: str, lang: str) -> str | None:
     return None
 
 
-def sha256_of(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def download(
     name: str, cache_dir: str, base_url: str = BASE_URL, timeout: float = 30.0, quiet: bool | None = None
 ) -> str:
@@ -119,7 +111,7 @@ def download(
                 "MEMNMT_DATA=DIR) pointing to the folder that holds files like train.en.gz."
             ) from e
         expected = SHA256.get(name)
-        actual = sha256_of(tmp)
+        actual = sha256_file(tmp)
         if expected is None:
             print(f"warning: no pinned sha256 for {name}; got {actual}", file=sys.stderr)
         elif actual != expected:
@@ -173,7 +165,7 @@ def load_multi30k(
     """Loads one Multi30k split as a :class:`ParallelCorpus` of ``src`` → ``tgt`` pairs.
 
     Example:
-        >>> corpus = load_multi30k("en", "de", "val", data_dir="../shared/data/multi30k")  # doctest: +SKIP
+        >>> corpus = load_multi30k("en", "de", "val", data_dir="/data/multi30k")  # doctest: +SKIP
     """
     if src == tgt:
         raise ValueError(f"source and target language are both {src!r}")

@@ -4,9 +4,10 @@ Every architecture is an encoder, a decoder cell and a readout. The encoder
 returns an :class:`EncoderOutput`; the cell turns it into its initial states
 (:meth:`DecoderCell.initial_states`) and then runs one step at a time
 (:meth:`DecoderCell.step`), inside ``keras.layers.RNN`` for teacher-forced
-training and called directly by greedy and beam search. ``step`` is the only
-place a cell's equations live; :meth:`DecoderCell.step_details` runs the same step and
-also returns the named values it computed on the way (attention, memory addressing).
+training and called directly by greedy and beam search. A cell's ``_step`` is the
+only place its equations live: ``step``, ``call`` and :meth:`DecoderCell.step_details`
+(which also returns the named values the step computed on the way: attention, memory
+addressing) all run it.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 One encoder, one decoder cell, one loop: ``call`` runs the cell inside
 ``keras.layers.RNN`` (teacher forcing) and :meth:`Seq2Seq.decode_step` runs the
 same cell's single step for greedy and beam search, so a cell's equations live
-in exactly one place (its ``step``).
+in exactly one place (its ``_step``).
 
 The seams a new architecture uses (see docs/extending.md):
 

@@ -44,22 +44,11 @@ from keras import ops
 from keras_memnmt.layers.base import DecoderCell, EncoderOutput
 from keras_memnmt.testing.checks import check_input_dropout
 from keras_memnmt.testing.decoder_model import TinyDecoderModel
-from keras_memnmt.testing.utils import compiled, numpy, randomize_weights
+from keras_memnmt.testing.utils import compiled, numpy, random_encoder_output, randomize_weights
 
 BOS, EOS = 2, 3
 DECODE_LENGTH = 3
 BEAM_SIZE = 3
-
-
-def random_encoder_output(batch: int, source_length: int, annotation_units: int,
-                          seed: int = 0) -> EncoderOutput:
-    """Normal annotations and summary; row 0 has its last two source positions padded."""
-    rng = np.random.default_rng(seed)
-    annotations = rng.normal(size=(batch, source_length, annotation_units)).astype("float32")
-    mask = np.ones((batch, source_length), "float32")
-    mask[0, source_length - 2:] = 0.0
-    summary = rng.normal(size=(batch, annotation_units)).astype("float32")
-    return EncoderOutput(annotations, mask, summary)
 
 
 def _run(cell: DecoderCell, encoded: EncoderOutput, embedded: np.ndarray) -> np.ndarray:

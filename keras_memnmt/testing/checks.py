@@ -15,7 +15,7 @@ import numpy as np
 from keras import ops
 
 from keras_memnmt.layers.base import DecoderCell, EncoderOutput
-from keras_memnmt.testing.utils import compiled, numpy
+from keras_memnmt.testing.utils import compiled, numpy, random_encoder_output
 
 # Bad values of the arguments that `DecoderCell` itself checks, with the argument named.
 SHARED_BAD_ARGUMENTS: tuple[tuple[dict, str], ...] = (
@@ -196,8 +196,6 @@ def check_stacked_hand_off(cell: DecoderCell, reference: Callable, first: int, a
     encoder's layer ``l`` final ``[h, c]`` (its states ``first .. first + 3``), its first step
     equals ``reference(cell, encoded, embedded)``, and an encoder with too few layers is a
     ``ValueError`` naming the sizes."""
-    from keras_memnmt.testing.cell_test import random_encoder_output
-
     rng = np.random.default_rng(3)
     units = cell.units
     final = tuple([rng.normal(size=(batch, units)).astype("float32") for _ in range(2)] for _ in range(2))
@@ -219,8 +217,6 @@ def check_stacked_hand_off(cell: DecoderCell, reference: Callable, first: int, a
 def check_layer_masks(cell: DecoderCell, index: int, annotation_units: int) -> None:
     """A built cell with ``layer_dropout=0.5`` draws its ``(B, L*units)`` dropout masks (state
     ``index``) in training only, scaled 0 or 2."""
-    from keras_memnmt.testing.cell_test import random_encoder_output
-
     encoded = random_encoder_output(16, 5, annotation_units)
     masks = numpy(cell.initial_states(encoded, training=True)[index])
     assert set(np.unique(masks)) == {0.0, 2.0}

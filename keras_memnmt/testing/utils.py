@@ -1,4 +1,4 @@
-"""Small helpers shared by the layer tests."""
+"""Small helpers shared by the layer tests (and by ``cell_test`` and ``checks``)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from typing import Any
 import keras
 import numpy as np
 
+from keras_memnmt.layers.base import EncoderOutput
+
 
 def numpy(x: Any) -> np.ndarray:
     """Any backend tensor or variable as a NumPy array."""
@@ -18,6 +20,17 @@ def numpy(x: Any) -> np.ndarray:
 def weights_of(layer: keras.layers.Layer) -> list[np.ndarray]:
     """A layer's weights as NumPy arrays, in ``layer.weights`` order."""
     return [numpy(w) for w in layer.weights]
+
+
+def random_encoder_output(batch: int, source_length: int, annotation_units: int,
+                          seed: int = 0) -> EncoderOutput:
+    """Normal annotations and summary; row 0 has its last two source positions padded."""
+    rng = np.random.default_rng(seed)
+    annotations = rng.normal(size=(batch, source_length, annotation_units)).astype("float32")
+    mask = np.ones((batch, source_length), "float32")
+    mask[0, source_length - 2:] = 0.0
+    summary = rng.normal(size=(batch, annotation_units)).astype("float32")
+    return EncoderOutput(annotations, mask, summary)
 
 
 def stacked_reference_start(cell: keras.layers.Layer, encoded: Any) -> tuple:
