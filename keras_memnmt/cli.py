@@ -17,6 +17,12 @@ import time
 
 
 def _setup_process() -> None:
+    """Process-wide settings for the `memnmt` command's own process (``console_main``).
+
+    Never applied by :func:`main` itself: a program or a test session that calls ``main``
+    from Python keeps its own allocator settings (``tune_malloc`` stops glibc from ever
+    shrinking the heap, which suits one training process, not a long-lived caller).
+    """
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     from keras_memnmt.runtime import tune_malloc
 
@@ -766,7 +772,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def console_main() -> None:
+    """The `memnmt` console script: the process-wide setup, then :func:`main`."""
+    _setup_process()
+    sys.exit(main())
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Runs one `memnmt` command (``argv`` without the program name; default: ``sys.argv[1:]``)
+    in this process and returns its exit status. The process-wide setup of the `memnmt`
+    command (malloc tuning) is left to :func:`console_main`."""
     try:
         return _main(argv)
     except KeyboardInterrupt:
@@ -775,7 +790,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    _setup_process()
     args = build_parser().parse_args(argv)
     from keras_memnmt.records import set_command
 
@@ -832,4 +846,4 @@ def _stdout_closed() -> bool:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    console_main()

@@ -33,3 +33,24 @@ def small_vocab(val_corpus):
 def _no_env_data(monkeypatch):
     # Tests choose their data explicitly; a developer's $MEMNMT_DATA must not leak in.
     monkeypatch.delenv("MEMNMT_DATA", raising=False)
+
+
+@pytest.fixture(scope="session")
+def shared_run(tmp_path_factory) -> str:
+    """The tiny run every test session trains once (``SHARED_RUN_ARGS``: quickstart's RNNsearch on
+    the synthetic corpus, 4 steps, validations at steps 2 and 4, checkpoints kept). Read it,
+    never change it: a test that writes into a run takes ``trained_run``, its own copy."""
+    from keras_memnmt.cli import main
+    from keras_memnmt.testing.tiny_runs import SHARED_RUN_ARGS
+
+    out = str(tmp_path_factory.mktemp("shared") / "run")
+    assert main(["train", "quickstart", "--out", out, *SHARED_RUN_ARGS]) == 0
+    return out
+
+
+@pytest.fixture()
+def trained_run(shared_run, tmp_path) -> str:
+    """A copy of ``shared_run`` of this test's own, at ``tmp_path/run``."""
+    import shutil
+
+    return shutil.copytree(shared_run, str(tmp_path / "run"))

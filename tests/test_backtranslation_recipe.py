@@ -8,11 +8,13 @@ import pytest
 from keras_memnmt.cli import main
 from keras_memnmt.config import ConfigError
 from keras_memnmt.data import load_multi30k, read_lines
+from keras_memnmt.testing.tiny_runs import TINY_SIZE_ARGS
 from recipes.multi30k_backtranslation import Options, backtranslate, halves
 
-TINY = ["--set", "embedding_dim=16", "--set", "encoder_units=8", "--set", "decoder_units=16",
-        "--set", "attention_units=8", "--set", "readout_units=16", "--set", "vocab_size=200",
-        "--set", "max_steps=2", "--set", "validate_every=2", "--set", "val_limit=4",
+# The same on every backend: CI runs it on one (conftest.py).
+pytestmark = pytest.mark.backend_independent
+
+TINY = [*TINY_SIZE_ARGS, "--set", "max_steps=2", "--set", "validate_every=2", "--set", "val_limit=4",
         "--set", "test_limit=4", "--set", "beam_size=2", "--set", "train_limit=64",
         "--set", "backtranslation_beam=2", "--set", "chunk_size=10"]
 

@@ -6,6 +6,9 @@ import sys
 
 import pytest
 
+# The same on every backend: CI runs it on one (conftest.py).
+pytestmark = pytest.mark.backend_independent
+
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
 import side_by_side  # noqa: E402
 
@@ -34,6 +37,7 @@ def test_parse_lines_reads_name_value_lines_only():
         "backend": "tensorflow", "rnnsearch_train_pairs_per_second": "301.5"}
 
 
+@pytest.mark.backend
 @pytest.mark.parametrize("model_name", ["rmn"])  # RNNsearch's parts are a subset of RMN's
 def test_profile_parts_cover_every_weight_and_reach_back(model_name):
     """The step profile's parts: each weight's gradient comes from some part, the parts

@@ -9,6 +9,9 @@ import pytest
 
 from keras_memnmt.cli import main
 
+# The same on every backend: CI runs it on one (conftest.py).
+pytestmark = pytest.mark.backend_independent
+
 
 def test_help_lists_only_existing_subcommands():
     out = subprocess.run([sys.executable, "-m", "keras_memnmt.cli", "--help"],

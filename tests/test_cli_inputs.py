@@ -15,6 +15,9 @@ import pytest
 import keras_memnmt.cli as cli
 from keras_memnmt.cli import main
 
+# The same on every backend: CI runs it on one (conftest.py).
+pytestmark = pytest.mark.backend_independent
+
 SENTENCES = ["the big red cat sees a small dog", "a dog that sleeps likes the fish"]
 
 

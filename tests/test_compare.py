@@ -14,6 +14,9 @@ from sacrebleu.significance import PairedTest
 from keras_memnmt.cli import main
 from keras_memnmt.compare import paired_tests, pairing, parse_systems
 
+# The same on every backend: CI runs it on one (conftest.py).
+pytestmark = pytest.mark.backend_independent
+
 SACREBLEU_NAMES = {"bleu": "BLEU", "bleu_lowercase": "BLEU", "chrf": "chrF2", "ter": "TER"}
 
 

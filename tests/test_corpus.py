@@ -4,6 +4,9 @@ import pytest
 
 from keras_memnmt.data import CorpusError, read_lines, read_parallel
 
+# The same on every backend: CI runs it on one (conftest.py).
+pytestmark = pytest.mark.backend_independent
+
 
 def write(path, data: bytes, gz=False):
     if gz:

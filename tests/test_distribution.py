@@ -14,16 +14,16 @@ import numpy as np
 import pytest
 
 from keras_memnmt.cli import main
+from keras_memnmt.testing.tiny_runs import TINY_TRAIN_ARGS
+
+# The result can depend on KERAS_BACKEND: run on every backend (conftest.py).
+pytestmark = pytest.mark.backend
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # No dropout: the replicas would draw other masks than one device does.
-TINY = ["--set", "corpus=synthetic", "--set", "synthetic_size=100", "--set", "embedding_dim=16",
-        "--set", "encoder_units=8", "--set", "decoder_units=16", "--set", "attention_units=8",
-        "--set", "readout_units=16", "--set", "vocab_size=200", "--set", "val_limit=4",
-        "--set", "test_limit=4", "--set", "beam_size=2", "--set", "dropout=0",
-        "--set", "output_dropout=0", "--set", "annotation_dropout=0", "--set", "validate_every=1",
-        "--set", "max_steps=3", "--set", "val_loss_sentences=0", "--set", "tensorboard_pictures=0",
-        "--set", "keep_checkpoints=true"]
+TINY = [*TINY_TRAIN_ARGS, "--set", "dropout=0", "--set", "output_dropout=0", "--set", "annotation_dropout=0",
+        "--set", "validate_every=1", "--set", "max_steps=3", "--set", "val_loss_sentences=0",
+        "--set", "tensorboard_pictures=0", "--set", "keep_checkpoints=true"]
 
 # Two trainings in one process (same seed, same data): one device, then data-parallel.
 SCRIPT = """
@@ -116,6 +116,7 @@ def test_padding_rows_change_no_loss(tmp_path):
         np.testing.assert_allclose(padded, plain, rtol=1e-5, err_msg=name)
 
 
+@pytest.mark.backend_independent
 def test_several_hosts_are_refused_before_any_work(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("TF_CONFIG", '{"cluster": {"worker": ["a:1", "b:1"]}, "task": {"type": "worker", "index": 0}}')
     out = str(tmp_path / "r")

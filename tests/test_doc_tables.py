@@ -14,6 +14,9 @@ import pytest
 from keras_memnmt.cli import main, marked_tables
 from keras_memnmt.results import TABLE_END, update_marked_tables
 
+# The same on every backend: CI runs it on one (conftest.py).
+pytestmark = pytest.mark.backend_independent
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCS = [os.path.join(ROOT, "README.md"), *sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))]
 

@@ -9,17 +9,20 @@ import numpy as np
 import pytest
 from keras import ops
 
-from keras_memnmt.decoding._test_utils import (
+from keras_memnmt.models import ChoEncoderDecoder, Ensemble, MemDec, RNNsearch
+from keras_memnmt.runs import average_checkpoints, check_same_vocab, last_checkpoints, load_ensemble
+from keras_memnmt.testing.fake_decoder import (
     FakeDecoder,
     brute_force,
     log_softmax_np,
     reference_beam,
     reference_greedy,
 )
-from keras_memnmt.models import ChoEncoderDecoder, Ensemble, MemDec, RNNsearch
-from keras_memnmt.runs import average_checkpoints, check_same_vocab, last_checkpoints, load_ensemble
 from keras_memnmt.testing.tiny_runs import write_ensemble_runs
 from keras_memnmt.testing.utils import compiled, numpy, small_batch
+
+# The result can depend on KERAS_BACKEND: run on every backend (conftest.py).
+pytestmark = pytest.mark.backend
 
 SIZES = dict(embedding_dim=8, encoder_units=6, decoder_units=10, readout_units=7, output_dropout=0.0)
 

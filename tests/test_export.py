@@ -19,6 +19,9 @@ import pytest
 from keras_memnmt.cli import main
 from keras_memnmt.export import ExportError, atomic_directory, export_translator
 
+# The result can depend on KERAS_BACKEND: run on every backend (conftest.py).
+pytestmark = pytest.mark.backend
+
 LONG = " ".join(["the big red cat sees a small dog that sleeps"] * 30)  # over 200 subword tokens
 TEXTS = [
     "the big red cat sees a small dog",
@@ -169,6 +172,7 @@ def test_saved_model_cli_shows_both_signatures(exported):
     assert "serving_default" in blocks
 
 
+@pytest.mark.backend_independent
 def test_cli_refuses_an_existing_out_before_loading(tmp_path, capsys):
     out = tmp_path / "exported"
     out.mkdir()
@@ -234,6 +238,7 @@ def test_an_untraceable_model_fails_without_a_partial_export(tmp_path):
     assert os.listdir(tmp_path / "exports") == []
 
 
+@pytest.mark.backend_independent
 def test_atomic_directory(tmp_path):
     out = tmp_path / "out"
     with atomic_directory(str(out)) as partial:

@@ -11,7 +11,12 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 import keras_memnmt
+
+# The same on every backend: CI runs it on one (conftest.py).
+pytestmark = pytest.mark.backend_independent
 
 LEVELS = {"files": 0, "data": 0, "runtime": 0, "layers": 1, "decoding": 1, "models": 2, "testing": 2,
           "config": 3, "inference": 3, "inspection": 3, "plots": 3, "runs": 4, "records": 4,

@@ -8,6 +8,9 @@ from keras_memnmt.testing.utils import numpy as to_numpy
 from keras_memnmt.testing.utils import value_and_grads
 from keras_memnmt.training.losses import MaskedCrossEntropy
 
+# The result can depend on KERAS_BACKEND: run on every backend (conftest.py).
+pytestmark = pytest.mark.backend
+
 B, T, V = 3, 5, 11
 
 

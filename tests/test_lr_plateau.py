@@ -7,6 +7,9 @@ import pytest
 from keras_memnmt.config import ConfigError, TrainConfig, apply_overrides
 from keras_memnmt.training.callbacks import BleuValidation
 
+# The result can depend on KERAS_BACKEND: run on every backend (conftest.py).
+pytestmark = pytest.mark.backend
+
 
 def _callback(history=None, **kwargs):
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])

@@ -6,6 +6,9 @@ from keras_memnmt.config import TrainConfig, apply_overrides, build_model
 from keras_memnmt.models import LuongNMT, get_model, model_options
 from keras_memnmt.testing.utils import assert_model_round_trip, small_batch
 
+# The result can depend on KERAS_BACKEND: run on every backend (conftest.py).
+pytestmark = pytest.mark.backend
+
 SIZES = dict(embedding_dim=8, encoder_units=10, decoder_units=10, readout_units=8, output_dropout=0.0)
 
 

@@ -7,6 +7,9 @@ import pytest
 from keras_memnmt.models import MemDec, RNNsearch, memdec_from_rnnsearch
 from keras_memnmt.testing.utils import assert_stepping_matches
 
+# The result can depend on KERAS_BACKEND: run on every backend (conftest.py).
+pytestmark = pytest.mark.backend
+
 SIZES = dict(embedding_dim=8, encoder_units=6, decoder_units=10, readout_units=7, attention_units=9,
              output_dropout=0.0)
 

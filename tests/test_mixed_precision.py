@@ -17,11 +17,14 @@ from keras_memnmt.cli import main
 from keras_memnmt.config import ConfigError, TrainConfig
 from keras_memnmt.data import BOS_ID
 from keras_memnmt.layers.attention import masked_softmax
-from keras_memnmt.models import get_model, model_names
-from keras_memnmt.testing.tiny_runs import TINY_OPTIONS
+from keras_memnmt.models import get_model
+from keras_memnmt.testing.tiny_runs import TINY_OPTIONS, TINY_TRAIN_ARGS, library_model_params
 from keras_memnmt.training import apply_precision, compile_model
 from keras_memnmt.training.losses import MaskedCrossEntropy
 from keras_memnmt.training.optimizers import FusedAdam, build_optimizer
+
+# The result can depend on KERAS_BACKEND: run on every backend (conftest.py).
+pytestmark = pytest.mark.backend
 
 POLICIES = ("mixed_float16", "mixed_bfloat16")
 COMPUTE = {"mixed_float16": "float16", "mixed_bfloat16": "bfloat16"}
@@ -90,10 +93,8 @@ def test_masked_softmax_is_computed_in_float32(dtype):
 
 
 @pytest.mark.parametrize("policy", POLICIES)
-@pytest.mark.parametrize("name", model_names())
+@pytest.mark.parametrize("name", library_model_params())
 def test_every_model_trains_under_the_policy(name, policy):
-    if name not in TINY_OPTIONS:
-        pytest.skip(f"no tiny sizes for the model {name!r} (registered outside the library)")
     keras.config.set_dtype_policy(policy)
     keras.utils.set_random_seed(0)
     model = get_model(name)(30, 25, **TINY_OPTIONS[name])
@@ -183,10 +184,7 @@ def test_a_saved_mixed_float16_model_loads_with_its_policy_and_trains_on(tmp_pat
     assert int(keras.ops.convert_to_numpy(loaded.optimizer.iterations)) == 3
 
 
-TINY = ["--set", "corpus=synthetic", "--set", "synthetic_size=100", "--set", "embedding_dim=16",
-        "--set", "encoder_units=8", "--set", "decoder_units=16", "--set", "attention_units=8",
-        "--set", "readout_units=16", "--set", "vocab_size=200", "--set", "validate_every=2",
-        "--set", "val_limit=4", "--set", "test_limit=4", "--set", "beam_size=1"]
+TINY = [*TINY_TRAIN_ARGS, "--set", "validate_every=2", "--set", "beam_size=1"]
 
 
 def test_train_and_translate_in_mixed_bfloat16(tmp_path, capsys):

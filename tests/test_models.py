@@ -7,7 +7,11 @@ import pytest
 from keras_memnmt.data import BOS_ID
 from keras_memnmt.models import MODELS, ChoEncoderDecoder, RNNsearch
 from keras_memnmt.testing import reference
+from keras_memnmt.testing.tiny_runs import TINY_OPTIONS, library_model_params, library_models
 from keras_memnmt.testing.utils import assert_stepping_matches
+
+# The result can depend on KERAS_BACKEND: run on every backend (conftest.py).
+pytestmark = pytest.mark.backend
 
 SIZES = dict(embedding_dim=8, encoder_units=6, decoder_units=10, readout_units=7, output_dropout=0.0)
 
@@ -96,7 +100,13 @@ def test_bad_arguments():
         RNNsearch(0, 30)
 
 
-@pytest.mark.parametrize("name", ["cho", "memdec", "rnnsearch", "rmn", "rmr", "attentive", "luong", "ylstm"])  # the library's, not plugins
+def test_every_library_model_has_tiny_test_sizes():
+    """The shared tests (mixed precision, plots, fit from an unbuilt model) run every model
+    the library registers, at the sizes of ``TINY_OPTIONS``: a model without them fails here."""
+    assert sorted(library_models()) == sorted(TINY_OPTIONS)
+
+
+@pytest.mark.parametrize("name", library_model_params())
 def test_fit_builds_an_unbuilt_model_quietly_and_completely(name):
     """`fit` on a model never called builds it by tracing `call`. On PyTorch Keras traces
     on the "meta" device first; MemDec's `initial_states` once failed there (`ops.full`
@@ -104,11 +114,7 @@ def test_fit_builds_an_unbuilt_model_quietly_and_completely(name):
     being actually built" and created its weights during the first step instead."""
     import warnings
 
-    kwargs = dict(SIZES) if name in ("cho", "attentive", "luong", "ylstm") else dict(SIZES, attention_units=9)
-    if name in ("attentive", "luong", "ylstm"):  # equal stacks (the hand-off; the Y-LSTM's trackers)
-        kwargs["encoder_units"] = kwargs["decoder_units"]
-    if name == "ylstm":  # its softmax reads the top LSTM's output: no readout size of its own
-        kwargs.pop("readout_units")
+    kwargs = TINY_OPTIONS[name]
     model = MODELS[name](30, 25, **kwargs)
     model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     src, tgt = batch()

@@ -7,6 +7,9 @@ import pytest
 
 from keras_memnmt.training.optimizers import FusedAdam
 
+# The result can depend on KERAS_BACKEND: run on every backend (conftest.py).
+pytestmark = pytest.mark.backend
+
 SHAPES = [(5, 3), (3,), (7, 2)]
 
 

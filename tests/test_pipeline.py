@@ -3,6 +3,9 @@ import pytest
 
 from keras_memnmt.data import BOS_ID, EOS_ID, PAD_ID, CorpusError, make_dataset
 
+# The same on every backend: CI runs it on one (conftest.py).
+pytestmark = pytest.mark.backend_independent
+
 
 def batches(ds):
     return list(ds.as_numpy_iterator())

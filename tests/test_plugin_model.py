@@ -22,6 +22,10 @@ from keras_memnmt.data.vocab import PAD_ID
 from keras_memnmt.layers import DecoderCell, DeepOutput, EncoderOutput
 from keras_memnmt.models import Seq2Seq, get_model, model_options, register_model
 from keras_memnmt.testing import run_cell_test
+from keras_memnmt.testing.tiny_runs import TINY_EVAL_ARGS
+
+# The result can depend on KERAS_BACKEND: run on every backend (conftest.py).
+pytestmark = pytest.mark.backend
 
 PACKAGE = "keras_memnmt_plugin_test"
 
@@ -161,11 +165,11 @@ def test_every_encoder_layer_hands_its_final_states_to_the_decoder():
     np.testing.assert_array_equal(ops.convert_to_numpy(c0), ops.convert_to_numpy(encoded.final_states[-1][1]))
 
 
-TINY = ["--set", "corpus=synthetic", "--set", "synthetic_size=120", "--set", "model=plugin_lstm",
-        "--set", "embedding_dim=12", "--set", "encoder_units=10", "--set", "decoder_units=10",
-        "--set", "encoder_layers=2", "--set", "readout_units=12", "--set", "vocab_size=150",
-        "--set", "validate_every=1", "--set", "val_limit=4", "--set", "test_limit=4",
-        "--set", "beam_size=2"]
+# The plugin's own sizes (it has no attention_units), on the tiny runs' corpus and evaluation.
+TINY = ["--set", "corpus=synthetic", "--set", "synthetic_size=120", *TINY_EVAL_ARGS, "--set", "val_limit=4",
+        "--set", "model=plugin_lstm", "--set", "embedding_dim=12", "--set", "encoder_units=10",
+        "--set", "decoder_units=10", "--set", "encoder_layers=2", "--set", "readout_units=12",
+        "--set", "vocab_size=150", "--set", "validate_every=1"]
 
 
 @pytest.fixture(scope="module")
@@ -206,6 +210,7 @@ def test_the_plugin_model_reloads_with_the_same_outputs(plugin_run):
                                   ops.convert_to_numpy(again((source, target))))
 
 
+@pytest.mark.slow
 def test_the_plugin_model_resumes_and_warm_starts(plugin_run, tmp_path, capsys):
     import shutil
 

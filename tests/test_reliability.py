@@ -13,12 +13,13 @@ import pytest
 
 from keras_memnmt.cli import main
 from keras_memnmt.files import remove_temporaries, replacing, write_json
+from keras_memnmt.testing.tiny_runs import SHARED_RUN_ARGS, TINY_TRAIN_ARGS
+
+# The same on every backend: CI runs it on one (conftest.py).
+pytestmark = pytest.mark.backend_independent
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TINY = ["--set", "corpus=synthetic", "--set", "synthetic_size=100", "--set", "embedding_dim=16",
-        "--set", "encoder_units=8", "--set", "decoder_units=16", "--set", "attention_units=8",
-        "--set", "readout_units=16", "--set", "vocab_size=200", "--set", "val_limit=4",
-        "--set", "test_limit=4", "--set", "beam_size=2"]
+TINY = TINY_TRAIN_ARGS
 
 
 def _train(out, *extra):
@@ -93,12 +94,10 @@ def test_a_kill_during_a_checkpoint_write_loses_nothing_and_resume_goes_on(tmp_p
     assert not [n for n in os.listdir(out) if n.startswith(".")]
 
 
-def test_a_broken_best_model_falls_back_to_the_latest_with_a_notice(tmp_path, capsys):
+def test_a_broken_best_model_falls_back_to_the_latest_with_a_notice(trained_run, capsys):
     from keras_memnmt.runs import CheckpointError, load_model
 
-    out = str(tmp_path / "r")
-    assert _train(out, "--set", "validate_every=1", "--set", "max_steps=1",
-                  "--set", "keep_checkpoints=true") == 0
+    out = trained_run  # checkpoints/step2.keras and step4.keras kept
     best = os.path.join(out, "best.keras")
     open(best, "wb").close()  # as a writer without atomic renames leaves it
     capsys.readouterr()
@@ -110,14 +109,15 @@ def test_a_broken_best_model_falls_back_to_the_latest_with_a_notice(tmp_path, ca
     # Both broken: an error naming the kept checkpoint that is still whole.
     with open(os.path.join(out, "model.keras"), "r+b") as f:
         f.truncate(100)
-    with pytest.raises(CheckpointError, match=r"intact: .*checkpoints/step1\.keras"):
+    with pytest.raises(CheckpointError, match=r"intact: .*checkpoints/step2\.keras"):
         load_model(out)
     assert main(["translate", "--model", out, "--quiet", "--input", os.path.join(out, "config.json")]) == 2
     err = capsys.readouterr().err
-    assert "Traceback" not in err and "step1.keras" in err and len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err and "step2.keras" in err and len(err.strip().splitlines()) == 1
 
 
 # learning_rate 1e30: a loss of about 8e30 at step 2 on TensorFlow and PyTorch, not finite on JAX.
+@pytest.mark.backend
 @pytest.mark.parametrize("limit, expected", [("max_loss=0.01", "above max_loss=0.01"),
                                              ("learning_rate=1e30", "(above max_loss=100|not finite)")])
 def test_a_diverging_run_fails_and_saves_no_model(tmp_path, capsys, limit, expected):
@@ -132,6 +132,7 @@ def test_a_diverging_run_fails_and_saves_no_model(tmp_path, capsys, limit, expec
     assert "diverged" in record["failed"] and record["finished"] is None
 
 
+@pytest.mark.backend
 @pytest.mark.parametrize("loss", [float("nan"), float("inf")])
 def test_a_non_finite_loss_stops_even_without_a_threshold(tmp_path, loss):
     from keras_memnmt.training import DivergenceStop, TrainingDiverged
@@ -142,6 +143,7 @@ def test_a_non_finite_loss_stops_even_without_a_threshold(tmp_path, loss):
         stop.on_train_batch_end(1, {"loss": loss})
 
 
+@pytest.mark.backend
 def test_validation_refuses_to_save_non_finite_weights(tmp_path):
     import keras
     import numpy as np
@@ -191,10 +193,11 @@ def test_a_lock_whose_pid_was_reused_is_stale(tmp_path):
     assert not (tmp_path / LOCK_FILE).exists()
 
 
-def test_max_steps_is_exact_and_validates_at_the_last_step(tmp_path):
-    out = str(tmp_path / "r")
-    assert _train(out, "--set", "validate_every=2", "--set", "max_steps=5") == 0
-    assert [h["step"] for h in json.load(open(os.path.join(out, "validations.json")))] == [2, 4, 5]
+def test_max_steps_is_exact_and_validates_at_the_last_step(trained_run):
+    """The shared run (validations every 2 steps, at 2 and 4) resumed to 5 steps."""
+    assert main(["train", "quickstart", "--out", trained_run, *SHARED_RUN_ARGS, "--set", "max_steps=5",
+                 "--resume"]) == 0
+    assert [h["step"] for h in json.load(open(os.path.join(trained_run, "validations.json")))] == [2, 4, 5]
 
 
 @pytest.mark.parametrize("override, message", [
@@ -218,18 +221,18 @@ def test_out_of_range_values_fail_before_any_work(tmp_path, capsys, override, me
     assert not os.path.exists(out)
 
 
-def test_a_started_run_is_not_reused_silently(tmp_path, capsys):
-    out = str(tmp_path / "r")
-    assert _train(out, "--set", "validate_every=1", "--set", "max_steps=1") == 0
+def test_a_started_run_is_not_reused_silently(trained_run, capsys):
+    out = trained_run
     for name in ("model.keras", "best.keras", "validations.json", "log.csv", "results.json", "record.json"):
         os.remove(os.path.join(out, name))  # as if killed before its first validation
-    capsys.readouterr()
-    assert _train(out, "--set", "max_steps=1") == 2
-    assert "already holds the start of a run (config.json" in capsys.readouterr().err
+    shared = ["train", "quickstart", "--out", out, *SHARED_RUN_ARGS]
+    assert main([*shared, "--set", "max_steps=1"]) == 2
+    err = capsys.readouterr().err
+    assert "already holds the start of a run (" in err and "config.json" in err
     # --resume checks that the vocabulary would be the same before it reuses it.
-    assert _train(out, "--set", "max_steps=1", "--set", "vocab_size=300", "--resume") == 2
+    assert main([*shared, "--set", "max_steps=1", "--set", "vocab_size=300", "--resume"]) == 2
     assert "vocab_size=200 (now 300)" in capsys.readouterr().err
-    assert _train(out, "--set", "validate_every=1", "--set", "max_steps=1", "--resume") == 0
+    assert main([*shared, "--set", "max_steps=2", "--resume"]) == 0
     assert "vocabulary: reusing" in capsys.readouterr().err
 
 
@@ -241,6 +244,7 @@ def test_a_vocabulary_too_small_for_the_text_fails_before_any_file(tmp_path, cap
     assert not os.path.exists(out)
 
 
+@pytest.mark.backend
 @pytest.mark.slow
 def test_a_resumed_run_ends_where_an_uninterrupted_run_ends(tmp_path):
     """Stopped after step 2 (mid-epoch) and resumed: the same batches and dropout masks as

@@ -9,6 +9,9 @@ from keras_memnmt.data import synthetic_corpus
 from keras_memnmt.models import RMN, RMR, get_model, model_options
 from keras_memnmt.testing.utils import assert_model_round_trip, numpy, small_batch, word_ids
 
+# The result can depend on KERAS_BACKEND: run on every backend (conftest.py).
+pytestmark = pytest.mark.backend
+
 SIZES = dict(embedding_dim=8, encoder_units=6, decoder_units=10, readout_units=8, attention_units=9,
              output_dropout=0.0)
 

@@ -5,6 +5,9 @@ import sys
 
 import pytest
 
+# The same on every backend: CI runs it on one (conftest.py).
+pytestmark = pytest.mark.backend_independent
+
 CHECK = ("from keras_memnmt.runtime import tune_malloc; import sys; "
          "sys.stdout.write(str(tune_malloc()))")
 
@@ -89,3 +92,22 @@ def test_tensorflow_is_imported_without_loading_jax(backend):
     out = subprocess.run([sys.executable, "-c", JAX_CHECK], env=env, capture_output=True,
                          text=True, check=True).stdout
     assert out == f"True {backend} {backend == 'jax'} False 4.0"
+
+
+def test_only_the_console_command_tunes_malloc(monkeypatch, capsys):
+    """`main()` called from Python (a test session, a notebook) keeps the caller's allocator;
+    the `memnmt` console script (`console_main`) applies the tuning before running `main`."""
+    import keras_memnmt.cli as cli
+    import keras_memnmt.runtime as runtime
+
+    calls = []
+    monkeypatch.setattr(runtime, "tune_malloc", lambda: calls.append("tuned") or True)
+    with pytest.raises(SystemExit):  # argparse's --help exits after the parse
+        cli.main(["--help"])
+    assert cli.main(["translate", "--model", "no/such/run", "--input", "x"]) == 2
+    assert calls == []
+    monkeypatch.setattr(sys, "argv", ["memnmt", "--help"])
+    with pytest.raises(SystemExit) as exit_:
+        cli.console_main()
+    assert exit_.value.code == 0 and calls == ["tuned"]
+    capsys.readouterr()

@@ -13,6 +13,9 @@ import pytest
 
 import keras_memnmt.models  # noqa: F401  (registers the classes)
 
+# The result can depend on KERAS_BACKEND: run on every backend (conftest.py).
+pytestmark = pytest.mark.backend
+
 DATA = os.path.join(os.path.dirname(__file__), "data", "before_seam")
 
 

@@ -1,4 +1,9 @@
+import pytest
+
 from keras_memnmt.data import synthetic_corpus
+
+# The same on every backend: CI runs it on one (conftest.py).
+pytestmark = pytest.mark.backend_independent
 
 
 def test_deterministic_and_seeded():

@@ -9,34 +9,28 @@ import keras
 import pytest
 
 from keras_memnmt.cli import load_recipe, main
+from keras_memnmt.testing.tiny_runs import SHARED_RUN_ARGS, TINY_SIZE_ARGS, TINY_TRAIN_ARGS
 
-TINY = ["--set", "embedding_dim=16", "--set", "encoder_units=8", "--set", "decoder_units=16",
-        "--set", "attention_units=8", "--set", "readout_units=16", "--set", "vocab_size=200",
-        "--set", "max_steps=2", "--set", "validate_every=2", "--set", "val_limit=4",
-        "--set", "test_limit=4", "--set", "beam_size=2"]
+# The same on every backend: CI runs it on one (conftest.py).
+pytestmark = pytest.mark.backend_independent
 
-
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    out = str(tmp_path_factory.mktemp("run") / "quick")
-    assert main(["train", "quickstart", "--out", out, "--set", "corpus=synthetic",
-                 "--set", "synthetic_size=200", *TINY]) == 0
-    return out
+# Two steps and a validation at the end, unless a test says otherwise.
+TINY = [*TINY_TRAIN_ARGS, "--set", "max_steps=2", "--set", "validate_every=2"]
 
 
-def test_train_writes_a_complete_run_dir(run_dir):
+def test_train_writes_a_complete_trained_run(trained_run):
     for name in ("config.json", "vocab/vocab.json", "best.keras", "model.keras", "results.json", "log.csv"):
-        assert os.path.isfile(os.path.join(run_dir, name)), name
-    results = json.load(open(os.path.join(run_dir, "results.json")))
+        assert os.path.isfile(os.path.join(trained_run, name)), name
+    results = json.load(open(os.path.join(trained_run, "results.json")))
     assert results["corpus"] == "synthetic" and "nrefs:1" in results["bleu_signature"]
-    assert os.listdir(os.path.join(run_dir, "tensorboard"))
+    assert os.listdir(os.path.join(trained_run, "tensorboard"))
 
 
-def test_translate_keeps_one_line_per_input(run_dir, tmp_path, capsys):
+def test_translate_keeps_one_line_per_input(trained_run, tmp_path, capsys):
     src = tmp_path / "in.txt"
     src.write_text("the cat sees a dog\n\n   \nthe dogs that sleep like a bird " + "cat " * 300 + "\n\u4e2d\n")
     out = tmp_path / "out.txt"
-    assert main(["translate", "--model", run_dir, "--beam", "2", "--input", str(src),
+    assert main(["translate", "--model", trained_run, "--beam", "2", "--input", str(src),
                  "--output", str(out), "--quiet"]) == 0
     lines = out.read_text().split("\n")
     assert len(lines) == 6 and lines[-1] == ""  # 5 lines, each newline-terminated
@@ -44,13 +38,13 @@ def test_translate_keeps_one_line_per_input(run_dir, tmp_path, capsys):
     assert "truncated" in capsys.readouterr().err
 
 
-def test_evaluate_prints_scores(run_dir, capsys):
-    assert main(["evaluate", "--model", run_dir, "--split", "test", "--beam", "1", "--limit", "5"]) == 0
+def test_evaluate_prints_scores(trained_run, capsys):
+    assert main(["evaluate", "--model", trained_run, "--split", "test", "--beam", "1", "--limit", "5"]) == 0
     scores = json.loads(capsys.readouterr().out)
     assert {"bleu", "bleu_lowercase", "chrf", "ter", "bleu_signature"} <= set(scores)
 
 
-def test_evaluate_length_penalty_reaches_the_search(run_dir, capsys, monkeypatch):
+def test_evaluate_length_penalty_reaches_the_search(trained_run, capsys, monkeypatch):
     import keras_memnmt.models.seq2seq as seq2seq
 
     seen = []
@@ -61,23 +55,23 @@ def test_evaluate_length_penalty_reaches_the_search(run_dir, capsys, monkeypatch
         return generate(self, source_ids, **kwargs)
 
     monkeypatch.setattr(seq2seq.Seq2Seq, "generate", spy)
-    assert main(["evaluate", "--model", run_dir, "--split", "test", "--beam", "2", "--limit", "3",
+    assert main(["evaluate", "--model", trained_run, "--split", "test", "--beam", "2", "--limit", "3",
                  "--length-penalty", "average", "--alpha", "0.9"]) == 0
     scores = json.loads(capsys.readouterr().out)
     assert (scores["length_penalty"], scores["alpha"]) == ("average", 0.9)
     assert seen and set(seen) == {("average", 0.9)}
-    assert main(["evaluate", "--model", run_dir, "--split", "test", "--alpha", "-1"]) == 2
+    assert main(["evaluate", "--model", trained_run, "--split", "test", "--alpha", "-1"]) == 2
     assert "--alpha must be >= 0" in capsys.readouterr().err
 
 
-def test_evaluate_a_chosen_checkpoint(run_dir, capsys):
-    latest = os.path.join(run_dir, "model.keras")
-    assert main(["evaluate", "--model", run_dir, "--checkpoint", latest, "--split", "test",
+def test_evaluate_a_chosen_checkpoint(trained_run, capsys):
+    latest = os.path.join(trained_run, "model.keras")
+    assert main(["evaluate", "--model", trained_run, "--checkpoint", latest, "--split", "test",
                  "--beam", "1", "--limit", "3"]) == 0
     assert json.loads(capsys.readouterr().out)["sentences"] == 3
-    assert main(["evaluate", "--model", run_dir, "--checkpoint", "step99", "--split", "test"]) == 2
+    assert main(["evaluate", "--model", trained_run, "--checkpoint", "step99", "--split", "test"]) == 2
     err = capsys.readouterr().err
-    assert "checkpoint 'step99' not found" in err and "checkpoints holds: nothing" in err
+    assert "checkpoint 'step99' not found" in err and "checkpoints holds: step2.keras, step4.keras" in err
 
 
 def test_missing_or_incomplete_model_dir(tmp_path, capsys):
@@ -139,34 +133,21 @@ def test_unknown_recipe(capsys):
 def test_recipe_runs_one_step(recipe, data_dir, tmp_path):
     assert load_recipe(recipe).corpus == "multi30k"
     out = str(tmp_path / recipe)
-    tiny = TINY if recipe != "multi30k_cho" else " ".join(TINY).replace("--set attention_units=8 ", "").split()
+    sizes = TINY_SIZE_ARGS if recipe != "multi30k_cho" else \
+        " ".join(TINY_SIZE_ARGS).replace("--set attention_units=8 ", "").split()
     assert main(["train", recipe, "--data-dir", data_dir, "--out", out, "--set", "train_limit=64",
-                 *tiny, "--set", "max_steps=1", "--set", "validate_every=1"]) == 0
+                 *sizes, "--set", "val_limit=4", "--set", "test_limit=4", "--set", "beam_size=2", "--set", "max_steps=1", "--set", "validate_every=1"]) == 0
     assert json.load(open(os.path.join(out, "results.json")))["corpus"] == "multi30k en->de"
 
 
-def test_resume_continues_a_run(tmp_path, monkeypatch):
-    # The first batch each `fit` starts with.
-    starts, fit = [], keras.Model.fit
-
-    def recording_fit(model, x, **kwargs):
-        (source, _), _ = next(iter(x))
-        starts.append(keras.ops.convert_to_numpy(source))
-        return fit(model, x, **kwargs)
-
-    monkeypatch.setattr(keras.Model, "fit", recording_fit)
-    out = str(tmp_path / "r")
-    args = ["train", "quickstart", "--out", out, "--set", "corpus=synthetic", "--set", "synthetic_size=100",
-            *TINY, "--set", "validate_every=1", "--set", "dropout=0.3"]
-    assert main([*args, "--set", "max_steps=1"]) == 0
-    assert main([*args, "--set", "max_steps=3", "--resume"]) == 0
-    history = json.load(open(os.path.join(out, "validations.json")))
-    assert [h["step"] for h in history] == [1, 2, 3]
+def test_resume_continues_a_run(trained_run):
+    """The shared run (validations at steps 2 and 4) resumed to 6 steps. That it goes on with
+    the batches and dropout masks of a run in one go: test_reliability."""
+    assert main(["train", "quickstart", "--out", trained_run, *SHARED_RUN_ARGS, "--set", "max_steps=6",
+                 "--resume"]) == 0
+    history = json.load(open(os.path.join(trained_run, "validations.json")))
+    assert [h["step"] for h in history] == [2, 4, 6]
     assert history[-1]["train_seconds"] >= history[0]["train_seconds"]
-    # The resumed run goes on with the second batch, not the first again (that it also
-    # goes on with the same batches and masks as a run in one go: test_reliability).
-    first_batch, resumed_batch = starts
-    assert first_batch.shape != resumed_batch.shape or (first_batch != resumed_batch).any()
 
 
 def test_full_epochs_train_without_keras_false_alarms(tmp_path):
@@ -176,48 +157,39 @@ def test_full_epochs_train_without_keras_false_alarms(tmp_path):
     out = str(tmp_path / "epochs")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        assert main(["train", "quickstart", "--out", out, "--set", "corpus=synthetic", "--set", "synthetic_size=100",
-                     *TINY, "--set", "max_steps=none", "--set", "validate_every=0", "--set", "epochs=2"]) == 0
+        assert main(["train", "quickstart", "--out", out, *TINY, "--set", "max_steps=none", "--set", "validate_every=0", "--set", "epochs=2"]) == 0
     with open(os.path.join(out, "validations.json")) as f:
         assert len(json.load(f)) == 2  # one per epoch
     messages = [str(w.message) for w in caught]
     assert not [m for m in messages if "ran out of data" in m or "`shuffle=True`" in m], messages
 
 
-def test_resume_refuses_a_different_model(tmp_path, capsys):
-    out = str(tmp_path / "r")
-    args = ["train", "quickstart", "--out", out, "--set", "corpus=synthetic", "--set", "synthetic_size=100",
-            *TINY, "--set", "validate_every=1", "--set", "max_steps=1"]
-    assert main(args) == 0
-    before = {n: os.path.getmtime(os.path.join(out, n)) for n in ("config.json", "model.keras", "log.csv")}
-    capsys.readouterr()
-    assert main([*args, "--set", "decoder_units=24", "--resume"]) == 2
+def test_resume_refuses_a_different_model(trained_run, capsys):
+    names = ("config.json", "model.keras", "log.csv")
+    before = {n: os.path.getmtime(os.path.join(trained_run, n)) for n in names}
+    assert main(["train", "quickstart", "--out", trained_run, *SHARED_RUN_ARGS, "--set", "decoder_units=24",
+                 "--resume"]) == 2
     err = capsys.readouterr().err
     assert "cannot resume" in err and "decoder_units=16 (now 24)" in err
-    assert {n: os.path.getmtime(os.path.join(out, n)) for n in before} == before
+    assert {n: os.path.getmtime(os.path.join(trained_run, n)) for n in before} == before
 
 
-def test_train_refuses_to_overwrite_a_run_unless_told(tmp_path, capsys):
-    out = str(tmp_path / "r")
-    args = ["train", "quickstart", "--out", out, "--set", "corpus=synthetic", "--set", "synthetic_size=100",
-            *TINY, "--set", "validate_every=1"]
-    assert main([*args, "--set", "max_steps=2"]) == 0
-    before = {n: os.path.getmtime(os.path.join(out, n)) for n in ("model.keras", "best.keras")}
-    capsys.readouterr()
+def test_train_refuses_to_overwrite_a_run_unless_told(trained_run, capsys):
+    args = ["train", "quickstart", "--out", trained_run, *TINY]
+    before = {n: os.path.getmtime(os.path.join(trained_run, n)) for n in ("model.keras", "best.keras")}
     assert main([*args, "--set", "max_steps=1"]) == 2
     err = capsys.readouterr().err
     assert "already holds a trained run" in err and "--resume" in err and "--overwrite" in err
-    assert {n: os.path.getmtime(os.path.join(out, n)) for n in before} == before  # nothing touched
+    assert {n: os.path.getmtime(os.path.join(trained_run, n)) for n in before} == before  # nothing touched
     assert main([*args, "--set", "max_steps=1", "--resume", "--overwrite"]) == 2
-    assert main([*args, "--set", "max_steps=1", "--overwrite"]) == 0
-    assert [h["step"] for h in json.load(open(os.path.join(out, "validations.json")))] == [1]
+    assert main([*args, "--set", "max_steps=1", "--set", "validate_every=1", "--overwrite"]) == 0
+    assert [h["step"] for h in json.load(open(os.path.join(trained_run, "validations.json")))] == [1]
 
 
 @pytest.mark.slow
 def test_memdec_recipe_pretrains_then_fine_tunes(tmp_path):
     out = str(tmp_path / "memdec")
-    assert main(["train", "multi30k_memdec_scratch", "--out", out, "--set", "corpus=synthetic",
-                 "--set", "synthetic_size=100", *TINY, "--set", "pretrain_epochs=1",
+    assert main(["train", "multi30k_memdec_scratch", "--out", out, *TINY, "--set", "pretrain_epochs=1",
                  "--set", "memory_size=3", "--set", "address_units=6",
                  "--set", "pretrain_learning_rate=0.002", "--set", "learning_rate=0.0005"]) == 0
     assert os.path.isfile(os.path.join(out, "pretrain_rnnsearch", "results.json"))
@@ -240,8 +212,7 @@ def test_memdec_recipe_resumes_an_interrupted_pretraining_stage(tmp_path):
 
     out = str(tmp_path / "memdec")
     stage = os.path.join(out, "pretrain_rnnsearch")
-    args = ["train", "multi30k_memdec", "--out", out, "--set", "corpus=synthetic", "--set", "synthetic_size=100",
-            *TINY, "--set", "validate_every=1", "--set", "pretrain_epochs=1", "--set", "memory_size=2"]
+    args = ["train", "multi30k_memdec", "--out", out, *TINY, "--set", "validate_every=1", "--set", "pretrain_epochs=1", "--set", "memory_size=2"]
     assert main([*args, "--set", "max_steps=1"]) == 0
     # As if the process had been killed after the stage's first validation: the stage
     # has its model.keras but no results.json, and MemDec has not started.
@@ -300,8 +271,7 @@ def test_memory_size_study_pretrains_rnnsearch_once(tmp_path, monkeypatch, capsy
 
     monkeypatch.setattr(sizes, "SIZES", (2, 3))
     out = str(tmp_path / "sizes")
-    assert main(["train", "multi30k_memdec_sizes", "--out", out, "--set", "corpus=synthetic",
-                 "--set", "synthetic_size=100", *TINY, "--set", "pretrain_epochs=1"]) == 0
+    assert main(["train", "multi30k_memdec_sizes", "--out", out, *TINY, "--set", "pretrain_epochs=1"]) == 0
     stage = os.path.join(out, "pretrain_rnnsearch")
     assert os.path.isfile(os.path.join(stage, "results.json"))
     log = capsys.readouterr().err
@@ -316,27 +286,27 @@ def test_memory_size_study_pretrains_rnnsearch_once(tmp_path, monkeypatch, capsy
     assert [row.split("|")[1].strip() for row in rows[2:]] == ["2", "3"]
 
 
-def test_rnnsearch_warm_starts_from_a_run_of_the_same_model(run_dir, tmp_path, capsys):
+def test_rnnsearch_warm_starts_from_a_run_of_the_same_model(trained_run, tmp_path, capsys):
     """`pretrain_run` on a non-MemDec model (the control for MemDec's fine-tuning, §4.2):
     the run's weights and vocabulary, this config's dropout, and a fresh optimizer."""
     import numpy as np
 
     from keras_memnmt.runs import load_model
 
-    data = ["--set", "corpus=synthetic", "--set", "synthetic_size=200", *TINY, "--set", f"pretrain_run={run_dir}",
+    data = [*TINY, "--set", f"pretrain_run={trained_run}",
             "--set", "max_steps=1", "--set", "validate_every=1"]
     out = str(tmp_path / "continued")
     assert main(["train", "quickstart", "--out", out, *data, "--set", "learning_rate=0",
                  "--set", "output_dropout=0.35"]) == 0
-    assert f"rnnsearch warm start from {run_dir} (best.keras; fresh optimizer)" in capsys.readouterr().err
-    before, after = load_model(run_dir), load_model(out)
+    assert f"rnnsearch warm start from {trained_run} (best.keras; fresh optimizer)" in capsys.readouterr().err
+    before, after = load_model(trained_run), load_model(out)
     assert after.output_dropout == 0.35 != before.output_dropout
     for a, b in zip(before.weights, after.weights, strict=True):
         if "seed_generator" not in a.path and "optimizer" not in a.path:
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=a.path)  # rate 0: unchanged
     latest = keras.saving.load_model(os.path.join(out, "model.keras"))  # saved with its optimizer
     assert int(keras.ops.convert_to_numpy(latest.optimizer.iterations)) == 1  # not the run's 2 steps carried on
-    with open(os.path.join(run_dir, "vocab", "vocab.json")) as f, open(os.path.join(out, "vocab", "vocab.json")) as g:
+    with open(os.path.join(trained_run, "vocab", "vocab.json")) as f, open(os.path.join(out, "vocab", "vocab.json")) as g:
         assert f.read() == g.read()
     # Another architecture is a clear error before anything trains.
     other = str(tmp_path / "other")
@@ -354,7 +324,7 @@ def test_memdec_warm_starts_from_a_chosen_checkpoint(tmp_path, capsys):
     from keras_memnmt.runs import load_model
 
     pre = str(tmp_path / "rnnsearch")
-    data = ["--set", "corpus=synthetic", "--set", "synthetic_size=100", *TINY]
+    data = TINY
     assert main(["train", "quickstart", "--out", pre, *data, "--set", "validate_every=1",
                  "--set", "max_steps=2", "--set", "keep_checkpoints=true"]) == 0
 

@@ -11,6 +11,9 @@ from keras_memnmt.config import TrainConfig, apply_overrides
 from keras_memnmt.data import CorpusError, synthetic_splits
 from keras_memnmt.training import load_corpora
 
+# The same on every backend: CI runs it on one (conftest.py).
+pytestmark = pytest.mark.backend_independent
+
 PAIRS = [("a dog runs", "ein Hund rennt"), ("two cats", "zwei Katzen"), ("a bird", "ein Vogel")]
 
 

@@ -4,6 +4,9 @@ import tensorflow as tf
 
 from keras_memnmt.data import BOS_ID, EOS_ID, PAD_ID, UNK_ID, SubwordVocab
 
+# The same on every backend: CI runs it on one (conftest.py).
+pytestmark = pytest.mark.backend_independent
+
 
 def test_reserved_ids(small_vocab):
     for v in (small_vocab.source, small_vocab.target):

@@ -10,6 +10,9 @@ from keras_memnmt.models import YLSTM, get_model, model_options
 from keras_memnmt.testing.utils import assert_model_round_trip, numpy, small_batch, word_ids
 from keras_memnmt.training.losses import MaskedCrossEntropy
 
+# The result can depend on KERAS_BACKEND: run on every backend (conftest.py).
+pytestmark = pytest.mark.backend
+
 SIZES = dict(embedding_dim=8, encoder_units=8, decoder_units=8, num_layers=3, tracker_layer=2,
              output_dropout=0.0)
 

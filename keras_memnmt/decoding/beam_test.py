@@ -1,6 +1,6 @@
 """Beam search against brute force, a list-based reference and greedy search.
 
-The fake decoder (see `_test_utils`) has by default a 5-token vocabulary
+The fake decoder (`keras_memnmt.testing.fake_decoder`) has by default a 5-token vocabulary
 (pad 0, unk 1, bos 2, eos 3, 4), so 3 tokens can be generated and every
 hypothesis up to length 5 can be enumerated.
 """
@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 
 from keras_memnmt.decoding import LENGTH_PENALTIES, beam_search, greedy_search, length_penalty
-from keras_memnmt.decoding._test_utils import (
+from keras_memnmt.decoding.beam import block_size, candidates
+from keras_memnmt.decoding.common import log_probs
+from keras_memnmt.testing.fake_decoder import (
     BOS,
     EOS,
     PAD,
@@ -25,8 +27,9 @@ from keras_memnmt.decoding._test_utils import (
     table_decoder,
     unpad,
 )
-from keras_memnmt.decoding.beam import block_size, candidates
-from keras_memnmt.decoding.common import log_probs
+
+# The result can depend on KERAS_BACKEND: run on every backend (conftest.py).
+pytestmark = pytest.mark.backend
 
 SENTENCES = [0, 1, 2]
 SEED = 4  # the optima differ across penalties and from greedy (checked below)

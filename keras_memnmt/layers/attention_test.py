@@ -8,6 +8,9 @@ from keras_memnmt.layers.attention import AdditiveAttention, LuongAttention, mas
 from keras_memnmt.testing import reference
 from keras_memnmt.testing.utils import numpy, randomize_weights, value_and_grads
 
+# The result can depend on KERAS_BACKEND: run on every backend (conftest.py).
+pytestmark = pytest.mark.backend
+
 B, TX, D = 3, 5, 6
 Q = D  # "dot" needs Q == D; the other scores are also tested with Q != D below.
 

@@ -17,6 +17,9 @@ from keras_memnmt.testing.checks import (
 )
 from keras_memnmt.testing.utils import numpy, randomize_weights
 
+# The result can depend on KERAS_BACKEND: run on every backend (conftest.py).
+pytestmark = pytest.mark.backend
+
 B, TX, D, E = 3, 5, 6, 4
 UNITS, VOCAB, READ = 8, 11, 9
 ARGUMENTS = dict(units=UNITS, target_vocab_size=VOCAB, readout_units=READ, annotation_units=D)

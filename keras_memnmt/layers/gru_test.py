@@ -8,6 +8,9 @@ from keras_memnmt.layers.gru import GRUCell
 from keras_memnmt.testing import reference
 from keras_memnmt.testing.utils import numpy, randomize_weights, value_and_grads
 
+# The result can depend on KERAS_BACKEND: run on every backend (conftest.py).
+pytestmark = pytest.mark.backend
+
 B, IN, U = 3, 5, 4
 
 

@@ -2,7 +2,8 @@
 
 ``run_cell_test`` checks the contract every cell meets (states, RNN run == stepping,
 masking, greedy and beam search, serialization, fit and ``.keras``) and the NumPy
-reference below, written from paper 004's §2 (Luong et al. 2015, Eq. 5-8, input feeding).
+reference below, written from Bradbury & Socher 2016, §2 (Luong et al. 2015, Eq. 5-8,
+input feeding).
 """
 
 import keras
@@ -20,6 +21,9 @@ from keras_memnmt.testing.checks import (
 )
 from keras_memnmt.testing.utils import numpy, randomize_weights, stacked_reference_start, weights_of
 
+# The result can depend on KERAS_BACKEND: run on every backend (conftest.py).
+pytestmark = pytest.mark.backend
+
 B, TX, E, T = 3, 5, 4, 5
 UNITS, VOCAB, READ = 8, 11, 9
 ARGUMENTS = dict(units=UNITS, target_vocab_size=VOCAB, readout_units=READ, annotation_units=6,
@@ -31,7 +35,7 @@ def _make(**kwargs):
 
 
 def _reference_logits(cell, encoded, embedded):
-    """Paper 004 §2 in NumPy, one step at a time (no dropout: inference)."""
+    """Bradbury & Socher §2 in NumPy, one step at a time (no dropout: inference)."""
     annotations, mask, states, kernel, score_vector = stacked_reference_start(cell, encoded)
     fed = np.zeros((annotations.shape[0], cell.readout_units))  # h̃_0 = 0
     outputs = []

@@ -21,6 +21,9 @@ from keras_memnmt.testing.checks import (
 )
 from keras_memnmt.testing.utils import numpy, randomize_weights
 
+# The result can depend on KERAS_BACKEND: run on every backend (conftest.py).
+pytestmark = pytest.mark.backend
+
 B, TX, D, E, T = 3, 5, 6, 4, 3
 UNITS, VOCAB, ATT, READ = 8, 11, 7, 9
 N, M, ADDR = 4, 5, 6  # memory cells, cell size (!= UNITS), addressing units (!= ATT)

@@ -20,6 +20,9 @@ from keras_memnmt.testing.checks import (
 )
 from keras_memnmt.testing.utils import numpy, randomize_weights
 
+# The result can depend on KERAS_BACKEND: run on every backend (conftest.py).
+pytestmark = pytest.mark.backend
+
 B, TX, D, E, T = 3, 5, 6, 4, 5
 UNITS, VOCAB, ATT, READ = 8, 11, 7, 9
 ARGUMENTS = dict(units=UNITS, target_vocab_size=VOCAB, attention_units=ATT, readout_units=READ,
@@ -35,7 +38,7 @@ def _weights(layer):
 
 
 def _reference_logits(cell, encoded, inputs):
-    """Eq. 8-19 of paper 001 in NumPy, from the step inputs ``[e; M(y); C(y)]``."""
+    """Eq. 8-19 of Yum & Mu in NumPy, from the step inputs ``[e; M(y); C(y)]``."""
     n, d = cell.memory_size, cell.memory_dim
     width = inputs.shape[-1] - 2 * d
     annotations, mask, summary = (np.asarray(x, np.float64) for x in encoded[:3])

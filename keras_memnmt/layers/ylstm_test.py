@@ -2,7 +2,8 @@
 
 ``run_cell_test`` checks the decoder cell's contract (states, RNN run == stepping, masking,
 greedy and beam search, serialization, fit and ``.keras``) and the NumPy reference below,
-written from paper 004's §2.1; the encoder cell has its own reference of the tracker exchange.
+written from Bradbury & Socher 2016, §2.1; the encoder cell has its own reference of the
+tracker exchange.
 """
 
 import keras
@@ -19,6 +20,9 @@ from keras_memnmt.testing.checks import (
 )
 from keras_memnmt.testing.utils import numpy, randomize_weights, weights_of
 
+# The result can depend on KERAS_BACKEND: run on every backend (conftest.py).
+pytestmark = pytest.mark.backend
+
 B, TX, E, T = 3, 5, 4, 5
 UNITS, VOCAB, TRACKER = 8, 11, 6
 ARGUMENTS = dict(units=UNITS, target_vocab_size=VOCAB, readout_units=UNITS, annotation_units=2 * TRACKER,
@@ -30,7 +34,7 @@ def _make(**kwargs):
 
 
 def _tracked_stack_step(cell, x, states, tracker):
-    """Paper 004 §2.1's a^l_t, a^m_t and a^tracker_t in NumPy: ``(top, states, h', k')``."""
+    """Bradbury & Socher §2.1's a^l_t, a^m_t and a^tracker_t in NumPy: ``(top, states, h', k')``."""
     middle = cell.tracker_layer - 1
     for i in range(cell.num_layers):
         if i == middle:
@@ -44,7 +48,7 @@ def _tracked_stack_step(cell, x, states, tracker):
 
 
 def _reference_logits(cell, encoded, embedded):
-    """The decoder of paper 004 §2.1 in NumPy, one step at a time (no dropout: inference)."""
+    """The decoder of Bradbury & Socher §2.1 in NumPy, one step at a time (no dropout: inference)."""
     annotations, mask = (np.asarray(x, np.float64) for x in encoded[:2])
     t_units = cell.tracker_units
     H, C = annotations[..., :t_units], annotations[..., t_units:]

@@ -28,6 +28,47 @@ TINY_OPTIONS = {
 }
 
 
+# A tiny `memnmt train` of the quickstart recipe (RNNsearch): a few seconds of training,
+# validation and test evaluation on a CPU. The model's and the vocabulary's sizes:
+TINY_SIZE_ARGS = [
+    "--set", "embedding_dim=16", "--set", "encoder_units=8", "--set", "decoder_units=16",
+    "--set", "attention_units=8", "--set", "readout_units=16", "--set", "vocab_size=200",
+]
+# ... the sentences validated and tested, and the test's beam:
+TINY_EVAL_ARGS = ["--set", "val_limit=8", "--set", "test_limit=4", "--set", "beam_size=2"]
+# ... and all of it on 200 pairs of the synthetic corpus (no data files needed):
+TINY_TRAIN_ARGS = ["--set", "corpus=synthetic", "--set", "synthetic_size=200", *TINY_SIZE_ARGS,
+                   *TINY_EVAL_ARGS]
+# The run every test session trains once (``tests/conftest.py``, fixture ``trained_run``): four
+# steps, a validation every two (step 2 and 4), every step logged to TensorBoard, each
+# validation's checkpoint kept.
+SHARED_RUN_ARGS = [
+    *TINY_TRAIN_ARGS, "--set", "max_steps=4", "--set", "validate_every=2", "--set", "log_every=1",
+    "--set", "val_loss_sentences=8", "--set", "keep_checkpoints=true",
+]
+
+
+def library_models() -> list[str]:
+    """The names of the models registered by the library itself (not by a test or a plugin)."""
+    from keras_memnmt.models import MODELS
+
+    return [name for name, cls in MODELS.items() if cls.__module__.startswith("keras_memnmt.")]
+
+
+# The models the tests' fast tier (the README's test command) runs in the tests that repeat
+# for every model; the others run there with the tests marked `slow` (CI runs both).
+FAST_TIER_MODELS = ("rnnsearch", "memdec")
+
+
+def library_model_params() -> list:
+    """``library_models()`` as ``pytest.param``s for ``parametrize``, those beyond
+    ``FAST_TIER_MODELS`` marked ``slow``."""
+    import pytest
+
+    return [pytest.param(name, marks=() if name in FAST_TIER_MODELS else pytest.mark.slow)
+            for name in library_models()]
+
+
 def synthetic_vocab(size: int = 60, pairs: int = 200, seed: int = 0) -> SubwordVocab:
     """A small vocabulary trained on the synthetic corpus (the tiny runs' vocabulary)."""
     from keras_memnmt.data import synthetic_corpus

@@ -1,0 +1,101 @@
+"""Rules for every test of the repository (``keras_memnmt/**/*_test.py`` and ``tests/``).
+
+Two tiers, chosen per test module with ``pytestmark`` (or per test, which wins):
+
+- ``pytest.mark.backend``: the result can depend on ``KERAS_BACKEND`` (cells, decoding,
+  models, save/load, precision, distribution). CI runs these on TensorFlow, JAX and PyTorch.
+- ``pytest.mark.backend_independent``: the same on every backend (command-line errors, run
+  records, locks, compare, results, archive, docs tables, plots, data files). CI runs these
+  on one backend.
+
+A test with neither marker is a collection error, so that a new test cannot land without
+saying which it is. ``--backend-tier`` keeps only the ``backend`` tests (what CI runs on the
+second and third backend).
+
+Every test starts from the same random state (Python, NumPy and the backend seeded with 0,
+the float32 dtype policy), so no test depends on what ran before it. ``--shuffle SEED``
+runs the modules, and the tests within each module, in a seeded random order: the suite
+must pass in any order.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+TIERS = ("backend", "backend_independent")
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("keras_memnmt")
+    group.addoption("--backend-tier", action="store_true",
+                    help="run only the tests marked `backend` (their result can depend on KERAS_BACKEND)")
+    group.addoption("--shuffle", type=int, default=None, metavar="SEED",
+                    help="run the modules, and the tests within each module, in an order drawn from SEED")
+
+
+def tier(item) -> str | None:
+    """The test's tier: the closest of its ``backend`` / ``backend_independent`` markers."""
+    for marker in item.iter_markers():  # closest first: the test's own, then its class's, its module's
+        if marker.name in TIERS:
+            return marker.name
+    return None
+
+
+def pytest_collection_modifyitems(session, config, items):
+    unclassified = [item.nodeid for item in items if tier(item) is None]
+    if unclassified:
+        shown = "\n  ".join(unclassified[:20])
+        raise pytest.UsageError(
+            f"{len(unclassified)} test(s) carry neither `pytest.mark.backend` nor "
+            f"`pytest.mark.backend_independent` (set `pytestmark` in the module; see conftest.py):\n  {shown}")
+    if config.getoption("--backend-tier"):
+        kept = [item for item in items if tier(item) == "backend"]
+        config.hook.pytest_deselected(items=[item for item in items if tier(item) != "backend"])
+        items[:] = kept
+    seed = config.getoption("--shuffle")
+    if seed is not None:
+        rng = random.Random(seed)
+        modules: dict[str, list] = {}
+        for item in items:
+            modules.setdefault(item.nodeid.split("::")[0], []).append(item)
+        order = list(modules)
+        rng.shuffle(order)
+        shuffled = []
+        for name in order:
+            tests = modules[name]
+            rng.shuffle(tests)
+            shuffled.extend(tests)
+        items[:] = shuffled
+
+
+def pytest_report_header(config):
+    seed = config.getoption("--shuffle")
+    return None if seed is None else f"keras_memnmt: tests shuffled with seed {seed}"
+
+
+@pytest.fixture(autouse=True)
+def _same_start():
+    """Seeds Python, NumPy and the backend, and restores the float32 dtype policy, around
+    every test."""
+    import keras
+
+    keras.utils.set_random_seed(0)
+    keras.config.set_dtype_policy("float32")
+    yield
+    keras.config.set_dtype_policy("float32")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _free_backend_memory():
+    """After each module: Keras's global state cleared (``clear_session``: TensorFlow's graph,
+    the layer-name counters) and the garbage collected, so that the traced functions and
+    the weights of a module's models do not stay resident for the rest of the session."""
+    yield
+    import gc
+
+    import keras
+
+    keras.backend.clear_session(free_memory=True)
+    gc.collect()
