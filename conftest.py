@@ -90,8 +90,11 @@ def _same_start():
 @pytest.fixture(autouse=True, scope="module")
 def _free_backend_memory():
     """After each module: Keras's global state cleared (``clear_session``: TensorFlow's graph,
-    the layer-name counters) and the garbage collected, so that the traced functions and
-    the weights of a module's models do not stay resident for the rest of the session."""
+    the layer-name counters) and the garbage collected, so that what a module's tests see
+    of that state (auto-numbered layer names included) does not depend on the modules that
+    ran before. (It does not bound the memory: TensorFlow keeps about 100 MB per traced
+    ``fit`` of these models for the life of the process, which is why the suite runs in
+    several worker processes.)"""
     yield
     import gc
 
