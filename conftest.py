@@ -16,6 +16,10 @@ Every test starts from the same random state (Python, NumPy and the backend seed
 the float32 dtype policy), so no test depends on what ran before it. ``--shuffle SEED``
 runs the modules, and the tests within each module, in a seeded random order: the suite
 must pass in any order.
+
+The README's test command and CI run the tests in four worker processes (pytest-xdist,
+``-n 4``): besides using both cores, that bounds each process's memory, since TensorFlow
+keeps about 100 MB per traced ``fit`` of these models for the life of a process.
 """
 
 from __future__ import annotations
@@ -44,16 +48,16 @@ def tier(item) -> str | None:
 
 
 def pytest_collection_modifyitems(session, config, items):
-    unclassified = [item.nodeid for item in items if tier(item) is None]
+    tiers = {item.nodeid: tier(item) for item in items}
+    unclassified = [nodeid for nodeid, name in tiers.items() if name is None]
     if unclassified:
         shown = "\n  ".join(unclassified[:20])
         raise pytest.UsageError(
             f"{len(unclassified)} test(s) carry neither `pytest.mark.backend` nor "
             f"`pytest.mark.backend_independent` (set `pytestmark` in the module; see conftest.py):\n  {shown}")
     if config.getoption("--backend-tier"):
-        kept = [item for item in items if tier(item) == "backend"]
-        config.hook.pytest_deselected(items=[item for item in items if tier(item) != "backend"])
-        items[:] = kept
+        config.hook.pytest_deselected(items=[item for item in items if tiers[item.nodeid] != "backend"])
+        items[:] = [item for item in items if tiers[item.nodeid] == "backend"]
     seed = config.getoption("--shuffle")
     if seed is not None:
         rng = random.Random(seed)
@@ -86,19 +90,3 @@ def _same_start():
     yield
     keras.config.set_dtype_policy("float32")
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _free_backend_memory():
-    """After each module: Keras's global state cleared (``clear_session``: TensorFlow's graph,
-    the layer-name counters) and the garbage collected, so that what a module's tests see
-    of that state (auto-numbered layer names included) does not depend on the modules that
-    ran before. (It does not bound the memory: TensorFlow keeps about 100 MB per traced
-    ``fit`` of these models for the life of the process, which is why the suite runs in
-    several worker processes.)"""
-    yield
-    import gc
-
-    import keras
-
-    keras.backend.clear_session(free_memory=True)
-    gc.collect()

@@ -19,7 +19,7 @@ import time
 def _setup_process() -> None:
     """Process-wide settings for the `memnmt` command's own process (``console_main``).
 
-    Never applied by :func:`main` itself: a program or a test session that calls ``main``
+    Never applied by :func:`main` itself: a program (or pytest) that calls ``main``
     from Python keeps its own allocator settings (``tune_malloc`` stops glibc from ever
     shrinking the heap, which suits one training process, not a long-lived caller).
     """

@@ -37,7 +37,7 @@ def _no_env_data(monkeypatch):
 
 @pytest.fixture(scope="session")
 def shared_run(tmp_path_factory) -> str:
-    """The tiny run every test session trains once (``SHARED_RUN_ARGS``: quickstart's RNNsearch on
+    """The tiny run each test process trains once (``SHARED_RUN_ARGS``: quickstart's RNNsearch on
     the synthetic corpus, 4 steps, validations at steps 2 and 4, checkpoints kept). Read it,
     never change it: a test that writes into a run takes ``trained_run``, its own copy."""
     from keras_memnmt.cli import main

@@ -34,7 +34,7 @@ def _events(folder: str) -> dict:
 
 @pytest.fixture()
 def run_dir(shared_run):
-    """The session's shared run (``SHARED_RUN_ARGS``: 4 steps, every step logged, validations at
+    """The shared run (``SHARED_RUN_ARGS``: 4 steps, every step logged, validations at
     steps 2 and 4 on 8 sentences), read only (``tests/conftest.py``)."""
     return shared_run
 

@@ -63,7 +63,7 @@ def _check_provenance(made: dict) -> None:
 
 @pytest.fixture()
 def trained(shared_run):
-    """The session's shared run, read only (``tests/conftest.py``)."""
+    """The shared run, read only (``tests/conftest.py``)."""
     return shared_run
 
 

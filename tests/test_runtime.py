@@ -95,7 +95,7 @@ def test_tensorflow_is_imported_without_loading_jax(backend):
 
 
 def test_only_the_console_command_tunes_malloc(monkeypatch, capsys):
-    """`main()` called from Python (a test session, a notebook) keeps the caller's allocator;
+    """`main()` called from Python (pytest, a notebook) keeps the caller's allocator;
     the `memnmt` console script (`console_main`) applies the tuning before running `main`."""
     import keras_memnmt.cli as cli
     import keras_memnmt.runtime as runtime

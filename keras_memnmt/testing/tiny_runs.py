@@ -39,7 +39,7 @@ TINY_EVAL_ARGS = ["--set", "val_limit=8", "--set", "test_limit=4", "--set", "bea
 # ... and all of it on 200 pairs of the synthetic corpus (no data files needed):
 TINY_TRAIN_ARGS = ["--set", "corpus=synthetic", "--set", "synthetic_size=200", *TINY_SIZE_ARGS,
                    *TINY_EVAL_ARGS]
-# The run every test session trains once (``tests/conftest.py``, fixture ``trained_run``): four
+# The run each test process trains once (``tests/conftest.py``, fixture ``trained_run``): four
 # steps, a validation every two (step 2 and 4), every step logged to TensorBoard, each
 # validation's checkpoint kept.
 SHARED_RUN_ARGS = [
