@@ -23,9 +23,13 @@ def _setup_process() -> None:
     from Python keeps its own allocator settings (``tune_malloc`` stops glibc from ever
     shrinking the heap, which suits one training process, not a long-lived caller).
     """
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    from keras_memnmt.runtime import tune_malloc
+    # Translations and JSON are UTF-8 whatever the locale (a C locale would refuse "ü").
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, ValueError):  # no stream, or not a text stream
+            stream.reconfigure(encoding="utf-8", errors=stream.errors)
+    from keras_memnmt.runtime import quiet_tensorflow_startup, tune_malloc
 
+    quiet_tensorflow_startup()  # before TensorFlow is imported; see its docstring
     tune_malloc()  # before the backends allocate; see its docstring
 
 
@@ -58,26 +62,16 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def _check_output(flag: str, path: str, directory: bool = False, make_parents: bool = False) -> None:
-    """A clear error, before any work is done, when ``path`` cannot be written as ``flag``'s
-    output: a file (or, with ``directory``, a folder) whose parent folder must exist unless
-    the writer creates it (``make_parents``)."""
-    if directory:
-        if os.path.exists(path) and not os.path.isdir(path):
-            raise ValueError(f"{flag} {path}: exists and is not a directory")
-    elif os.path.isdir(path):
-        raise ValueError(f"{flag} {path}: is a directory, expected a file")
-    parent = os.path.dirname(os.path.abspath(path))
-    existing = parent
-    while not os.path.exists(existing):
-        existing = os.path.dirname(existing)
-    if not os.path.isdir(existing):
-        raise ValueError(f"{flag} {path}: {existing} is not a directory")
-    if existing != parent and not make_parents:
-        raise ValueError(f"{flag} {path}: the folder {parent} does not exist")
-    target = path if os.path.exists(path) else existing
-    if not os.access(target, os.W_OK):
-        raise ValueError(f"{flag} {path}: {target} is not writable")
+def _json(obj) -> str:
+    """``obj`` as the CLI prints JSON: indented, non-ASCII characters as they are."""
+    return json.dumps(obj, indent=2, ensure_ascii=False)
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no stream, or a closed one
+        return False
 
 
 def _write(stream, text: str, name: str) -> None:
@@ -147,28 +141,35 @@ def cmd_data_check(args) -> int:
         vocab = _train_vocab("--vocab-size", corpus.source[:n], corpus.target[:n], args.vocab_size)
     stats = corpus_stats(corpus, vocab, args.max_length)
     report = {"corpus": corpus.name, **stats.summary(), "max_length": args.max_length}
-    print(json.dumps(report, indent=2))
+    print(_json(report))
     return 0
 
 
 def cmd_vocab_build(args) -> int:
-    _check_output("--out", args.out, directory=True, make_parents=True)
+    from keras_memnmt.outputs import check_output
+
+    check_output("--out", args.out, directory=True, make_parents=True)
     corpus = _load_corpus(args)
     t0 = time.perf_counter()
     vocab = _train_vocab("--size", corpus.source, corpus.target, args.size, model_type=args.model_type,
                          joint=args.joint, progress=_progress(args))
     vocab.save(args.out)
-    print(json.dumps({
+    print(_json({
         "out": args.out, "pairs": len(corpus), "dropped_empty": corpus.dropped_empty,
         "source_vocab_size": vocab.source.vocab_size,
         "target_vocab_size": vocab.target.vocab_size,
         "seconds": round(time.perf_counter() - t0, 2),
-    }, indent=2))
+    }))
     return 0
 
 
 def _recipe_module(name_or_path: str):
-    """The recipe module: a name from recipes/ or a path to a recipe .py file."""
+    """The recipe module: a name from recipes/ or a path to a recipe .py file.
+
+    Whatever goes wrong while the module runs (an exception, a missing import, a
+    ``sys.exit``) is one :class:`~keras_memnmt.config.ConfigError` line naming the recipe
+    and, where known, its line.
+    """
     import importlib
     import importlib.util
 
@@ -181,31 +182,69 @@ def _recipe_module(name_or_path: str):
         if spec is None:
             raise ConfigError(f"recipe {name_or_path} is not a Python file (a .py recipe)")
         module = importlib.util.module_from_spec(spec)
-        try:
-            spec.loader.exec_module(module)
-        except SyntaxError as e:
-            raise ConfigError(f"recipe {name_or_path}, line {e.lineno}: {e.msg}") from None
+        _run_recipe(name_or_path, spec.origin, lambda: spec.loader.exec_module(module))
         return module
     try:
-        return importlib.import_module(f"recipes.{name_or_path}")
-    except ModuleNotFoundError as e:
-        if e.name not in ("recipes", f"recipes.{name_or_path}"):
-            raise
-        import recipes
+        spec = importlib.util.find_spec(f"recipes.{name_or_path}")
+    except (ImportError, ValueError):  # no recipes package, or not a module name
+        spec = None
+    if spec is None:
+        raise ConfigError(f"unknown recipe {name_or_path!r}; recipes: {', '.join(_recipe_names())}")
+    return _run_recipe(name_or_path, spec.origin, lambda: importlib.import_module(f"recipes.{name_or_path}"))
 
-        names = sorted(f[:-3] for f in os.listdir(os.path.dirname(recipes.__file__))
-                       if f.endswith(".py") and not f.startswith("_"))
-        raise ConfigError(f"unknown recipe {name_or_path!r}; recipes: {', '.join(names)}") from None
+
+def _recipe_names() -> list[str]:
+    """The recipes in recipes/ (none where that package cannot be imported)."""
+    try:
+        import recipes
+    except ImportError:
+        return []
+    folder = os.path.dirname(recipes.__file__)
+    return sorted(f[:-3] for f in os.listdir(folder) if f.endswith(".py") and not f.startswith("_"))
+
+
+def _run_recipe(name: str, origin: str | None, load):
+    """``load()``, which runs the recipe module (``origin``: its file), with its failures as
+    one ``ConfigError`` line naming the recipe and the line at fault."""
+    from keras_memnmt.config import ConfigError
+
+    try:
+        return load()
+    except SyntaxError as e:
+        where = f", line {e.lineno}" if _same_file(e.filename, origin) else f": {e.filename}, line {e.lineno}"
+        raise ConfigError(f"recipe {name}{where}: {e.msg}") from None
+    except SystemExit as e:
+        raise ConfigError(f"recipe {name}{_recipe_line(e, origin)}: calls sys.exit({e.code!r}) when "
+                          "loaded; a recipe defines CONFIG (and run), it trains nothing by itself") from None
+    except Exception as e:
+        raise ConfigError(f"recipe {name}{_recipe_line(e, origin)}: {type(e).__name__}: "
+                          f"{_one_line(e)}") from None
+
+
+def _same_file(a: str | None, b: str | None) -> bool:
+    return bool(a and b) and os.path.realpath(a) == os.path.realpath(b)
+
+
+def _recipe_line(error: BaseException, origin: str | None) -> str:
+    """``", line N"``: the recipe file's last line in ``error``'s traceback (empty if none)."""
+    import traceback
+
+    lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__)
+             if _same_file(frame.filename, origin)]
+    return f", line {lines[-1]}" if lines else ""
 
 
 def load_recipe(name_or_path: str, module=None):
     """A recipe's CONFIG: a name from recipes/ or a path to a recipe .py file (``module``:
     the recipe module, when it is loaded already)."""
-    from keras_memnmt.config import ConfigError, validate
+    from keras_memnmt.config import ConfigError, TrainConfig, validate
 
     module = module or _recipe_module(name_or_path)
     if not hasattr(module, "CONFIG"):
         raise ConfigError(f"recipe {name_or_path} defines no CONFIG")
+    if not isinstance(module.CONFIG, TrainConfig):
+        raise ConfigError(f"recipe {name_or_path}: CONFIG is a {type(module.CONFIG).__name__}, "
+                          "expected a keras_memnmt.config.TrainConfig")
     return validate(module.CONFIG)
 
 
@@ -234,25 +273,31 @@ def _split_recipe_options(module, overrides: list[str]):
 
 def cmd_train(args) -> int:
     from keras_memnmt.config import apply_overrides
+    from keras_memnmt.outputs import check_output
     from keras_memnmt.training import train
 
-    module = _recipe_module(args.recipe)
-    recipe_options, overrides = _split_recipe_options(module, args.set or [])
-    config = apply_overrides(load_recipe(args.recipe, module), overrides)
-    out = args.out or os.path.join("runs", os.path.basename(args.recipe).removesuffix(".py"))
-    _check_output("--out", out, directory=True, make_parents=True)
-    log = lambda msg: print(f"[memnmt] {msg}", file=sys.stderr, flush=True)  # noqa: E731
-    common = dict(data_dir=args.data_dir, log=log, resume=args.resume, overwrite=args.overwrite)
-    run = getattr(module, "run", None)
-    if run is None:
-        results = train(config, out, **common)
-    else:  # a recipe with stages of its own (pre-training, a study), through the public API
-        results = run(config, out, options=recipe_options, **common)
+    # Standard output holds the results alone: what the recipe and Keras's fit print
+    # (epochs, progress lines) goes to stderr.
+    with contextlib.redirect_stdout(sys.stderr):
+        module = _recipe_module(args.recipe)
+        recipe_options, overrides = _split_recipe_options(module, args.set or [])
+        config = apply_overrides(load_recipe(args.recipe, module), overrides)
+        out = args.out or os.path.join("runs", os.path.basename(args.recipe).removesuffix(".py"))
+        check_output("--out", out, directory=True, make_parents=True, replaces="run")
+        # On a terminal a log line starts on a line of its own, not after a progress bar.
+        newline = "\n" if _is_terminal(sys.stderr) else ""
+        log = lambda msg: print(f"{newline}[memnmt] {msg}", file=sys.stderr, flush=True)  # noqa: E731
+        common = dict(data_dir=args.data_dir, log=log, resume=args.resume, overwrite=args.overwrite)
+        run = getattr(module, "run", None)
+        if run is None:
+            results = train(config, out, **common)
+        else:  # a recipe with stages of its own (pre-training, a study), through the public API
+            results = run(config, out, options=recipe_options, **common)
     if isinstance(results, str):  # a study's table
         print(results)
         return 0
     results.pop("validations", None)
-    print(json.dumps({"run_dir": out, **results}, indent=2))
+    print(_json({"run_dir": out, **results}))
     return 0
 
 
@@ -275,16 +320,35 @@ def _members(args) -> list[tuple[str, str | None]]:
                      "several with a single --model")
 
 
-def _complete_lines(path: str) -> int:
-    """The number of complete lines of a partly written output file; an unfinished last
-    line (no newline) is cut off, so that the translation goes on from its input line."""
+def _model_files(members: list[tuple[str, str | None]]) -> list[str]:
+    """The model files that the ``--checkpoint`` of ``members`` name, where they exist (a
+    run's own best.keras is a file of the run: no output may be it anyway)."""
+    from keras_memnmt.runs import checkpoint_path
+
+    files = []
+    for run, checkpoint in members:
+        if checkpoint is not None:
+            with contextlib.suppress(FileNotFoundError):  # loading it says what is missing
+                files.append(checkpoint_path(run, checkpoint))
+    return files
+
+
+def _partial_output(path: str) -> tuple[int, int, int]:
+    """``(complete lines, their bytes, all bytes)`` of a partly written ``--output`` that
+    ``--resume`` continues; a file that is not UTF-8 text is refused. Reads only."""
+    import codecs
+
     with open(path, "rb") as f:
         data = f.read()
-    end = data.rfind(b"\n") + 1
-    if end < len(data):
-        with open(path, "r+b") as f:
-            f.truncate(end)
-    return data.count(b"\n")
+    bad = data.find(b"\0")
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(data)  # a character cut short at the end is fine
+    except UnicodeDecodeError as e:
+        bad = e.start if bad < 0 else min(bad, e.start)
+    if bad >= 0:
+        raise ValueError(f"--resume: {path} is not UTF-8 text (byte {bad}), so not a translation "
+                         "to continue; nothing was changed")
+    return data.count(b"\n"), data.rfind(b"\n") + 1, len(data)
 
 
 def cmd_translate(args) -> int:
@@ -294,24 +358,31 @@ def cmd_translate(args) -> int:
     search = _search(args)  # bad options fail before the model is loaded
     if args.resume and not args.output:
         raise ValueError("--resume continues an --output file; give --output")
+    members = _members(args)
     if args.output:
-        _check_output("--output", args.output)
+        from keras_memnmt.outputs import check_output
+
+        inputs = [("the --input file", args.input)] if args.input else []
+        check_output("--output", args.output,
+                     inputs=inputs + [("a model file to translate with", f) for f in _model_files(members)])
+    partial = _partial_output(args.output) if args.resume and os.path.isfile(args.output) else None
     # The model first: a bad --model is reported before standard input is waited for.
-    model, vocab, _ = load_ensemble(_members(args))
+    model, vocab, _ = load_ensemble(members)
     if args.input:
         from keras_memnmt.data import read_lines
 
         lines = read_lines(args.input)
-        if args.output and os.path.exists(args.output) and os.path.samefile(args.input, args.output):
-            raise ValueError(f"--output {args.output} is the --input file: the translation would "
-                             "overwrite its source text; choose another --output")
     else:
         lines = _read_stdin()
     done = 0
-    if args.resume and os.path.isfile(args.output):
-        done = _complete_lines(args.output)
+    if partial:  # keep the complete lines; an unfinished last one (no newline) is translated again
+        done, end, size = partial
         if done > len(lines):
-            raise ValueError(f"--resume: {args.output} has {done} lines, more than the input's {len(lines)}")
+            raise ValueError(f"--resume: {args.output} has {done} lines, more than the input's "
+                             f"{len(lines)}; nothing was changed")
+        if end < size:
+            with open(args.output, "r+b") as f:
+                f.truncate(end)
         if not args.quiet:
             print(f"resume: {args.output} holds {done} of {len(lines)} lines; translating the rest",
                   file=sys.stderr)
@@ -365,20 +436,21 @@ def _print_alignment(number: int, alignment: list) -> None:
 
 def cmd_plot(args) -> int:
     from keras_memnmt.inspection import inspect_pair
+    from keras_memnmt.outputs import check_output
     from keras_memnmt.plots import figure_size, save_plot
     from keras_memnmt.runs import load_run
 
     if not args.out.endswith(".png"):
         raise ValueError(f"--out must name a .png file, got {args.out!r}")
-    _check_output("--out", args.out)
+    check_output("--out", args.out, inputs=[("the model file to plot", f) for f in
+                                            _model_files([(args.model, args.checkpoint)])])
     model, vocab, _ = load_run(args.model, args.checkpoint)
     inspection = inspect_pair(model, vocab, args.source, args.reference)
     save_plot(inspection, args.out)
     width, height = figure_size(inspection)
-    print(json.dumps({"out": args.out, "model": inspection.model_name, "source": inspection.source,
-                      "target": inspection.target, "teacher_forced": inspection.teacher_forced,
-                      "panels": sorted(inspection.details), "inches": [width, height]}, indent=2,
-                     ensure_ascii=False))
+    print(_json({"out": args.out, "model": inspection.model_name, "source": inspection.source,
+                 "target": inspection.target, "teacher_forced": inspection.teacher_forced,
+                 "panels": sorted(inspection.details), "inches": [width, height]}))
     return 0
 
 
@@ -414,9 +486,9 @@ def cmd_evaluate(args) -> int:
                 note(f"could not store the translations in {run}: {e}")
         reports.append(report)
     if args.split == "all":
-        print(json.dumps({"splits": reports, "skipped": skipped}, indent=2))
+        print(_json({"splits": reports, "skipped": skipped}))
     else:
-        print(json.dumps(reports[0], indent=2))
+        print(_json(reports[0]))
     return 0
 
 
@@ -426,16 +498,18 @@ def cmd_compare(args) -> int:
     search = _search(args)
     systems = parse_systems(args.runs, args.system or [])
     if args.json:
-        _check_output("--json", args.json)
+        from keras_memnmt.outputs import check_output
+
+        check_output("--json", args.json)
     log = (lambda msg: None) if args.quiet else \
         (lambda msg: print(f"memnmt compare: {msg}", file=sys.stderr, flush=True))
     result = compare(systems, split=args.split, beam_size=args.beam, data_dir=args.data_dir,
                      limit=args.limit, seed=args.seed, bootstrap=args.bootstrap, trials=args.trials,
                      log=log, **search)
-    text = json.dumps(result, indent=2)
+    text = _json(result)
     if args.json:
         try:
-            with open(args.json, "w") as f:
+            with open(args.json, "w", encoding="utf-8") as f:
                 f.write(text + "\n")
         except OSError as e:  # the comparison is not lost: its JSON goes to stdout
             print(text)
@@ -499,14 +573,18 @@ def cmd_results(args) -> int:
             ("--length-penalty", args.length_penalty, "gnmt"), ("--alpha", args.alpha, 0.6)) if value != default]
         if given:
             raise ValueError(f"--update takes each table's options from its marker; remove {given[0]}")
+        from keras_memnmt.outputs import check_output
+
         for path in args.update:
             if not os.path.isfile(path):
                 raise FileNotFoundError(f"--update: no such file: {path}")
+            check_output("--update", path)
         updated = [(path, *marked_tables(path)) for path in args.update]  # every table renders before a write
         for path, old, new, count in updated:
             if new != old:
-                with open(path, "w", encoding="utf-8") as f:
-                    f.write(new)
+                from keras_memnmt.files import write_text
+
+                write_text(path, new)
             print(f"{path}: {count} marked table{'s' * (count != 1)}, "
                   f"{'updated' if new != old else 'unchanged'}")
         return 0
@@ -517,26 +595,26 @@ def cmd_results(args) -> int:
 
 
 def cmd_average(args) -> int:
+    from keras_memnmt.outputs import check_output
     from keras_memnmt.runs import average_checkpoints, checkpoint_path, last_checkpoints
 
     if not args.out.endswith(".keras"):
         raise ValueError(f"--out must name a .keras file, got {args.out!r}")
-    _check_output("--out", args.out, make_parents=True)
     if args.last is not None:
         paths = last_checkpoints(args.model, args.last)
     else:
         if not os.path.isdir(args.model):
             raise FileNotFoundError(f"model directory not found: {args.model}")
         paths = [checkpoint_path(args.model, c) for c in args.checkpoint]
-    if os.path.exists(args.out) and any(os.path.samefile(args.out, p) for p in paths):
-        raise ValueError(f"--out {args.out} is one of the checkpoints to average: the average would "
-                         "replace it; choose another --out")
+    check_output("--out", args.out, make_parents=True,
+                 inputs=[("one of the checkpoints to average", p) for p in paths])
     average_checkpoints(paths, args.out)
-    print(json.dumps({"out": args.out, "averaged": paths}, indent=2))
+    print(_json({"out": args.out, "averaged": paths}))
     return 0
 
 
 def cmd_archive(args) -> int:
+    from keras_memnmt.outputs import check_output
     from keras_memnmt.records import archive_files, archive_run
 
     if len(args.runs) > 1 or args.into:  # each run into OUT/<its folder's name>
@@ -546,16 +624,19 @@ def cmd_archive(args) -> int:
             raise ValueError(f"two runs named {twice[0]!r} would share one folder of --out; "
                              "archive them one at a time")
         targets = [os.path.join(args.out, name) for name in names]
+        check_output("--out", args.out, directory=True, make_parents=True, replaces="archive")
     else:
         targets = [args.out]
-    _check_output("--out", args.out, directory=True, make_parents=True)
+    for target in targets:  # an earlier archive may be replaced, never a run
+        check_output("--out", target, directory=True, make_parents=True, replaces="archive",
+                     inputs=[("a run to archive", run) for run in args.runs])
     for run, target in zip(args.runs, targets):  # every refusal before the first copy
         archive_files(run, target, overwrite=args.overwrite)
     archived = {}
     for run, target in zip(args.runs, targets):
         archived[target] = archive_run(run, target, overwrite=args.overwrite)
         print(f"memnmt archive: {run} -> {target} ({len(archived[target])} files)", file=sys.stderr)
-    print(json.dumps(archived, indent=2))
+    print(_json(archived))
     return 0
 
 
@@ -564,24 +645,22 @@ def cmd_export(args) -> int:
 
     from keras_memnmt.export import export_runs
     from keras_memnmt.export.saved_model import METADATA_FILE
+    from keras_memnmt.outputs import check_output
 
     search = _search(args)  # bad options fail before the model is loaded
     if args.n_best is not None and args.n_best > args.beam:
         raise ValueError(f"--n-best {args.n_best} is more than --beam {args.beam}: a beam search keeps "
                          "--beam hypotheses")
-    _check_output("--out", args.out, directory=True, make_parents=True)
-    out = os.path.realpath(args.out)
-    for run, checkpoint in _members(args):
-        for path in (run, checkpoint):
-            if path and os.path.exists(path) and os.path.commonpath([out, os.path.realpath(path)]) == out:
-                raise ValueError(f"--out {args.out} is or holds {path}, which the export reads: "
-                                 "it would be replaced; choose another --out")
+    members = _members(args)
+    read = [("a run to export", run) for run, _ in members]
+    check_output("--out", args.out, directory=True, make_parents=True,
+                 inputs=read + [("a model file to export", f) for f in _model_files(members)])
     # SIGTERM becomes SystemExit, so an interrupted export removes its partial directory.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    export_runs(_members(args), args.out, beam_size=args.beam, max_length=args.max_length,
+    export_runs(members, args.out, beam_size=args.beam, max_length=args.max_length,
                 n_best=args.n_best, overwrite=args.overwrite, **search)
-    with open(os.path.join(args.out, METADATA_FILE)) as f:
-        print(json.dumps({"out": args.out, **json.load(f)}, indent=2))
+    with open(os.path.join(args.out, METADATA_FILE), encoding="utf-8") as f:
+        print(_json({"out": args.out, **json.load(f)}))
     return 0
 
 

@@ -380,7 +380,10 @@ def archive_files(run_dir: str, out_dir: str, overwrite: bool = False) -> list[s
             raise FileExistsError(f"{out_dir} exists and is not a directory")
         if os.path.samefile(out_dir, run_dir):
             raise ValueError(f"{out_dir} is the run directory itself; choose another folder")
-        held = [n for n in MODEL_FILES if os.path.exists(os.path.join(out_dir, n))]
+        # Not at the top: keras_memnmt.outputs imports this module.
+        from keras_memnmt.outputs import run_only_files
+
+        held = run_only_files(out_dir)
         if held:
             raise FileExistsError(f"{out_dir} holds {held[0]}: it is a run, not an archive; "
                                   "choose another folder")
@@ -397,9 +400,9 @@ def archive_run(run_dir: str, out_dir: str, overwrite: bool = False) -> list[str
     Copied: ``config.json``, ``record.json``, ``results.json`` and ``validations.json``
     where present, and every ``hyps/*.txt``. Not copied: models, checkpoints, the
     vocabulary, TensorBoard logs. An existing ``out_dir`` that holds anything is refused
-    unless ``overwrite``, and even then when it holds a model file (a run, not an
-    archive); with ``overwrite`` the archive's files are replaced and the rest of the
-    folder is left alone.
+    unless ``overwrite``, and even then when it holds what only a run holds (a model
+    file, ``vocab/``, ``checkpoints/``, ...: a run, not an archive); with ``overwrite``
+    the archive's files are replaced and the rest of the folder is left alone.
     """
     names = archive_files(run_dir, out_dir, overwrite)
     for name in names:

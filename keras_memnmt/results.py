@@ -182,7 +182,7 @@ def results_table(summaries: Sequence[dict], format: str = "markdown") -> str:
     holds, ``(file)`` a date taken from a file's modification time.
     """
     if format == "json":
-        return json.dumps(list(summaries), indent=2)
+        return json.dumps(list(summaries), indent=2, ensure_ascii=False)
     if format != "markdown":
         raise ValueError(f"format must be 'markdown' or 'json', got {format!r}")
     lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]

@@ -48,12 +48,32 @@ RUN_FILES = ("config.json", "vocab/vocab.json")
 WRITTEN_BY_TRAIN = ("model.keras", "best.keras", "checkpoints", "validations.json", "log.csv",
                     "results.json", "config.json", "tensorboard", "vocab", "record.json", "hyps")
 
+# The fields every run's config.json holds (``TrainConfig.to_dict`` writes all of them,
+# and run directories made before it had these too): without them a file is no run's config.
+REQUIRED_CONFIG_FIELDS = ("model", "seed")
+
 
 def read_config(run_dir: str) -> TrainConfig:
-    """The ``TrainConfig`` a run directory was trained with (its ``config.json``)."""
+    """The ``TrainConfig`` a run directory was trained with (its ``config.json``).
+
+    A file that is not a JSON object holding the :data:`REQUIRED_CONFIG_FIELDS` (another
+    command's JSON written over it, say) is a :class:`ConfigError` naming it, never a
+    config of defaults. The fields a run made before they existed lacks take their defaults.
+    """
     path = os.path.join(run_dir, "config.json")
-    with open(path) as f:
-        raw = json.load(f)
+    with open(path, encoding="utf-8") as f:
+        try:
+            raw = json.load(f)
+        except ValueError as e:  # not JSON, or not UTF-8
+            raise ConfigError(f"{path} is not a run's config ({e})") from None
+    if not isinstance(raw, dict):
+        missing = "not a JSON object"
+    else:
+        missing = ", ".join(k for k in REQUIRED_CONFIG_FIELDS if k not in raw)
+        missing = missing and f"no field {missing}"
+    if missing:
+        raise ConfigError(f"{path} is not a run's config ({missing}): it was not written by "
+                          "`memnmt train`, or was replaced since")
     try:
         return TrainConfig.from_dict(raw, source=path)
     except TypeError as e:

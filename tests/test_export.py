@@ -191,6 +191,7 @@ def test_cli_refuses_an_existing_out_before_loading(tmp_path, capsys):
 def test_overwrite_replaces_an_earlier_export(runs, tmp_path):
     out = tmp_path / "exported"
     out.mkdir()
+    (out / "saved_model.pb").write_text("old")  # an earlier export: --overwrite replaces nothing else
     (out / "old.txt").write_text("old")
     assert main(["export", "--model", runs["a"], "--out", str(out), "--beam", "1", "--n-best", "1",
                  "--max-length", "20", "--overwrite"]) == 0

@@ -12,7 +12,7 @@ import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 PARTIAL_MARK = ".partial-"
 
@@ -25,10 +25,11 @@ def check_destination(out_dir: str, overwrite: bool) -> None:
 
 
 @contextlib.contextmanager
-def atomic_directory(out_dir: str, overwrite: bool = False) -> Iterator[str]:
+def atomic_directory(out_dir: str, overwrite: bool = False,
+                     check: Callable[[str, bool], None] = check_destination) -> Iterator[str]:
     """Yields a fresh temporary directory that becomes ``out_dir`` when the block succeeds.
 
-    1. Refuses an existing ``out_dir`` unless ``overwrite`` (checked before and after
+    1. Refuses an existing ``out_dir`` unless ``overwrite`` (``check``, before and after
        the block, so a directory that appeared meanwhile is not replaced silently).
     2. Creates ``.NAME.partial-XXXX`` in ``out_dir``'s parent (the same file system,
        so the final rename is atomic) and yields its path.
@@ -39,15 +40,17 @@ def atomic_directory(out_dir: str, overwrite: bool = False) -> Iterator[str]:
     Args:
         out_dir: the destination directory.
         overwrite: replace an existing ``out_dir``.
+        check: ``check(out_dir, overwrite)`` raises when ``out_dir`` may not be written
+            (default :func:`check_destination`).
     """
     out_dir = os.path.abspath(out_dir)
-    check_destination(out_dir, overwrite)
+    check(out_dir, overwrite)
     parent, name = os.path.split(out_dir)
     os.makedirs(parent, exist_ok=True)
     partial = tempfile.mkdtemp(prefix=f".{name}{PARTIAL_MARK}", dir=parent)
     try:
         yield partial
-        check_destination(out_dir, overwrite)
+        check(out_dir, overwrite)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(partial, 0o777 & ~umask)  # mkdtemp's 0700, as a plain mkdir would have made it

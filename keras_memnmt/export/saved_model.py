@@ -62,6 +62,26 @@ class ExportError(ValueError):
     """A model that cannot be exported, or an export subprocess that failed."""
 
 
+def holds_export(path: str) -> bool:
+    """Whether the folder ``path`` holds an export (``saved_model.pb`` or :data:`METADATA_FILE`)
+    or nothing at all."""
+    if not os.path.isdir(path):
+        return False
+    return not os.listdir(path) or any(os.path.isfile(os.path.join(path, n))
+                                       for n in ("saved_model.pb", METADATA_FILE))
+
+
+def check_export_destination(out_dir: str, overwrite: bool) -> None:
+    """:func:`~keras_memnmt.export.atomic.check_destination`; and with ``overwrite``, a
+    ``FileExistsError`` for an existing ``out_dir`` that holds no export: overwriting
+    replaces an earlier export only, never another folder (a run, a dataset)."""
+    check_destination(out_dir, overwrite)
+    if overwrite and os.path.lexists(out_dir) and not holds_export(out_dir):
+        raise FileExistsError(f"{out_dir} holds no export (no saved_model.pb or {METADATA_FILE}): "
+                              "--overwrite (overwrite=True) replaces only an earlier export; "
+                              "choose another --out")
+
+
 def export_translator(
     model: keras.Model,
     vocab: SubwordVocab,
@@ -94,13 +114,14 @@ def export_translator(
         ``out_dir``.
 
     Raises:
-        FileExistsError: ``out_dir`` exists and ``overwrite`` is off.
+        FileExistsError: ``out_dir`` exists and ``overwrite`` is off, or it holds no
+            export (see :func:`check_export_destination`).
         ValueError: a bad option, or a vocabulary that does not fit the model.
         ExportError: the model's search cannot be traced as a TensorFlow graph; nothing
             is left at ``out_dir``.
     """
     options = check_options(beam_size, length_penalty, alpha, max_length, n_best)
-    check_destination(out_dir, overwrite)
+    check_export_destination(out_dir, overwrite)
     _check_model(model, vocab)
     if keras.backend.backend() != "tensorflow":
         with tempfile.TemporaryDirectory(prefix="memnmt-export-") as tmp:
@@ -131,7 +152,7 @@ def export_runs(
     ``KERAS_BACKEND=tensorflow``.
     """
     options = check_options(beam_size, length_penalty, alpha, max_length, n_best)
-    check_destination(out_dir, overwrite)
+    check_export_destination(out_dir, overwrite)
     pairs = [(m, None) if isinstance(m, str) else (m[0], m[1]) for m in members]
     if not pairs:
         raise ValueError("export needs at least one run directory")
@@ -213,7 +234,7 @@ def _export(model, vocab: SubwordVocab, out_dir: str, options: dict, overwrite: 
                               "does not trace as one TensorFlow graph for any batch size: "
                               f"{type(e).__name__}: {e}") from e
         signatures["serving_default"] = signatures["translate"]
-        with atomic_directory(out_dir, overwrite) as partial:
+        with atomic_directory(out_dir, overwrite, check_export_destination) as partial:
             tf.saved_model.save(module, partial, signatures=signatures)
             os.makedirs(os.path.join(partial, "assets.extra"), exist_ok=True)
             with open(os.path.join(partial, METADATA_FILE), "w") as f:

@@ -48,6 +48,19 @@ SHARED_RUN_ARGS = [
 ]
 
 
+def run_fingerprint(run_dir: str) -> dict[str, str]:
+    """Every file under ``run_dir`` (its path relative to ``run_dir``) with its sha256: equal
+    before and after a command that must leave the run as it was."""
+    from keras_memnmt.files import sha256_file
+
+    found = {}
+    for folder, _, names in os.walk(run_dir):
+        for name in names:
+            path = os.path.join(folder, name)
+            found[os.path.relpath(path, run_dir)] = sha256_file(path)
+    return found
+
+
 def library_models() -> list[str]:
     """The names of the models registered by the library itself (not by a test or a plugin)."""
     from keras_memnmt.models import MODELS
