@@ -54,18 +54,9 @@ class BleuValidation(keras.callbacks.Callback):
         self.lr_decay, self.lr_patience, self.min_lr = lr_decay, lr_patience, min_lr
         # On resume, the earlier validations carry the best score, patience and clock on.
         self.history: list[dict] = list(history or [])
-        self.best_bleu = max((h["val_bleu"] for h in self.history), default=-1.0)
+        self.best_bleu, self.bad_rounds, self.lr_bad_rounds = plateau_counters(self.history)
         self.step = initial_step if initial_step is not None else (self.history[-1]["step"] if self.history else 0)
         self.seconds_before = self.history[-1]["train_seconds"] if self.history else 0.0
-        self.bad_rounds = self.lr_bad_rounds = 0
-        best, rate = -1.0, None
-        for h in self.history:
-            improved = h["val_bleu"] > best
-            best = max(best, h["val_bleu"])
-            self.bad_rounds = 0 if improved else self.bad_rounds + 1
-            decayed = rate is not None and h.get("learning_rate", rate) < rate
-            self.lr_bad_rounds = 0 if improved or decayed else self.lr_bad_rounds + 1
-            rate = h.get("learning_rate", rate)
 
     def on_train_begin(self, logs=None):
         self.t_begin = time.perf_counter()
@@ -109,12 +100,10 @@ class BleuValidation(keras.callbacks.Callback):
             logs["val_bleu"] = s["bleu"]
         # Each file whole or not at all (keras_memnmt.files): a kill mid-save leaves the
         # earlier version. validations.json last: it lists only validations whose model is saved.
-        save_resumable(self.model, os.path.join(self.out_dir, "model.keras"), self.step)
-        if self.keep_checkpoints:
-            save_with(self.model.save, os.path.join(self.out_dir, "checkpoints", f"step{self.step}.keras"))
-        if improved:
-            save_with(self.model.save, os.path.join(self.out_dir, "best.keras"))
-        write_json(os.path.join(self.out_dir, "validations.json"), self.history)
+        # model.keras first, holding this history too: a run killed before the files after
+        # it are written completes them when it is resumed (save_validation_files).
+        save_resumable(self.model, os.path.join(self.out_dir, "model.keras"), self.step, self.history)
+        save_validation_files(self.model, self.out_dir, self.history, self.keep_checkpoints)
         self.log(f"step {self.step} ({train_seconds / 60:.1f} min): loss {entry['loss']:.3f}  "
                  f"val BLEU {s['bleu']:.2f} (best {self.best_bleu:.2f})  e.g. {hyps[0]!r}")
         if self.on_validation is not None:
@@ -132,6 +121,37 @@ class BleuValidation(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         if not self.every_steps:
             self._validate(logs)
+
+
+def plateau_counters(history: list[dict]) -> tuple[float, int, int]:
+    """``(best BLEU, validations without a gain, validations without a gain or a rate
+    decay)`` after the validations ``history``: what the plateau schedule and the early
+    stop count, given back to a resumed run."""
+    best, bad, lr_bad, rate = -1.0, 0, 0, None
+    for h in history:
+        improved = h["val_bleu"] > best
+        best = max(best, h["val_bleu"])
+        bad = 0 if improved else bad + 1
+        decayed = rate is not None and h.get("learning_rate", rate) < rate
+        lr_bad = 0 if improved or decayed else lr_bad + 1
+        rate = h.get("learning_rate", rate)
+    return best, bad, lr_bad
+
+
+def save_validation_files(model: keras.Model, out_dir: str, history: list[dict], keep_checkpoints: bool,
+                          only_missing: bool = False) -> None:
+    """The files of the validation ``history[-1]`` after ``model.keras``: its checkpoint
+    (``keep_checkpoints``), ``best.keras`` when its BLEU beats the earlier validations',
+    then ``validations.json`` (last: it lists only validations whose models are saved).
+    ``only_missing``: the checkpoint only where the file is absent (a resumed run
+    completing a validation that a kill cut short)."""
+    step = history[-1]["step"]
+    checkpoint = os.path.join(out_dir, "checkpoints", f"step{step}.keras")
+    if keep_checkpoints and not (only_missing and os.path.isfile(checkpoint)):
+        save_with(model.save, checkpoint)
+    if history[-1]["val_bleu"] > plateau_counters(history[:-1])[0]:
+        save_with(model.save, os.path.join(out_dir, "best.keras"))
+    write_json(os.path.join(out_dir, "validations.json"), history)
 
 
 class TrainingDiverged(FloatingPointError):

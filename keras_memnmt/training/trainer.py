@@ -45,7 +45,13 @@ from keras_memnmt.runs import (
     share_vocab,
     write_config,
 )
-from keras_memnmt.training.callbacks import BleuValidation, DivergenceStop, TrainingDiverged
+from keras_memnmt.training.callbacks import (
+    BleuValidation,
+    DivergenceStop,
+    TrainingDiverged,
+    plateau_counters,
+    save_validation_files,
+)
 from keras_memnmt.training.distribution import Placement, pad_batches, placement
 from keras_memnmt.training.losses import MaskedCrossEntropy
 from keras_memnmt.training.monitor import TensorBoardMonitor, TokenCounter
@@ -153,6 +159,36 @@ def _resume_state(latest: str, out_dir: str) -> dict | None:
         raise _cannot_resume(out_dir, CheckpointError(f"{latest} is truncated or corrupt ({e})")) from None
 
 
+def _read_validations(out_dir: str) -> list[dict]:
+    """``validations.json`` of a run, or ``[]`` where a kill came before its first one was written."""
+    path = os.path.join(out_dir, "validations.json")
+    if not os.path.isfile(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _finished(config: TrainConfig, history: list[dict], done: int, last_step: int) -> str | None:
+    """Why a run at step ``done`` with the validations ``history`` has no training left
+    (it reached its last step, or its early stop), in words; ``None`` while it has."""
+    if done >= last_step:
+        return f"step {done} of {last_step}"
+    bad = plateau_counters(history)[1]
+    if config.patience and bad >= config.patience:
+        return f"early stop at step {done}: no BLEU gain in {bad} validations"
+    return None
+
+
+def _results_stored(out_dir: str) -> bool:
+    """Whether the run's test scores are stored (``results.json``, and a record whose last
+    training finished)."""
+    from keras_memnmt.records import read_record
+
+    record = read_record(out_dir) or {}
+    last = (record.get("resumes") or [record])[-1]
+    return os.path.isfile(os.path.join(out_dir, "results.json")) and bool(last.get("finished"))
+
+
 def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume: bool,
            place: Placement) -> dict:
     latest = os.path.join(out_dir, "model.keras")
@@ -160,10 +196,10 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
     if resume and os.path.isfile(os.path.join(out_dir, "config.json")):
         check_resume(out_dir, config)  # also a run killed before its first validation: its vocabulary
     state = _resume_state(latest, out_dir) if resuming else None
-    history = []
-    if resuming:
-        with open(os.path.join(out_dir, "validations.json")) as f:
-            history = json.load(f)
+    written = _read_validations(out_dir) if resuming else []
+    # The validations that model.keras was saved with, where it holds them: they include
+    # its own, which validations.json lacks when a kill came before that file was written.
+    history = state["validations"] if state and state.get("validations") is not None else written
     done = state["step"] if state else (history[-1]["step"] if history else 0)
     # The seed draws the initial weights and every epoch's data order ((seed, epoch),
     # make_dataset's start_step). A run resumed from a model file that holds its seed
@@ -193,9 +229,9 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
             raise ConfigError(f"config field vocab_size={config.vocab_size}: {e}") from None
         vocab.save(vocab_dir)
     log(f"vocabulary: {vocab.source.vocab_size} source / {vocab.target.vocab_size} target pieces")
-    # After the vocabulary: a run that fails before it leaves no files behind.
-    write_config(out_dir, config)
-    start_record(out_dir, config.to_dict(), resume=resuming)  # completed by finish_record below
+    if not resuming:  # after the vocabulary: a run that fails before it leaves no files behind
+        write_config(out_dir, config)
+        start_record(out_dir, config.to_dict())  # completed by finish_record below
 
     shape = dict(batch_size=config.batch_size, batch_by=config.batch_by, max_length=config.max_length,
                  bucket_width=config.bucket_width)
@@ -204,21 +240,33 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
     ds = pad_batches(ds, place.pad_to)  # the batch divides among the devices
     log(f"pipeline: {stats.kept} pairs kept, {stats.dropped_too_long} longer than "
         f"{config.max_length} tokens dropped; {per_epoch} batches per epoch")
+    last_step = config.max_steps or config.epochs * per_epoch
 
+    finished = None
     if resuming:
         try:
             model = read_model_file(latest, compile=True)  # with its optimizer state
         except CheckpointError as e:
             raise _cannot_resume(out_dir, e) from None
         history = [h for h in history if h["step"] <= done]
+        if history and history[-1]["step"] not in {h["step"] for h in written}:  # killed before validations.json
+            log(f"completing the validation at step {done}, which was cut short")
+            save_validation_files(model, out_dir, history, config.keep_checkpoints, only_missing=True)
+        finished = _finished(config, history, done, last_step)
+        if finished and _results_stored(out_dir):  # before anything else is written
+            log(f"nothing to do: {out_dir} has finished ({finished}); its results are in results.json")
+            with open(os.path.join(out_dir, "results.json"), encoding="utf-8") as f:
+                return json.load(f)
+        write_config(out_dir, config)
+        start_record(out_dir, config.to_dict(), resume=True)
         log(f"resuming from {latest} at step {done} (epoch {done // per_epoch + 1}, batch "
             f"{done % per_epoch + 1}), {len(history)} validations; "
-            + ("its random generators as saved" if state else f"random generators seeded anew (seed {seed})"))
+            + (f"finished ({finished}): only the test remains" if finished else
+               "its random generators as saved" if state else f"random generators seeded anew (seed {seed})"))
     else:
         model = warm_model or build_model(config, vocab.source.vocab_size, vocab.target.vocab_size)
         compile_model(model, config)
     log(place.describe(config, float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))))
-    last_step = config.max_steps or config.epochs * per_epoch
     tokens = TokenCounter()
     ds = tokens.wrap(ds)  # target tokens per second in TensorBoard
     monitor = TensorBoardMonitor(os.path.join(out_dir, "tensorboard"), vocab, val_c.source, val_c.target,
@@ -233,13 +281,13 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
                                 min_lr=config.min_lr, on_validation=monitor.validated,
                                 max_steps=last_step, initial_step=done)
     # First: a diverged step raises before any callback saves it. Keras's callback writes the
-    # epoch_* scalars (and the graph); the monitor everything else.
+    # epoch_* scalars; the monitor everything else.
     divergence = DivergenceStop(out_dir, max_loss=config.max_loss, initial_step=validation.step)
     callbacks = [divergence, validation, keras.callbacks.CSVLogger(os.path.join(out_dir, "log.csv"), append=resume),
                  keras.callbacks.TensorBoard(os.path.join(out_dir, "tensorboard"), update_freq="epoch"),
                  monitor]
     if state:  # last: just before the first step
-        callbacks.append(RestoreGenerators(state, log))
+        callbacks.append(RestoreGenerators(state, log, mid_epoch=done % per_epoch != 0))
     # The dataset is endless (make_dataset's start_step): Keras's epochs are the data's
     # epochs of per_epoch batches, and the validation callback stops at the last step.
     fit_kwargs = {"epochs": math.ceil(last_step / per_epoch), "steps_per_epoch": per_epoch,
@@ -247,7 +295,9 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
     try:
         # shuffle=False: the pipeline shuffles; Keras ignores `shuffle` for a tf.data
         # dataset and warns when it is left at its default True.
-        model.fit(ds, callbacks=callbacks, verbose=1 if sys.stderr.isatty() else 2, shuffle=False, **fit_kwargs)
+        if not finished:
+            model.fit(ds, callbacks=callbacks, verbose=1 if sys.stderr.isatty() else 2, shuffle=False,
+                      **fit_kwargs)
     except TrainingDiverged as e:
         fail_record(out_dir, str(e))
         raise

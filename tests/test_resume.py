@@ -1,0 +1,116 @@
+"""``memnmt train --resume`` is exact at every point of a run: after a kill at any of its
+writes, and at its end (a finished run is left as it is)."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from keras_memnmt.cli import main
+from keras_memnmt.testing.tiny_runs import SHARED_RUN_ARGS, TINY_TRAIN_ARGS, run_fingerprint
+
+# The same on every backend (the resumed steps' numbers are compared on each backend by
+# test_reliability's resume test): CI runs it on one (conftest.py).
+pytestmark = pytest.mark.backend_independent
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_resuming_a_run_that_ended_by_max_steps_changes_nothing(trained_run, capsys):
+    before = run_fingerprint(trained_run)
+    capsys.readouterr()
+    assert main(["train", "quickstart", "--out", trained_run, *SHARED_RUN_ARGS, "--resume"]) == 0
+    out, err = capsys.readouterr()
+    assert "nothing to do" in err and "step 4 of 4" in err
+    assert json.loads(out)["bleu"] == json.load(open(os.path.join(trained_run, "results.json")))["bleu"]
+    assert run_fingerprint(trained_run) == before
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ending, args, why", [
+    # 200 pairs make 6 batches an epoch: one epoch, validated at its end.
+    ("epochs", ["--set", "epochs=1", "--set", "max_steps=none", "--set", "validate_every=0"], "step 6 of 6"),
+    # Frozen weights score the same at every validation: the second has no gain.
+    ("patience", ["--set", "learning_rate=0", "--set", "validate_every=1", "--set", "patience=1",
+                  "--set", "max_steps=50"], "early stop at step 2"),
+])
+def test_resuming_a_run_that_ended_by_epochs_or_patience_changes_nothing(tmp_path, capsys, ending, args, why):
+    run = str(tmp_path / ending)
+    assert main(["train", "quickstart", "--out", run, *TINY_TRAIN_ARGS, *args]) == 0
+    before = run_fingerprint(run)
+    capsys.readouterr()
+    assert main(["train", "quickstart", "--out", run, *TINY_TRAIN_ARGS, *args, "--resume"]) == 0
+    assert f"nothing to do: {run} has finished ({why}" in capsys.readouterr().err
+    assert run_fingerprint(run) == before
+
+
+# Each resumed copy trains in this one child process, so that the test's own process
+# does not hold a traced training per copy (TensorFlow keeps one for the process's life).
+RESUME_ALL = """
+import json, sys
+from keras_memnmt.cli import main
+args = json.loads(sys.argv[1])
+for run in json.loads(sys.argv[2]):
+    code = main(["train", "quickstart", "--out", run, *args, "--resume"])
+    if code:
+        sys.exit(f"{run}: exit {code}")
+"""
+
+
+@pytest.mark.slow
+def test_a_kill_at_any_write_resumes_to_the_uninterrupted_run(tmp_path, monkeypatch):
+    """A run trained once; at each of its atomic writes (a complete temporary file, not yet
+    renamed into place), its directory is copied as a SIGKILL at that moment leaves it on
+    disk (less the ``.lock``, whose stale takeover test_reliability covers). Each copy is
+    resumed, and must end where the run ended: the same validations, weights, checkpoints,
+    test translations and scores."""
+    import keras
+
+    import keras_memnmt.files as files
+
+    args = [*TINY_TRAIN_ARGS, "--set", "max_steps=2", "--set", "validate_every=1", "--set", "dropout=0.3",
+            "--set", "keep_checkpoints=true"]
+    run, copies = str(tmp_path / "run"), []
+    real_sync = files._sync
+
+    def sync_and_copy(path):
+        real_sync(path)
+        if os.path.commonpath([run, os.path.abspath(path)]) == run:
+            copies.append(str(tmp_path / f"killed{len(copies) + 1:02d}-{os.path.basename(path)}"))
+            shutil.copytree(run, copies[-1], ignore=shutil.ignore_patterns(".lock"))
+
+    monkeypatch.setattr(files, "_sync", sync_and_copy)
+    assert main(["train", "quickstart", "--out", run, *args]) == 0
+    monkeypatch.setattr(files, "_sync", real_sync)
+    # The vocabulary (3 files), config, record, each validation's 4 files (model.keras, its
+    # checkpoint, best.keras where it improves, validations.json), the test's translations,
+    # record and results.
+    assert len(copies) >= 14, copies
+    env = {**os.environ, "PYTHONPATH": REPO + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    done = subprocess.run([sys.executable, "-c", RESUME_ALL, json.dumps(args), json.dumps(copies)],
+                          env=env, cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+    def validations(path):
+        return [(h["step"], h["val_bleu"], h["loss"]) for h in json.load(open(os.path.join(path, "validations.json")))]
+
+    def weights(path):
+        return [keras.ops.convert_to_numpy(w.value) for w in keras.saving.load_model(path, compile=False).weights]
+
+    expected = {name: weights(os.path.join(run, name)) for name in ("model.keras", "best.keras")}
+    results = json.load(open(os.path.join(run, "results.json")))
+    for copy in copies:
+        assert validations(copy) == validations(run), copy
+        assert sorted(os.listdir(os.path.join(copy, "checkpoints"))) == ["step1.keras", "step2.keras"], copy
+        for name, want in expected.items():
+            for got, w in zip(weights(os.path.join(copy, name)), want, strict=True):
+                np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-6, err_msg=f"{copy}/{name}")
+        got = json.load(open(os.path.join(copy, "results.json")))
+        assert (got["bleu"], got["samples"]) == (results["bleu"], results["samples"]), copy
+        assert sorted(os.listdir(os.path.join(copy, "hyps"))) == sorted(os.listdir(os.path.join(run, "hyps")))
+        assert json.load(open(os.path.join(copy, "record.json")))["finished"], copy
+        assert not [n for n in os.listdir(copy) if n.startswith(".")], copy
