@@ -37,6 +37,9 @@ METRICS = ("bleu", "bleu_lowercase", "chrf", "ter")
 METRIC_LABELS = {"bleu": "BLEU", "bleu_lowercase": "BLEU lc", "chrf": "chrF", "ter": "TER"}
 TEST_SPLITS = tuple(s for s in SPLITS if s.startswith("test"))
 SYNTHETIC_SPLIT = "synthetic-test"
+DEFAULT_TEST_SPLIT = "test_2016_flickr"  # `memnmt evaluate` and `compare` without --split
+# The --split values that name a synthetic run's one test set.
+SYNTHETIC_SPLIT_NAMES = (DEFAULT_TEST_SPLIT, "all", "test", SYNTHETIC_SPLIT)
 DEFAULT_SEED = 12345  # sacreBLEU's own default
 
 
@@ -52,11 +55,22 @@ def _metric(name: str):
 # ----- test sets ------------------------------------------------------------------------------
 
 def test_splits(config, split: str) -> list[str]:
-    """The splits that ``split`` names for a run: ``all`` is every Multi30k test split the
-    loader knows (a synthetic run has its one test set, whatever ``split`` says)."""
+    """The splits that ``split`` (``--split``) names for a run: ``all`` is every Multi30k
+    test split the loader knows, any other name one Multi30k split. A synthetic run has
+    one test set, ``synthetic-test``: ``split`` must be ``all``, ``test``,
+    ``synthetic-test`` or the commands' default (``DEFAULT_TEST_SPLIT``). Any other name
+    is a ``ValueError`` naming ``--split``."""
     if config.corpus == "synthetic":
+        if split not in SYNTHETIC_SPLIT_NAMES:
+            raise ValueError(f"--split {split!r}: a synthetic run has one test set, {SYNTHETIC_SPLIT!r} "
+                             "(give --split test or all, or leave the default)")
         return [SYNTHETIC_SPLIT]
-    return list(TEST_SPLITS) if split == "all" else [split]
+    if split == "all":
+        return list(TEST_SPLITS)
+    if split not in SPLITS:
+        raise ValueError(f"--split {split!r}: not a Multi30k split; expected one of "
+                         f"{', '.join(SPLITS)} or all")
+    return [split]
 
 
 def load_test_set(config, split: str, data_dir: str | None = None) -> tuple[ParallelCorpus, str, str]:
@@ -305,7 +319,7 @@ def compare_hypotheses(systems: Sequence[System], hypotheses: dict[str, list[str
             "ar_trials": trials, "signatures": signatures, "systems": out_systems}
 
 
-def compare(systems: Sequence[System], split: str = "test_2016_flickr", beam_size: int = 5,
+def compare(systems: Sequence[System], split: str = DEFAULT_TEST_SPLIT, beam_size: int = 5,
             length_penalty: str = "gnmt", alpha: float = 0.6, data_dir: str | None = None,
             limit: int | None = None, seed: int = DEFAULT_SEED, bootstrap: int = 1000,
             trials: int = 10000, store: bool = True, log: Callable[[str], None] | None = None) -> dict:

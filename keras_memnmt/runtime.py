@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import importlib.abc
+import importlib.util
 import os
+import re
 import sys
+import tempfile
 
 _M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_MAX, _M_ARENA_MAX = -1, -2, -4, -8  # glibc <malloc.h>
 
@@ -111,4 +115,177 @@ def import_tensorflow_without_jax() -> bool:
     finally:
         if finder:
             sys.meta_path.remove(finder)
+    keras = sys.modules.get("keras")  # `import tensorflow` loads it
+    if keras is not None and keras.backend.backend() == "tensorflow":
+        with contextlib.suppress(ValueError):  # a malformed count: refused where it is used
+            split_tensorflow_cpu()
+    return True
+
+
+HOST_DEVICE_FLAG = "--xla_force_host_platform_device_count"
+
+
+def host_device_count() -> int:
+    """The CPU device count that ``XLA_FLAGS`` asks for with
+    ``--xla_force_host_platform_device_count=N`` (the last one given, as XLA reads its
+    flags), 1 without it. A value that is not a positive integer is a ``ValueError``."""
+    values = re.findall(rf"(?:^|\s){HOST_DEVICE_FLAG}=(\S*)", os.environ.get("XLA_FLAGS", ""))
+    if not values:
+        return 1
+    if not values[-1].isdigit() or int(values[-1]) < 1:
+        raise ValueError(
+            f"XLA_FLAGS: {HOST_DEVICE_FLAG} expects a positive integer, got {values[-1]!r}"
+        )
+    return int(values[-1])
+
+
+def split_tensorflow_cpu() -> int:
+    """Splits TensorFlow's CPU into the ``N`` logical devices that
+    ``XLA_FLAGS=--xla_force_host_platform_device_count=N`` asks for (:func:`host_device_count`),
+    so that the one flag makes N CPU devices on TensorFlow as it does on JAX; returns the
+    number of logical CPU devices it leaves (1 without the flag).
+
+    Nothing is done without the flag, with ``N = 1``, where TensorFlow sees a GPU (the
+    GPUs are then the devices; returns 1), or where the CPU is split into N already.
+    The logical devices share the one CPU's threads; a model placed nowhere in particular
+    runs on the first. TensorFlow allows the split only before it sets up its devices
+    (the process's first op, variable or ``list_logical_devices``): after that, this
+    raises a one-line ``ValueError`` naming ``XLA_FLAGS`` and the device count the
+    process has. :func:`import_tensorflow_without_jax` calls it as it imports TensorFlow
+    (on the TensorFlow backend), so in the `memnmt` command it comes first.
+    """
+    count = host_device_count()
+    if count == 1:
+        return 1
+    import tensorflow as tf
+
+    if tf.config.list_physical_devices("GPU"):  # listing physical devices sets nothing up
+        return 1
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    if len(tf.config.get_logical_device_configuration(cpu) or [None]) == count:
+        return count
+    try:
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration()] * count
+        )
+    except RuntimeError:  # "Virtual devices cannot be modified after being initialized"
+        have = len(tf.config.list_logical_devices("CPU"))
+        raise ValueError(
+            f"XLA_FLAGS {HOST_DEVICE_FLAG}={count} asks for {count} CPU devices, but this process set up "
+            f"TensorFlow's devices already ({have} CPU device{'s' if have > 1 else ''}): set XLA_FLAGS "
+            "before the process first runs TensorFlow"
+        ) from None
+    return count
+
+
+# The INFO lines TensorFlow's shared libraries log while they load (`import tensorflow`),
+# before anything has applied TF_CPP_MIN_LOG_LEVEL: Abseil writes every message logged
+# before `absl::InitializeLog()` to stderr, whatever the level. Each library that logs
+# them logs them once, so a process sees them twice.
+_STARTUP_LINES = re.compile(
+    r"WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR"
+    r"|I\d{4} [\d:.]+ +\d+ port\.cc:\d+\] oneDNN custom operations are on\."
+    r"|I\d{4} [\d:.]+ +\d+ cudart_stub\.cc:\d+\] Could not find cuda drivers on your machine"
+)
+
+
+def cuda_driver_present() -> bool:
+    """Whether the NVIDIA driver's library (``libcuda.so.1``, what TensorFlow loads to find a
+    GPU) can be loaded in this process."""
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def _startup_lines_dropped():
+    """Captures file descriptor 2 (C++ and Python writes alike) for the ``with`` block and
+    then writes back every line but ``_STARTUP_LINES``, in order. Without a descriptor 2 to
+    capture, the block runs as it is."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (AttributeError, OSError, ValueError):
+        yield
+        return
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(AttributeError, OSError, ValueError):
+                sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            captured.seek(0)
+            kept = [
+                line
+                for line in captured.read().splitlines(keepends=True)
+                if not _STARTUP_LINES.match(line.decode("utf-8", "replace"))
+            ]
+            if kept:
+                os.write(2, b"".join(kept))
+
+
+class _QuietTensorFlowImport(importlib.abc.MetaPathFinder):
+    """Runs the next `import tensorflow` (all of it: the package's ``__init__`` loads the
+    shared libraries) with ``_STARTUP_LINES`` dropped from its stderr; then steps aside."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "tensorflow":
+            return None
+        sys.meta_path.remove(self)  # once; also keeps the find_spec below from coming back here
+        spec = importlib.util.find_spec(fullname)
+        if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
+            load = spec.loader.exec_module
+
+            def exec_module(module):
+                with _startup_lines_dropped():
+                    load(module)
+
+            spec.loader.exec_module = exec_module  # this module's own loader object
+        return spec
+
+
+def quiet_tensorflow_startup() -> bool:
+    """Keeps TensorFlow's start-up lines off stderr, unless ``TF_CPP_MIN_LOG_LEVEL`` is set.
+
+    A user who sets ``TF_CPP_MIN_LOG_LEVEL`` (to any value, ``0`` for everything) chooses
+    TensorFlow's log lines: then nothing is changed and this returns False. Otherwise, on a
+    machine without a GPU driver, a process that imports TensorFlow and lists its devices
+    prints these lines, and this removes each of them (returns True):
+
+    - ``WARNING: All log messages before absl::InitializeLog() is called are written to
+      STDERR``, ``I... port.cc] oneDNN custom operations are on ...`` and
+      ``I... cudart_stub.cc] Could not find cuda drivers on your machine, GPU will not be
+      used.``, each twice: logged while `import tensorflow` loads TensorFlow's shared
+      libraries, before any level applies, so no environment variable removes them
+      (``TF_ENABLE_ONEDNN_OPTS=0`` removes the oneDNN line only by turning oneDNN off).
+      The next `import tensorflow` runs with its stderr captured and written back without
+      these lines (they are matched whole; every other line, Python's warnings included,
+      comes back in order). Call this before TensorFlow is imported; if it already is,
+      only the settings below apply.
+    - ``I... cpu_feature_guard.cc] This TensorFlow binary is optimized to use available
+      CPU instructions ...`` (two lines): ``TF_CPP_MIN_LOG_LEVEL=2`` (no INFO or WARNING
+      lines from TensorFlow's C++ code).
+    - ``E... cuda_platform.cc] failed call to cuInit: ... CUDA error``, when the devices
+      are listed, and ``E... util.cc] oneDNN supports DT_BOOL only on platforms with
+      AVX-512 ...``, when a model runs: ``TF_CPP_MIN_LOG_LEVEL=3`` (no ERROR lines either),
+      set only where the NVIDIA driver's ``libcuda.so.1`` cannot be loaded, as the cuInit
+      error comes only from there. Where the driver is present the level is 2, so that
+      the ERROR lines that explain a GPU failure (a cuDNN version mismatch, say) are
+      shown. ``CUDA_VISIBLE_DEVICES`` is never touched: no GPU is hidden.
+
+    TensorFlow's Python warnings are not affected by any of this. The `memnmt` command
+    calls it first thing.
+    """
+    if "TF_CPP_MIN_LOG_LEVEL" in os.environ:
+        return False
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2" if cuda_driver_present() else "3"
+    if "tensorflow" not in sys.modules and not any(
+        isinstance(f, _QuietTensorFlowImport) for f in sys.meta_path
+    ):
+        sys.meta_path.insert(0, _QuietTensorFlowImport())
     return True

@@ -304,3 +304,47 @@ def test_archive_refuses_to_replace_what_it_should_not(runs, tmp_path, capsys):
     assert main(["archive", runs["a"], runs["b"], "--out", str(shelf)]) == 2
     assert "not empty" in capsys.readouterr().err
     assert sorted(os.listdir(shelf)) == ["b"] and os.listdir(shelf / "b") == ["notes.txt"]
+
+
+# ----- --split names --------------------------------------------------------------------------
+
+def _files(run):
+    """Every file of a run directory with its bytes."""
+    found = {}
+    for root, _, names in os.walk(run):
+        for name in names:
+            path = os.path.join(root, name)
+            with open(path, "rb") as f:
+                found[os.path.relpath(path, run)] = f.read()
+    return found
+
+
+@pytest.mark.parametrize("split", ["bogus", "val", "test_2017_flickr"])
+def test_a_synthetic_run_refuses_a_split_it_does_not_have(trained_run, split, capsys):
+    before = _files(trained_run)
+    assert main(["evaluate", "--model", trained_run, "--split", split, "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"--split {split!r}: a synthetic run has one test set" in err
+    assert _files(trained_run) == before  # nothing scored, nothing stored
+
+
+@pytest.mark.parametrize("split", [[], ["--split", "test"], ["--split", "synthetic-test"]])
+def test_a_synthetic_run_scores_its_test_set_under_its_names_and_the_default(shared_run, split, capsys):
+    assert main(["evaluate", "--model", shared_run, *split, "--beam", "1", "--limit", "2", "--quiet"]) == 0
+    assert json.loads(capsys.readouterr().out)["corpus"] == "synthetic"
+
+
+def test_split_all_on_a_synthetic_run_is_its_one_test_set(shared_run, capsys):
+    assert main(["evaluate", "--model", shared_run, "--split", "all", "--beam", "1", "--limit", "2",
+                 "--quiet"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [s["corpus"] for s in report["splits"]] == ["synthetic"] and report["skipped"] == []
+
+
+def test_unknown_split_names(runs, multi30k_runs, capsys):
+    (run, _), data = multi30k_runs
+    assert main(["evaluate", "--model", run, "--split", "bogus", "--data-dir", data, "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--split 'bogus': not a Multi30k split; expected one of train, val," in err
+    assert main(["compare", runs["a"], runs["b"], "--split", "val", "--beam", "1", "--quiet"]) == 2
+    assert "--split 'val': a synthetic run has one test set" in capsys.readouterr().err

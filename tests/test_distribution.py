@@ -1,7 +1,8 @@
 """Data-parallel training on two virtual CPU devices equals one device on the same global batch.
 
 Each case runs in a subprocess: the devices must be configured before the backend
-starts (TensorFlow: two logical CPU devices; JAX: ``--xla_force_host_platform_device_count=2``).
+starts. ``XLA_FLAGS=--xla_force_host_platform_device_count=2`` makes two CPU devices on
+both (on TensorFlow, two logical devices: ``keras_memnmt.runtime.split_tensorflow_cpu``).
 """
 
 import json
@@ -28,10 +29,6 @@ TINY = [*TINY_TRAIN_ARGS, "--set", "dropout=0", "--set", "output_dropout=0", "--
 # Two trainings in one process (same seed, same data): one device, then data-parallel.
 SCRIPT = """
 import os, sys
-if os.environ["KERAS_BACKEND"] == "tensorflow":
-    import tensorflow as tf
-    cpu = tf.config.list_physical_devices("CPU")
-    tf.config.set_logical_device_configuration(cpu[0], [tf.config.LogicalDeviceConfiguration()] * 2)
 from keras_memnmt.cli import main
 out, args = sys.argv[1], sys.argv[2:]
 for name, distribution in (("one", "none"), ("two", "data_parallel")):
@@ -123,3 +120,79 @@ def test_several_hosts_are_refused_before_any_work(tmp_path, capsys, monkeypatch
     assert main(["train", "quickstart", "--out", out, *TINY, "--set", "distribution=data_parallel"]) == 2
     assert "with $TF_CONFIG set: training across several hosts is not supported" in capsys.readouterr().err
     assert not os.path.exists(out)
+
+
+# ----- XLA_FLAGS' CPU device count on TensorFlow ------------------------------------------------
+
+# The placement of a data_parallel run: first thing in the process, then after a second
+# XLA_FLAGS count, once TensorFlow's devices are set up.
+PLACEMENT_FIRST = """
+import os
+from keras_memnmt.config import TrainConfig
+from keras_memnmt.training.distribution import placement
+config = TrainConfig(distribution="data_parallel")
+place = placement(config)
+print(len(place.devices), place.pad_to)
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=3"
+try:
+    placement(config)
+except ValueError as e:
+    print(e)
+"""
+
+# The `memnmt` command's order: TensorFlow imported, then the recipe's config validated (which
+# builds a model, setting up TensorFlow's devices), then the placement.
+PLACEMENT_IN_THE_COMMAND = """
+from keras_memnmt.runtime import import_tensorflow_without_jax
+import_tensorflow_without_jax()
+from keras_memnmt.config import TrainConfig, validate
+from keras_memnmt.training.distribution import placement
+config = validate(TrainConfig(distribution="data_parallel"))
+print(len(placement(config).devices))
+"""
+
+
+def _run_on_tensorflow(script):
+    env = dict(os.environ, KERAS_BACKEND="tensorflow", CUDA_VISIBLE_DEVICES="",
+               XLA_FLAGS="--xla_force_host_platform_device_count=2",
+               PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run([sys.executable, "-c", script], env=env, cwd=REPO, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.splitlines()
+
+
+@pytest.mark.backend_independent  # its own TensorFlow process, whatever the backend here
+def test_xla_flags_device_count_splits_tensorflows_cpu():
+    """One flag makes N CPU devices on both backends: on TensorFlow without a GPU,
+    XLA_FLAGS' count splits the CPU into that many logical devices."""
+    pytest.importorskip("tensorflow")
+    two, changed = _run_on_tensorflow(PLACEMENT_FIRST)
+    assert two == "2 2"
+    assert changed == ("XLA_FLAGS --xla_force_host_platform_device_count=3 asks for 3 CPU devices, but this "
+                       "process set up TensorFlow's devices already (2 CPU devices): set XLA_FLAGS before the "
+                       "process first runs TensorFlow")
+    assert _run_on_tensorflow(PLACEMENT_IN_THE_COMMAND) == ["2"]
+
+
+@pytest.mark.backend_independent
+@pytest.mark.parametrize("flags, count", [("", 1), ("--xla_cpu_enable_fast_math=false", 1),
+                                          ("--xla_force_host_platform_device_count=4", 4),
+                                          ("--xla_force_host_platform_device_count=2 "
+                                           "--xla_force_host_platform_device_count=3", 3)])
+def test_host_device_count_reads_xla_flags(monkeypatch, flags, count):
+    from keras_memnmt.runtime import host_device_count
+
+    monkeypatch.setenv("XLA_FLAGS", flags)
+    assert host_device_count() == count
+
+
+@pytest.mark.backend_independent
+@pytest.mark.parametrize("value", ["0", "two", ""])
+def test_a_malformed_device_count_is_one_line_naming_xla_flags(monkeypatch, value):
+    from keras_memnmt.runtime import host_device_count
+
+    monkeypatch.setenv("XLA_FLAGS", f"--xla_force_host_platform_device_count={value}")
+    with pytest.raises(ValueError, match=f"^XLA_FLAGS: --xla_force_host_platform_device_count expects a "
+                                         f"positive integer, got '{value}'$"):
+        host_device_count()

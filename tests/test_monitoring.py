@@ -5,6 +5,7 @@ import glob
 import io
 import math
 import os
+import re
 
 import numpy as np
 import pytest
@@ -96,3 +97,79 @@ def test_validation_scalars_samples_and_pictures(run_dir):
             pixels = imread(io.BytesIO(tensor[2]), format="png")
             assert pixels.shape[:2] == (round(height * DPI), round(width * DPI))
             assert pixels[..., :3].std() > 0.05  # not blank
+
+
+# ----- docs/monitoring.md ---------------------------------------------------------------------
+
+DOC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "monitoring.md")
+# The tags of the doc's table that a run writes only with some configs.
+YLSTM_TAGS = {"epoch_translation_loss", "epoch_encoder_lm_loss"}
+PER_EPOCH_VALIDATION_TAGS = {"epoch_bleu"}  # validate_every=0 only
+
+
+def _doc() -> str:
+    with open(DOC, encoding="utf-8") as f:
+        return f.read()
+
+
+def _doc_tags() -> dict[str, set[str]]:
+    """folder → the tags the doc's table lists for it."""
+    tags: dict[str, set[str]] = {"train": set(), "validation": set()}
+    for folder, cell in re.findall(r"^\| `(train|validation)` \| (.*?) \|", _doc(), flags=re.M):
+        tags[folder] |= set(re.findall(r"`([^`]+)`", cell))
+    return tags
+
+
+def _event_files(folder: str):
+    import tensorflow as tf
+
+    for path in sorted(glob.glob(os.path.join(folder, "events.out.tfevents.*"))):
+        yield from tf.compat.v1.train.summary_iterator(path)
+
+
+def test_the_doc_lists_every_tag_a_run_writes_and_no_graph(run_dir):
+    doc = _doc_tags()
+    for folder, optional in (("train", YLSTM_TAGS), ("validation", PER_EPOCH_VALIDATION_TAGS)):
+        events = list(_event_files(os.path.join(run_dir, "tensorboard", folder)))
+        written = {value.tag for event in events for value in event.summary.value}
+        assert written == doc[folder] - optional, folder
+        assert not any(event.HasField("graph_def") for event in events), folder
+        # Tensor summaries, Keras's included: EventAccumulator's Scalars() does not see them.
+        assert all(value.HasField("tensor") for event in events for value in event.summary.value)
+
+
+def test_the_docs_event_accumulator_example_reads_the_validation_bleu(run_dir):
+    blocks = re.findall(r"^```python\n(.*?)^```$", _doc(), flags=re.M | re.S)
+    assert len(blocks) == 1 and 'run = "runs/NAME"\n' in blocks[0]
+    namespace: dict = {}
+    exec(compile(blocks[0].replace('"runs/NAME"', repr(run_dir)), DOC, "exec"), namespace)
+    expected = [(step, float(value)) for step, _, value in
+                _events(os.path.join(run_dir, "tensorboard", "validation"))["bleu"]]
+    assert [step for step, _ in namespace["bleu"]] == [2, 4]
+    assert namespace["bleu"] == expected
+    assert {"bleu", "chrf", "loss", "perplexity"} <= set(namespace["tags"])
+    assert namespace["events"].Tags()["scalars"] == []
+
+
+@pytest.mark.backend_independent
+def test_the_docs_plot_example_writes_into_a_folder_that_exists():
+    outs = re.findall(r"memnmt plot .*?--out (\S+)", _doc(), flags=re.S)
+    assert len(outs) == 2  # the usage line and the example
+    for out in outs:
+        folder = os.path.dirname(out)
+        assert not folder or os.path.isdir(os.path.join(os.path.dirname(DOC), "..", folder)), out
+
+
+@pytest.mark.slow
+def test_validation_once_per_epoch_also_writes_epoch_bleu(tmp_path):
+    """With validate_every=0 Keras's callback finds the BLEU in the epoch's logs (val_bleu)."""
+    from keras_memnmt.cli import main
+    from keras_memnmt.testing.tiny_runs import TINY_TRAIN_ARGS
+
+    out = str(tmp_path / "run")
+    assert main(["train", "quickstart", "--out", out, *TINY_TRAIN_ARGS, "--set", "max_steps=2",
+                 "--set", "validate_every=0", "--set", "tensorboard_pictures=0"]) == 0
+    validation = _events(os.path.join(out, "tensorboard", "validation"))
+    assert set(validation) == _doc_tags()["validation"] - {"pictures/0", "pictures/1"}
+    assert [step for step, _, _ in validation["epoch_bleu"]] == [0]  # the epoch
+    assert float(validation["epoch_bleu"][0][2]) == pytest.approx(float(validation["bleu"][0][2]))

@@ -1,5 +1,6 @@
 """Process tuning applied by the `memnmt` command (keras_memnmt.runtime)."""
 
+import os
 import subprocess
 import sys
 
@@ -102,6 +103,7 @@ def test_only_the_console_command_tunes_malloc(monkeypatch, capsys):
 
     calls = []
     monkeypatch.setattr(runtime, "tune_malloc", lambda: calls.append("tuned") or True)
+    monkeypatch.setattr(runtime, "quiet_tensorflow_startup", lambda: False)  # this process's TensorFlow is loaded
     with pytest.raises(SystemExit):  # argparse's --help exits after the parse
         cli.main(["--help"])
     assert cli.main(["translate", "--model", "no/such/run", "--input", "x"]) == 2
@@ -111,3 +113,67 @@ def test_only_the_console_command_tunes_malloc(monkeypatch, capsys):
         cli.console_main()
     assert exit_.value.code == 0 and calls == ["tuned"]
     capsys.readouterr()
+
+
+# ----- TensorFlow's start-up lines ------------------------------------------------------------
+
+QUIET_CHECK = """
+import sys
+from keras_memnmt.runtime import quiet_tensorflow_startup
+assert quiet_tensorflow_startup()
+print("before", file=sys.stderr, flush=True)
+import tensorflow as tf
+print([d.device_type for d in tf.config.list_physical_devices()])
+print("after", file=sys.stderr, flush=True)
+"""
+
+STARTUP_LINES = ("absl::InitializeLog", "oneDNN custom operations", "cudart_stub", "cpu_feature_guard",
+                 "To enable the following instructions", "cuInit")
+
+
+def test_tensorflow_starts_without_its_log_lines():
+    """No start-up line of TensorFlow's reaches stderr (the `memnmt` command's setting)."""
+    import os
+
+    pytest.importorskip("tensorflow")
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    done = subprocess.run([sys.executable, "-c", QUIET_CHECK], env={**env, "KERAS_BACKEND": "tensorflow"},
+                          capture_output=True, text=True, check=True)
+    assert "CPU" in done.stdout
+    assert not [line for line in done.stderr.splitlines() if any(s in line for s in STARTUP_LINES)], done.stderr
+    assert "before" in done.stderr and "after" in done.stderr  # stderr itself still works
+
+
+def test_a_log_level_set_by_the_user_is_kept(monkeypatch):
+    from keras_memnmt.runtime import quiet_tensorflow_startup
+
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "0")
+    before = list(sys.meta_path)
+    assert quiet_tensorflow_startup() is False
+    assert os.environ["TF_CPP_MIN_LOG_LEVEL"] == "0" and sys.meta_path == before
+
+
+DROP_CHECK = """
+import os, sys
+from keras_memnmt.runtime import _startup_lines_dropped
+with _startup_lines_dropped():
+    for line in sys.stdin:
+        os.write(2, line.encode())
+    print("a Python line", file=sys.stderr)
+"""
+
+
+def test_only_the_start_up_lines_are_dropped():
+    """The lines written to descriptor 2 while TensorFlow loads come back in order, without
+    the start-up lines."""
+    lines = [
+        "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n",
+        "I0000 00:00:1795752547.669060   12822 port.cc:153] oneDNN custom operations are on. You may see\n",
+        "W0000 00:00:1795752547.669060   12822 other.cc:1] a warning of TensorFlow's\n",
+        "I0000 00:00:1795752547.669450   12822 cudart_stub.cc:31] Could not find cuda drivers on your "
+        "machine, GPU will not be used.\n",
+        "E0000 00:00:1795752547.669450   12822 cuda_platform.cc:52] failed call to cuInit: CUDA error\n",
+    ]
+    done = subprocess.run([sys.executable, "-c", DROP_CHECK], input="".join(lines), capture_output=True,
+                          text=True, check=True)
+    assert done.stderr == lines[2] + lines[4] + "a Python line\n"

@@ -5,7 +5,13 @@ local device, each device taking a slice of every batch (``batch_size`` stays th
 global batch):
 
 - TensorFlow: ``tf.distribute.MirroredStrategy`` over the GPUs, else over the logical
-  CPU devices. The model is built, compiled and trained inside its scope.
+  CPU devices. The model is built, compiled and trained inside its scope. Without a GPU,
+  ``XLA_FLAGS=--xla_force_host_platform_device_count=N`` splits the CPU into N logical
+  devices (:func:`keras_memnmt.runtime.split_tensorflow_cpu`), as that flag makes N CPU
+  devices on JAX. TensorFlow allows the split only before its devices are set up (the
+  process's first op); the `memnmt` command makes it as it imports TensorFlow, and a
+  Python caller whose process has already run TensorFlow with another device count gets
+  a one-line ``ValueError`` naming ``XLA_FLAGS``.
 - JAX: ``keras.distribution.DataParallel`` over ``keras.distribution.list_devices()``
   (``XLA_FLAGS=--xla_force_host_platform_device_count=N`` makes N CPU devices), set for
   the run only.
@@ -38,6 +44,7 @@ import keras
 
 from keras_memnmt.config import ConfigError, TrainConfig
 from keras_memnmt.data.vocab import PAD_ID
+from keras_memnmt.runtime import split_tensorflow_cpu
 
 
 class Placement:
@@ -108,6 +115,7 @@ def _jax_placement() -> Placement:
 def _tensorflow_placement() -> Placement:
     import tensorflow as tf
 
+    split_tensorflow_cpu()  # XLA_FLAGS' CPU device count, without a GPU (done already by `memnmt`)
     gpus = tf.config.list_logical_devices("GPU")
     devices = [d.name for d in (gpus or tf.config.list_logical_devices("CPU"))]
     strategy = tf.distribute.MirroredStrategy(devices)

@@ -2,8 +2,9 @@
 
 :class:`TensorBoardMonitor` writes into ``RUN/tensorboard/train`` and
 ``RUN/tensorboard/validation``, the folders of Keras's own ``TensorBoard`` callback
-(which adds the per-epoch ``epoch_*`` scalars and, on TensorFlow, the graph), with
-``tf.summary`` writers of its own; every tag is listed in docs/monitoring.md. It works
+(which adds the per-epoch ``epoch_*`` scalars; no graph: Keras 3's TensorFlow trainer
+gives the callback no ``tf.function`` to draw), with ``tf.summary`` writers of its own
+(tensor summaries, as Keras's); every tag is listed in docs/monitoring.md. It works
 the same under the three backends: the values come from the model's loss tracker, the
 optimizer's ``gradient_norm`` (:class:`~keras_memnmt.training.optimizers.GradientNormTracking`),
 a token counter in the input pipeline, and the model's own predictions.
