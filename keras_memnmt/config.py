@@ -33,6 +33,11 @@ class TrainConfig:
     # .gz when only that exists) instead of the corpus's train split; val and test stay the
     # corpus's, and train_limit applies to these pairs (None = the corpus's train split).
     train_prefix: str | None = None
+    # A train_prefix corpus is streamed from its files (keras_memnmt.data.stream), not held in
+    # memory: its vocabulary trains on its first vocab_sample pairs, and each epoch is shuffled
+    # within consecutive blocks of shuffle_buffer pairs.
+    vocab_sample: int = 200_000
+    shuffle_buffer: int = 100_000
     val_limit: int | None = None  # validate on the first N val pairs (None = all)
     test_limit: int | None = None  # score only the first N test pairs after training (None = all)
     synthetic_size: int = 20000  # training pairs when corpus is synthetic
@@ -273,7 +278,7 @@ def validate(config: TrainConfig) -> TrainConfig:
 # Every number's range, checked before any work starts: (fields, test, what is expected).
 _RANGES = (
     (("batch_size", "bucket_width", "epochs", "log_every", "lr_patience", "max_length", "synthetic_size",
-      "beam_size"), lambda v: v >= 1, "an int >= 1"),
+      "beam_size", "vocab_sample", "shuffle_buffer"), lambda v: v >= 1, "an int >= 1"),
     (("vocab_size",), lambda v: v >= 8, "an int >= 8"),  # 4 reserved ids and a few pieces
     (("train_limit", "val_limit", "test_limit", "max_steps"), lambda v: v is None or v >= 1,
      "an int >= 1, or None"),

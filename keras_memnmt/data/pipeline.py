@@ -177,42 +177,77 @@ def make_dataset(
             f"max_length={max_length} subword tokens"
         )
 
-    def add_specials(src, tgt):
-        src = tf.concat([src, [EOS_ID]], 0)
-        return src, tf.concat([[BOS_ID], tgt], 0), tf.concat([tgt, [EOS_ID]], 0)
-
     pairs = _ragged(encoded, _short_enough(src_len, tgt_len, max_length))
-    ds = tf.data.Dataset.from_tensor_slices(pairs).map(add_specials, num_parallel_calls=tf.data.AUTOTUNE).cache()
-    bounds, sizes = _buckets(batch_size, batch_by, max_length, bucket_width)
-
-    def batches(pairs):
-        return pairs.bucket_by_sequence_length(
-            lambda s, ti, to: tf.maximum(tf.size(s), tf.size(ti)),
-            bucket_boundaries=bounds,
-            bucket_batch_sizes=sizes,
-            padding_values=(PAD_ID, PAD_ID, PAD_ID),
-            pad_to_bucket_boundary=True,
-        )
+    ds = tf.data.Dataset.from_tensor_slices(pairs).map(_add_specials, num_parallel_calls=tf.data.AUTOTUNE).cache()
+    shape = dict(batch_size=batch_size, batch_by=batch_by, max_length=max_length, bucket_width=bucket_width)
 
     buffer = min(stats.kept, 100_000)
     if start_step is not None:
         def epoch(e):  # a permutation drawn from (seed, e): epoch e's order depends on nothing else
             if not shuffle:
-                return batches(ds)
+                return _bucketed(ds, **shape)
             keys = tf.random.stateless_uniform([stats.kept], seed=tf.stack([tf.constant(seed, tf.int64), e]))
             order = tf.argsort(keys)
             shuffled = tuple(tf.gather(side, order) for side in pairs)
-            return batches(tf.data.Dataset.from_tensor_slices(shuffled).map(add_specials))
+            return bucketed(tf.data.Dataset.from_tensor_slices(shuffled), **shape)
 
-        first_epoch, skip = divmod(start_step, batches_per_epoch(stats, batch_size, batch_by, max_length,
-                                                                 bucket_width))
-        ds = tf.data.Dataset.range(first_epoch, 2**62).flat_map(epoch).skip(skip)
+        ds = epochs_from(epoch, start_step, batches_per_epoch(stats, **shape))
     else:
         if shuffle:
             ds = ds.shuffle(buffer, seed=seed, reshuffle_each_iteration=True)
-        ds = batches(ds)
-    ds = ds.map(lambda s, ti, to: ((s, ti), to), num_parallel_calls=tf.data.AUTOTUNE)
-    return ds.prefetch(tf.data.AUTOTUNE), stats
+        ds = _bucketed(ds, **shape)
+    return model_inputs(ds), stats
+
+
+def _add_specials(src, tgt):
+    """``(source + [eos], [bos] + target, target + [eos])``."""
+    import tensorflow as tf
+
+    src = tf.concat([src, [EOS_ID]], 0)
+    return src, tf.concat([[BOS_ID], tgt], 0), tf.concat([tgt, [EOS_ID]], 0)
+
+
+def _bucketed(triples, batch_size: int, batch_by: str, max_length: int, bucket_width: int):
+    """Batches of ``_add_specials``'s triples, bucketed by length and padded to the bucket's
+    boundary (a small fixed set of shapes, so jit compiles each once)."""
+    import tensorflow as tf
+
+    bounds, sizes = _buckets(batch_size, batch_by, max_length, bucket_width)
+    return triples.bucket_by_sequence_length(
+        lambda s, ti, to: tf.maximum(tf.size(s), tf.size(ti)),
+        bucket_boundaries=bounds,
+        bucket_batch_sizes=sizes,
+        padding_values=(PAD_ID, PAD_ID, PAD_ID),
+        pad_to_bucket_boundary=True,
+    )
+
+
+def bucketed(pairs, batch_size: int = 64, batch_by: str = "sentences", max_length: int = 80, bucket_width: int = 8):
+    """A dataset of ``(source ids, target ids)`` pairs (no bos/eos) as padded, length-bucketed
+    batches of ``(source + eos, bos + target, target + eos)``."""
+    import tensorflow as tf
+
+    return _bucketed(pairs.map(_add_specials, num_parallel_calls=tf.data.AUTOTUNE), batch_size, batch_by,
+                     max_length, bucket_width)
+
+
+def epochs_from(epoch, start_step: int, per_epoch: int):
+    """The endless dataset ``epoch(first), epoch(first + 1), ...`` (``epoch``: an epoch number
+    tensor -> that epoch's batches, ``per_epoch`` of them) starting after its first
+    ``start_step`` batches."""
+    import tensorflow as tf
+
+    first_epoch, skip = divmod(start_step, per_epoch)
+    return tf.data.Dataset.range(first_epoch, 2**62).flat_map(epoch).skip(skip)
+
+
+def model_inputs(batches):
+    """Batches of triples as ``model.fit`` takes them, ``((source, target_in), target_out)``,
+    prefetched."""
+    import tensorflow as tf
+
+    ds = batches.map(lambda s, ti, to: ((s, ti), to), num_parallel_calls=tf.data.AUTOTUNE)
+    return ds.prefetch(tf.data.AUTOTUNE)
 
 
 def _buckets(batch_size: int, batch_by: str, max_length: int, bucket_width: int) -> tuple[list[int], list[int]]:
@@ -228,9 +263,14 @@ def batches_per_epoch(stats: PipelineStats, batch_size: int = 64, batch_by: str 
     """How many batches one epoch of :func:`make_dataset` (same arguments) holds, from the
     pairs' lengths alone: each bucket (by the longer side, bos/eos included) gives
     ``ceil(pairs / its batch size)`` batches, whatever the order."""
-    src_len, tgt_len = stats.source_lengths, stats.target_lengths
-    keep = _short_enough(src_len, tgt_len, max_length)
-    keys = np.maximum(src_len[keep], tgt_len[keep]) + 1  # eos on the source, bos on target_in
     bounds, sizes = _buckets(batch_size, batch_by, max_length, bucket_width)
-    counts = np.bincount(np.searchsorted(bounds, keys, side="right"), minlength=len(bounds) + 1)
+    histogram = getattr(stats, "key_histogram", None)  # a streamed corpus's (data.stream.StreamStats)
+    if histogram is None:
+        src_len, tgt_len = stats.source_lengths, stats.target_lengths
+        keep = _short_enough(src_len, tgt_len, max_length)
+        keys = np.maximum(src_len[keep], tgt_len[keep]) + 1  # eos on the source, bos on target_in
+        counts = np.bincount(np.searchsorted(bounds, keys, side="right"), minlength=len(bounds) + 1)
+    else:
+        counts = np.bincount(np.searchsorted(bounds, np.arange(len(histogram)), side="right"),
+                             weights=histogram, minlength=len(bounds) + 1)
     return int(sum(-(-int(n) // size) for n, size in zip(counts, sizes, strict=True)))

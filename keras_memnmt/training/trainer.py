@@ -27,9 +27,9 @@ from keras_memnmt.data import (
     batches_per_epoch,
     load_multi30k,
     make_dataset,
-    read_parallel,
     synthetic_splits,
 )
+from keras_memnmt.data.stream import CorpusFiles, make_stream_dataset, sample_pairs, stream_stats
 from keras_memnmt.files import remove_temporaries, write_json
 from keras_memnmt.inference import score, translate
 from keras_memnmt.models import get_model
@@ -69,7 +69,8 @@ def _prefix_file(prefix: str, lang: str) -> str:
 def load_corpora(config: TrainConfig, data_dir: str | None = None, log=print):
     """``(train, val, test, name)``; ``corpus="auto"`` falls back to synthetic data with a notice.
 
-    With ``config.train_prefix``, the training pairs are read from that prefix's files.
+    With ``config.train_prefix``, the training pairs are that prefix's files, streamed
+    (a :class:`~keras_memnmt.data.stream.CorpusFiles`; nothing is read here).
     """
     prefix = config.train_prefix
     if config.corpus in ("multi30k", "auto"):
@@ -88,8 +89,8 @@ def load_corpora(config: TrainConfig, data_dir: str | None = None, log=print):
         train, val, test = synthetic_splits(config.synthetic_size, seed=config.seed)
         name = "synthetic"
     if prefix:
-        train = read_parallel(_prefix_file(prefix, config.src), _prefix_file(prefix, config.tgt))
-        log(f"training pairs: {train.name}")
+        train = CorpusFiles(_prefix_file(prefix, config.src), _prefix_file(prefix, config.tgt)).check()
+        log(f"training pairs: streamed from {train.name}")
     return (train.take(config.train_limit), val.take(config.val_limit),
             test.take(config.test_limit), name)
 
@@ -213,7 +214,9 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
     t_start = time.perf_counter()
     train_c, val_c, test_c, corpus_name = load_corpora(config, data_dir, log)
     config = dataclasses.replace(config, corpus="multi30k" if corpus_name.startswith("multi30k") else "synthetic")
-    log(f"corpus: {corpus_name}; {len(train_c)} training pairs ({train_c.dropped_empty} empty dropped)")
+    streamed = isinstance(train_c, CorpusFiles)
+    if not streamed:
+        log(f"corpus: {corpus_name}; {len(train_c)} training pairs ({train_c.dropped_empty} empty dropped)")
 
     warm_model = warm_start(config, out_dir, log) if config.pretrain_run and not resuming else None
     vocab_dir = os.path.join(out_dir, "vocab")
@@ -221,12 +224,17 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
         vocab = SubwordVocab.load(vocab_dir)
         log(f"vocabulary: reusing {vocab_dir}")
     else:
+        source, target = sample_pairs(train_c, config.vocab_sample) if streamed else (train_c.source,
+                                                                                        train_c.target)
         try:
-            vocab = SubwordVocab.train(train_c.source, train_c.target, size=config.vocab_size,
+            vocab = SubwordVocab.train(source, target, size=config.vocab_size,
                                        model_type=config.vocab_type, joint=config.joint_vocab,
                                        progress=None)  # a bar on a terminal only
         except ValueError as e:
             raise ConfigError(f"config field vocab_size={config.vocab_size}: {e}") from None
+        if streamed:  # recorded in vocab.json
+            vocab.config["sample_pairs"] = len(source)
+            log(f"vocabulary: trained on the first {len(source)} pairs (vocab_sample={config.vocab_sample})")
         vocab.save(vocab_dir)
     log(f"vocabulary: {vocab.source.vocab_size} source / {vocab.target.vocab_size} target pieces")
     if not resuming:  # after the vocabulary: a run that fails before it leaves no files behind
@@ -235,7 +243,17 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
 
     shape = dict(batch_size=config.batch_size, batch_by=config.batch_by, max_length=config.max_length,
                  bucket_width=config.bucket_width)
-    ds, stats = make_dataset(train_c, vocab, seed=config.seed, start_step=done, **shape)
+    if streamed:
+        stats = stream_stats(train_c, vocab, config.max_length, log)
+        log(f"corpus: {corpus_name}; {stats.pairs} training pairs ({stats.dropped_empty} empty dropped), "
+            f"streamed")
+        if stats.kept == 0:
+            raise CorpusError(f"all {stats.pairs} pairs of {train_c.name} are longer than "
+                              f"max_length={config.max_length} subword tokens")
+        ds = make_stream_dataset(train_c, vocab, stats, seed=config.seed, start_step=done,
+                                 shuffle_buffer=config.shuffle_buffer, **shape)
+    else:
+        ds, stats = make_dataset(train_c, vocab, seed=config.seed, start_step=done, **shape)
     per_epoch = batches_per_epoch(stats, **shape)
     ds = pad_batches(ds, place.pad_to)  # the batch divides among the devices
     log(f"pipeline: {stats.kept} pairs kept, {stats.dropped_too_long} longer than "
