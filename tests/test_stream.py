@@ -10,9 +10,22 @@ import os
 import numpy as np
 import pytest
 
-from keras_memnmt.data import CorpusError, SubwordVocab, batches_per_epoch, corpus_stats, make_dataset, \
-    read_parallel, synthetic_corpus
-from keras_memnmt.data.stream import CorpusFiles, make_stream_dataset, read_chunks, sample_pairs, stream_stats
+from keras_memnmt.data import (
+    CorpusError,
+    SubwordVocab,
+    batches_per_epoch,
+    corpus_stats,
+    make_dataset,
+    read_parallel,
+    synthetic_corpus,
+)
+from keras_memnmt.data.stream import (
+    CorpusFiles,
+    make_stream_dataset,
+    read_chunks,
+    sample_pairs,
+    stream_stats,
+)
 
 # tf.data feeds every backend the same batches: CI runs it on one (conftest.py).
 pytestmark = pytest.mark.backend_independent
