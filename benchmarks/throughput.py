@@ -145,6 +145,19 @@ def matmul_rate(m: int, k: int, n: int, dtype: str = "float32", calls: int = 1, 
     return 2 * m * k * n / best / 1e9
 
 
+def as_dataset(batches: list):
+    """What ``model.fit`` reads ``batches`` from, in order: a ``tf.data`` dataset, or a Python
+    generator where TensorFlow is not installed."""
+    try:
+        import tensorflow as tf
+    except ImportError:  # a machine without TensorFlow: Keras reads a Python generator
+        return (batch for batch in batches)
+    return tf.data.Dataset.from_generator(
+        lambda: iter(batches),
+        output_signature=((tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None, None], tf.int32)),
+                          tf.TensorSpec([None, None], tf.int32)))
+
+
 def save_batches(directory: str, batches: list, vocab, test, settings: dict) -> None:
     """Writes the batches (``batches.npz``, with ``settings`` in ``batches.json``), the vocabulary (``vocab/``) and the test
     sentences (``test.source.txt``, ``test.target.txt``) that ``load_batches`` reads."""
@@ -353,16 +366,6 @@ def benchmark(name: str, config, vocab, batches: list, warmup_steps: int, test, 
 
         def on_train_batch_end(self, batch, logs=None):
             self.times.append(time.perf_counter() - self.t0)
-
-    def as_dataset(items):
-        try:
-            import tensorflow as tf
-        except ImportError:  # a machine without TensorFlow: Keras reads a Python generator
-            return (item for item in items)
-        return tf.data.Dataset.from_generator(
-            lambda: iter(items),
-            output_signature=((tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None, None], tf.int32)),
-                              tf.TensorSpec([None, None], tf.int32)))
 
     timed = batches[warmup_steps:]
     # Warm-up: the first steps plus one batch of every shape timed later, so that no

@@ -29,6 +29,16 @@ def _sync(path: str) -> None:
         os.close(fd)
 
 
+def _mode(path: str) -> int:
+    """The permissions ``path`` keeps (its own where it exists), else those of a new file
+    under the process's umask (``mkstemp``'s temporary is 0600 whatever the umask)."""
+    with contextlib.suppress(FileNotFoundError):
+        return os.stat(path).st_mode & 0o7777
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 @contextlib.contextmanager
 def replacing(path: str, suffix: str = "") -> Iterator[str]:
     """Yields a temporary path beside ``path`` to write; renamed onto ``path`` when the
@@ -43,6 +53,7 @@ def replacing(path: str, suffix: str = "") -> Iterator[str]:
     os.close(fd)
     try:
         yield tmp
+        os.chmod(tmp, _mode(path))
         _sync(tmp)
         os.replace(tmp, path)
     except BaseException:

@@ -2,7 +2,8 @@
 
 An output is never a file of a run directory (or of a run's archive), nor the command's
 own input, however its path is spelled: paths are compared by their real paths, so a
-symbolic link, ``..`` or a trailing slash leads to the same answer. The check runs
+symbolic link, ``..`` or a trailing slash leads to the same answer; an existing file with
+other names (hard links) is refused, as one of them could be a run's file. The check runs
 before any work, so a refusal loads no model and writes, truncates or removes nothing.
 
 A folder is a run (or a run's archive, see :func:`keras_memnmt.records.archive_run`) when
@@ -67,6 +68,11 @@ def check_output(flag: str, path: str, directory: bool = False, make_parents: bo
     """
     _check_writable(flag, path, directory, make_parents)
     real = os.path.realpath(path)
+    if not directory and os.path.isfile(real) and os.stat(real).st_nlink > 1:
+        # Another name of the same file (a hard link) could be a run's file or an input,
+        # which a write in place would change too.
+        raise ValueError(f"{flag} {path}: the file has other names (hard links), which writing "
+                         "it would change too; remove it or choose another path")
     for what, source in inputs:
         if not os.path.exists(source):
             continue

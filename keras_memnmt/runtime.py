@@ -289,3 +289,45 @@ def quiet_tensorflow_startup() -> bool:
     ):
         sys.meta_path.insert(0, _QuietTensorFlowImport())
     return True
+
+
+def enable_compilation_cache(path: str | None = None) -> str | None:
+    """Turns on JAX's persistent compilation cache, so that each compiled program (a training
+    step of one batch shape, say) is compiled once per machine and read from disk by later
+    processes; returns the cache folder, or None where nothing was turned on.
+
+    The folder is ``path``, else ``$MEMNMT_COMPILATION_CACHE``, else the one JAX was given
+    already (``JAX_COMPILATION_CACHE_DIR``), else ``~/.cache/keras_memnmt/jax``. ``off`` (as
+    ``path`` or in the variable) turns nothing on. Every compilation is written there, however
+    short or small (``jax_persistent_cache_min_compile_time_secs=0``,
+    ``jax_persistent_cache_min_entry_size_bytes=-1``; JAX's defaults keep only those that took
+    a second or more), and nothing is evicted (JAX's default ``jax_compilation_cache_max_size``).
+    JAX keys each entry by the program, the devices and the JAX and XLA versions, so a changed
+    model or a new JAX compiles anew.
+
+    JAX opens the folder at its first compilation that consults the cache: call this before
+    the first training step. A later call with another folder resets the cache, so JAX opens
+    the new folder at its next compilation. JAX runs what it reads from the folder: it must
+    not be writable by anyone the user does not trust.
+
+    A no-op (returns None) on the TensorFlow and PyTorch backends.
+    """
+    import keras
+
+    if keras.backend.backend() != "jax":
+        return None
+    import jax
+    from jax.experimental.compilation_cache import compilation_cache
+
+    folder = path if path is not None else (
+        os.environ.get("MEMNMT_COMPILATION_CACHE") or jax.config.jax_compilation_cache_dir
+        or os.path.join(os.path.expanduser("~"), ".cache", "keras_memnmt", "jax"))
+    if folder.strip().lower() == "off":
+        return None
+    folder = os.path.abspath(os.path.expanduser(folder))
+    if jax.config.jax_compilation_cache_dir != folder:
+        compilation_cache.reset_cache()  # JAX opens a folder once; it opens this one next
+        jax.config.update("jax_compilation_cache_dir", folder)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+    return folder

@@ -1,5 +1,5 @@
 """The side-by-side benchmark's reading of OpenNMT-py's log and of our scripts' output;
-the training-step profile's parts."""
+the training-step profile's parts; gpu_batches.py's batchings and a smoke run."""
 
 import os
 import sys
@@ -108,3 +108,50 @@ def test_saved_batches_read_back_the_same(tmp_path, small_vocab, val_corpus):
     assert vocab.target.encode(test.target) == small_vocab.target.encode(test.target)
     with pytest.raises(FileNotFoundError, match="batches.npz"):
         throughput.load_batches(str(tmp_path / "elsewhere"))
+
+
+def test_gpu_batches_names_its_batchings_and_orders_shapes_by_frequency():
+    import gpu_batches
+    import numpy as np
+
+    assert gpu_batches.parse_batchings("sentences64, tokens4096") == [
+        ("sentences64", "sentences", 64), ("tokens4096", "tokens", 4096)]
+    for bad in ("tokens", "words64", "tokens0", "sentences64,sentences64"):
+        with pytest.raises(ValueError, match="--batchings"):
+            gpu_batches.parse_batchings(bad)
+
+    def batch(rows, source, target):
+        ids = np.ones((rows, target), "int32")
+        return (np.ones((rows, source), "int32"), ids), ids
+
+    batches = [batch(8, 5, 6), batch(4, 9, 9), batch(4, 9, 9), batch(8, 5, 6), batch(2, 9, 9), batch(4, 9, 9)]
+    assert gpu_batches.shapes_by_frequency(batches) == [((4, 9), (4, 9)), ((8, 5), (8, 6)), ((2, 9), (2, 9))]
+
+
+@pytest.mark.slow
+def test_gpu_batches_smoke_run_prints_every_figure(tmp_path):
+    """``gpu_batches.py --smoke``: batches written with ``--save-batches``, then read back and
+    trained on under JAX with the compilation cache in ``tmp_path``."""
+    import subprocess
+
+    pytest.importorskip("jax")
+    script = os.path.join(os.path.dirname(__file__), "..", "benchmarks", "gpu_batches.py")
+    batchings = ["sentences64", "tokens128"]
+    command = [sys.executable, script, "--smoke", "--batchings", ",".join(batchings)]
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "MEMNMT_COMPILATION_CACHE": str(tmp_path / "cache")}
+    saved = subprocess.run([*command, "--save-batches", str(tmp_path / "batches")], env=env,
+                           capture_output=True, text=True, check=True)
+    assert side_by_side.parse_lines(saved.stdout)["tokens128_saved_batches"] == "3"
+    done = subprocess.run([*command, "--load-batches", str(tmp_path / "batches")],
+                          env={**env, "KERAS_BACKEND": "jax"}, capture_output=True, text=True, check=True)
+    figures = side_by_side.parse_lines(done.stdout)
+    assert figures["backend"] == "jax" and figures["device"] == "cpu"
+    assert figures["tokens128_batches_batch_by"] == "tokens"
+    for name in batchings:
+        for figure in ("pairs_per_s", "target_tokens_per_s", "fraction_of_peak", "compile_s_per_shape"):
+            float(figures[f"{name}_{figure}"])
+        assert figures[f"{name}_shapes"] == figures[f"{name}_shapes_compiled"] == "1"  # one length bucket
+        assert figures[f"{name}_timed_steps"] == "3"
+        assert figures[f"{name}_timed_compiles"] == "0"  # every shape compiled before the timed steps
+    assert figures["compilation_cache_dir"] == str(tmp_path / "cache")
+    assert int(figures["compilation_cache_writes"]) == int(figures["compilation_cache_entries_after"]) > 0

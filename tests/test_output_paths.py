@@ -177,11 +177,41 @@ def test_export_overwrite_replaces_only_an_export(shared_run, tmp_path, capsys):
     folder = tmp_path / "data"
     folder.mkdir()
     (folder / "keep.txt").write_text("mine")
-    line = refusal(["export", "--model", shared_run, "--out", str(folder), "--overwrite"], capsys, "--out")
-    assert "holds no export" in line
+    for flags in (["--overwrite"], []):  # without --overwrite the error does not suggest it
+        line = refusal(["export", "--model", shared_run, "--out", str(folder), *flags], capsys, "--out")
+        assert "holds no export" in line and "pass --overwrite" not in line
     with pytest.raises(FileExistsError, match="holds no export"):
         export_runs([shared_run], str(folder), overwrite=True)
     assert os.listdir(folder) == ["keep.txt"]
+
+
+@pytest.mark.parametrize("command", ["translate", "compare", "plot"])
+def test_an_output_with_other_names_is_refused(shared_run, trained_run, source_file, tmp_path, capsys, command):
+    """A hard link to a run's file (or to the input) is another name of the same file: a
+    write in place would change the run."""
+    link = str(tmp_path / "out.png")
+    os.link(os.path.join(trained_run, "config.json"), link)
+    before = run_fingerprint(trained_run)
+    argv = {"translate": ["translate", "--model", trained_run, "--input", source_file, "--output", link],
+            "compare": ["compare", shared_run, trained_run, "--json", link],
+            "plot": ["plot", "--model", trained_run, "--source", "a dog", "--out", link]}[command]
+    flag = {"translate": "--output", "compare": "--json", "plot": "--out"}[command]
+    assert "has other names (hard links)" in refusal(argv, capsys, flag)
+    assert run_fingerprint(trained_run) == before
+
+
+def test_files_written_whole_take_the_umask(tmp_path):
+    from keras_memnmt.files import write_text
+
+    old = os.umask(0o022)
+    try:
+        write_text(str(tmp_path / "a.txt"), "x")
+        assert os.stat(tmp_path / "a.txt").st_mode & 0o777 == 0o644
+        os.chmod(tmp_path / "a.txt", 0o600)
+        write_text(str(tmp_path / "a.txt"), "y")  # a replaced file keeps its permissions
+        assert os.stat(tmp_path / "a.txt").st_mode & 0o777 == 0o600
+    finally:
+        os.umask(old)
 
 
 def test_archive_refuses_a_run_and_replaces_an_archive(shared_run, trained_run, tmp_path, capsys):

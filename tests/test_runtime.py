@@ -177,3 +177,62 @@ def test_only_the_start_up_lines_are_dropped():
     done = subprocess.run([sys.executable, "-c", DROP_CHECK], input="".join(lines), capture_output=True,
                           text=True, check=True)
     assert done.stderr == lines[2] + lines[4] + "a Python line\n"
+
+
+CACHE_CHECK = """
+import json, os
+from keras_memnmt.runtime import enable_compilation_cache
+
+folder = enable_compilation_cache()
+import jax, jax.numpy as jnp
+
+events = []
+jax.monitoring.register_event_listener(lambda event, **kwargs: events.append(event))
+jax.jit(lambda x: jnp.tanh(x @ x.T) + 1)(jnp.arange(64.0).reshape(8, 8)).block_until_ready()
+print(json.dumps({"folder": folder, "jax_dir": jax.config.jax_compilation_cache_dir,
+                  "hits": events.count("/jax/compilation_cache/cache_hits"),
+                  "writes": events.count("/jax/compilation_cache/cache_misses"),
+                  "entries": sorted(os.listdir(folder)) if folder and os.path.isdir(folder) else []}))
+"""
+
+
+def _cache_run(tmp_path, backend: str = "jax", **variables) -> dict:
+    """CACHE_CHECK's report from a process on ``backend`` with ``HOME`` in ``tmp_path``, the two
+    cache variables unset, and ``variables`` set."""
+    import json
+
+    pytest.importorskip(backend)
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("MEMNMT_COMPILATION_CACHE", "JAX_COMPILATION_CACHE_DIR")}
+    env.update(KERAS_BACKEND=backend, HOME=str(tmp_path / "home"), TF_CPP_MIN_LOG_LEVEL="2", **variables)
+    script = CACHE_CHECK if backend == "jax" else CACHE_CHECK.split("import jax")[0] + "print(json.dumps(folder))"
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_a_compilation_is_written_to_the_cache_and_read_by_the_next_process(tmp_path):
+    cache = str(tmp_path / "cache")
+    first = _cache_run(tmp_path, MEMNMT_COMPILATION_CACHE=cache)
+    assert first["folder"] == first["jax_dir"] == cache
+    assert first["writes"] >= 1 and first["hits"] == 0 and len(first["entries"]) == first["writes"]
+    second = _cache_run(tmp_path, MEMNMT_COMPILATION_CACHE=cache)
+    assert second["hits"] == first["writes"] and second["writes"] == 0
+    assert second["entries"] == first["entries"]
+
+
+@pytest.mark.slow
+def test_the_compilation_cache_folder_by_default_by_jax_and_off(tmp_path):
+    default = _cache_run(tmp_path)
+    assert default["folder"] == str(tmp_path / "home" / ".cache" / "keras_memnmt" / "jax")
+    assert default["writes"] >= 1 and len(default["entries"]) == default["writes"]
+    jax_own = str(tmp_path / "jax_own")
+    assert _cache_run(tmp_path, JAX_COMPILATION_CACHE_DIR=jax_own)["folder"] == jax_own
+    off = _cache_run(tmp_path, MEMNMT_COMPILATION_CACHE="off")
+    assert off["folder"] is None and off["jax_dir"] is None and off["writes"] == 0
+
+
+@pytest.mark.slow
+def test_the_compilation_cache_is_a_no_op_on_the_other_backends(tmp_path):
+    assert _cache_run(tmp_path, "torch", MEMNMT_COMPILATION_CACHE=str(tmp_path / "cache")) is None
+    assert not (tmp_path / "cache").exists()

@@ -72,14 +72,15 @@ def holds_export(path: str) -> bool:
 
 
 def check_export_destination(out_dir: str, overwrite: bool) -> None:
-    """:func:`~keras_memnmt.export.atomic.check_destination`; and with ``overwrite``, a
-    ``FileExistsError`` for an existing ``out_dir`` that holds no export: overwriting
-    replaces an earlier export only, never another folder (a run, a dataset)."""
-    check_destination(out_dir, overwrite)
-    if overwrite and os.path.lexists(out_dir) and not holds_export(out_dir):
+    """A ``FileExistsError`` for an existing ``out_dir`` that holds no export (a run, a
+    dataset), ``overwrite`` or not: overwriting replaces an earlier export only; then
+    :func:`~keras_memnmt.export.atomic.check_destination` (an earlier export needs
+    ``overwrite``)."""
+    if os.path.lexists(out_dir) and not holds_export(out_dir) and (overwrite or os.path.isdir(out_dir)):
         raise FileExistsError(f"{out_dir} holds no export (no saved_model.pb or {METADATA_FILE}): "
                               "--overwrite (overwrite=True) replaces only an earlier export; "
                               "choose another --out")
+    check_destination(out_dir, overwrite)
 
 
 def export_translator(

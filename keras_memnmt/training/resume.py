@@ -7,9 +7,7 @@ generator) — a loaded model redraws them from the global seed. So each
 model file a validation writes also holds ``memnmt_resume.json`` (a zip entry beside
 Keras's own, which Keras's loader ignores): the training step it was saved at, the
 state of every seed generator of the model, in ``model.variables`` order, on
-PyTorch the global generator's state, the running means of the epoch's metrics (the
-logged loss is the mean over the epoch's steps so far), and the validations up to this
-one. Being inside
+PyTorch the global generator's state, and the validations up to this one. Being inside
 the file, it is renamed into place with the weights (:mod:`keras_memnmt.files`): the
 weights, the step and the generators always belong together.
 
@@ -52,25 +50,12 @@ def _torch_rng(state: str | None = None) -> str | None:
     return base64.b64encode(torch.get_rng_state().numpy().tobytes()).decode("ascii")
 
 
-def _metric_states(model: keras.Model) -> list | None:
-    """The values of the model's metric variables; ``None`` under a TensorFlow
-    distribution strategy, where each replica keeps its own share of them (summed when
-    read) and one value could not be given back to the replicas."""
-    if keras.backend.backend() == "tensorflow":
-        import tensorflow as tf
-
-        if tf.distribute.has_strategy():
-            return None
-    return [keras.ops.convert_to_numpy(v.value).tolist() for v in model.metrics_variables]
-
-
 def save_resumable(model: keras.Model, path: str, step: int, validations: list | None = None) -> None:
     """``model.save(path)``, written whole (a temporary file renamed into place), with the
     step, the random generators' states and the validations so far (``validations``,
     what ``validations.json`` will hold once this validation's files are all written)
     inside."""
     state = {"step": int(step), "validations": validations,
-             "metrics": _metric_states(model),
              "seed_generators": [keras.ops.convert_to_numpy(v.value).tolist() for v in _seed_states(model)],
              "torch_rng": _torch_rng()}
 
@@ -104,32 +89,18 @@ def restore_seed_generators(model: keras.Model, state: dict) -> bool:
     return True
 
 
-def restore_metrics(model: keras.Model, state: dict) -> bool:
-    """Sets the model's metric variables (the running loss mean) to the saved values;
-    False (nothing set) where the file holds none or another number of them."""
-    variables, saved = model.metrics_variables, state.get("metrics") or []
-    if len(variables) != len(saved):
-        return False
-    for variable, value in zip(variables, saved, strict=True):
-        variable.assign(keras.ops.convert_to_tensor(value, dtype=variable.dtype))
-    return True
-
-
 class RestoreGenerators(keras.callbacks.Callback):
     """Sets the model's random generators to ``state``'s just before the first training
-    step (put it last among the callbacks), and with ``mid_epoch`` (a run resumed inside
-    an epoch) the running means of the epoch's metrics too, after ``fit`` has reset them
-    at the epoch's start, so that the logged loss averages the same steps as the run that
-    was not interrupted.
+    step (put it last among the callbacks).
 
     Not when the model is loaded, nor when training begins: on PyTorch ``fit`` draws from
     the global generator in between (its symbolic build and its first epoch's start),
     which the run that was not interrupted did not do at that step.
     """
 
-    def __init__(self, state: dict, log=print, mid_epoch: bool = False):
+    def __init__(self, state: dict, log=print):
         super().__init__()
-        self.state, self.log, self.pending, self.mid_epoch = state, log, True, mid_epoch
+        self.state, self.log, self.pending = state, log, True
 
     def on_train_batch_begin(self, batch, logs=None):
         if not self.pending:
@@ -137,6 +108,3 @@ class RestoreGenerators(keras.callbacks.Callback):
         self.pending = False
         if not restore_seed_generators(self.model, self.state):
             self.log("the model's random generators do not match the saved ones: seeded anew")
-        if self.mid_epoch and not restore_metrics(self.model, self.state):
-            self.log("the file holds no running loss mean: the logged loss averages this epoch's "
-                     "steps from the resume on")

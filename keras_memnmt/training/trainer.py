@@ -282,6 +282,8 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
             + (f"finished ({finished}): only the test remains" if finished else
                "its random generators as saved" if state else f"random generators seeded anew (seed {seed})"))
     else:
+        if resume:  # --resume of a run killed before its first model.keras: nothing to continue
+            log(f"no {latest} yet: the run starts from step 0")
         model = warm_model or build_model(config, vocab.source.vocab_size, vocab.target.vocab_size)
         compile_model(model, config)
     log(place.describe(config, float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))))
@@ -305,7 +307,7 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
                  keras.callbacks.TensorBoard(os.path.join(out_dir, "tensorboard"), update_freq="epoch"),
                  monitor]
     if state:  # last: just before the first step
-        callbacks.append(RestoreGenerators(state, log, mid_epoch=done % per_epoch != 0))
+        callbacks.append(RestoreGenerators(state, log))
     # The dataset is endless (make_dataset's start_step): Keras's epochs are the data's
     # epochs of per_epoch batches, and the validation callback stops at the last step.
     fit_kwargs = {"epochs": math.ceil(last_step / per_epoch), "steps_per_epoch": per_epoch,
