@@ -24,9 +24,15 @@ keeps about 100 MB per traced ``fit`` of these models for the life of a process.
 
 from __future__ import annotations
 
+import os
 import random
 
 import pytest
+
+# A training on JAX writes its compiled programs to a persistent cache
+# (keras_memnmt.runtime.enable_compilation_cache); the tests leave the user's cache alone
+# (the tests of the cache give it a folder of their own).
+os.environ.setdefault("MEMNMT_COMPILATION_CACHE", "off")
 
 TIERS = ("backend", "backend_independent")
 

@@ -59,8 +59,9 @@ class BleuValidation(keras.callbacks.Callback):
         self.seconds_before = self.history[-1]["train_seconds"] if self.history else 0.0
 
     def on_train_begin(self, logs=None):
-        self.t_begin = time.perf_counter()
-        self.validation_seconds = 0.0
+        if not hasattr(self, "t_begin"):  # the clock runs on over a resumed run's two fits
+            self.t_begin = time.perf_counter()
+            self.validation_seconds = 0.0
 
     def _plateau(self) -> None:
         """One more validation without a gain: decay the learning rate, maybe stop."""

@@ -183,6 +183,18 @@ class TensorBoardMonitor(keras.callbacks.Callback):
     def on_epoch_begin(self, epoch, logs=None):
         self._loss_base = (0.0, 0.0)  # Keras resets its loss tracker at every epoch
 
+    def loss_restored(self) -> None:
+        """The loss tracker was set to a resumed run's running mean (RestoreGenerators): the
+        next logged interval starts from it."""
+        self._loss_base = self._loss_tracker_state() or (0.0, 0.0)
+
+    def _loss_tracker_state(self) -> tuple[float, float] | None:
+        """``(total, count)`` of Keras's running loss mean, or None where the model has none."""
+        tracker = next((m for m in self.model.metrics if m.name == "loss"), None)
+        if tracker is None or not hasattr(tracker, "total"):
+            return None
+        return (float(keras.ops.convert_to_numpy(tracker.total)), float(keras.ops.convert_to_numpy(tracker.count)))
+
     def on_train_batch_end(self, batch, logs=None):
         self.step += 1
         if self.step % self.every_steps == 0:
@@ -191,10 +203,9 @@ class TensorBoardMonitor(keras.callbacks.Callback):
     def _log_training(self) -> None:
         model = self.model  # on JAX, reading it brings the training state back to the variables
         values = {}
-        tracker = next((m for m in model.metrics if m.name == "loss"), None)
-        if tracker is not None and hasattr(tracker, "total"):
-            total = float(keras.ops.convert_to_numpy(tracker.total))
-            count = float(keras.ops.convert_to_numpy(tracker.count))
+        tracked = self._loss_tracker_state()
+        if tracked is not None:
+            total, count = tracked
             if count > self._loss_base[1]:
                 values["loss"] = (total - self._loss_base[0]) / (count - self._loss_base[1])
                 values["perplexity"] = math.exp(min(values["loss"], 50.0))

@@ -7,7 +7,8 @@ generator) — a loaded model redraws them from the global seed. So each
 model file a validation writes also holds ``memnmt_resume.json`` (a zip entry beside
 Keras's own, which Keras's loader ignores): the training step it was saved at, the
 state of every seed generator of the model, in ``model.variables`` order, on
-PyTorch the global generator's state, and the validations up to this one. Being inside
+PyTorch the global generator's state, the epoch's running metric means (the logged
+loss averages the epoch's steps so far), and the validations up to this one. Being inside
 the file, it is renamed into place with the weights (:mod:`keras_memnmt.files`): the
 weights, the step and the generators always belong together.
 
@@ -50,12 +51,35 @@ def _torch_rng(state: str | None = None) -> str | None:
     return base64.b64encode(torch.get_rng_state().numpy().tobytes()).decode("ascii")
 
 
+def _metric_states(model: keras.Model) -> list | None:
+    """The values of the model's metric variables (the epoch's running loss mean); ``None``
+    under a TensorFlow distribution strategy, where each replica keeps a share of them
+    (summed when read), which one value could not give back to the replicas."""
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        if tf.distribute.has_strategy():
+            return None
+    return [keras.ops.convert_to_numpy(v.value).tolist() for v in model.metrics_variables]
+
+
+def restore_metrics(model: keras.Model, state: dict) -> bool:
+    """Sets the model's metric variables to the saved values; False (nothing set) where the
+    file holds none or another number of them."""
+    variables, saved = model.metrics_variables, state.get("metrics") or []
+    if len(variables) != len(saved):
+        return False
+    for variable, value in zip(variables, saved, strict=True):
+        variable.assign(keras.ops.convert_to_tensor(value, dtype=variable.dtype))
+    return True
+
+
 def save_resumable(model: keras.Model, path: str, step: int, validations: list | None = None) -> None:
     """``model.save(path)``, written whole (a temporary file renamed into place), with the
     step, the random generators' states and the validations so far (``validations``,
     what ``validations.json`` will hold once this validation's files are all written)
     inside."""
-    state = {"step": int(step), "validations": validations,
+    state = {"step": int(step), "validations": validations, "metrics": _metric_states(model),
              "seed_generators": [keras.ops.convert_to_numpy(v.value).tolist() for v in _seed_states(model)],
              "torch_rng": _torch_rng()}
 
@@ -91,16 +115,20 @@ def restore_seed_generators(model: keras.Model, state: dict) -> bool:
 
 class RestoreGenerators(keras.callbacks.Callback):
     """Sets the model's random generators to ``state``'s just before the first training
-    step (put it last among the callbacks).
+    step (put it last among the callbacks); with ``mid_epoch`` (a run resumed inside an
+    epoch) the running metric means too, after ``fit`` has reset them at its start, so
+    that the logged loss averages the epoch's steps as in the run that was not
+    interrupted.
 
     Not when the model is loaded, nor when training begins: on PyTorch ``fit`` draws from
     the global generator in between (its symbolic build and its first epoch's start),
     which the run that was not interrupted did not do at that step.
     """
 
-    def __init__(self, state: dict, log=print):
+    def __init__(self, state: dict, log=print, mid_epoch: bool = False, on_metrics=None):
         super().__init__()
-        self.state, self.log, self.pending = state, log, True
+        self.state, self.log, self.pending, self.mid_epoch = state, log, True, mid_epoch
+        self.on_metrics = on_metrics  # called once the metric means are restored
 
     def on_train_batch_begin(self, batch, logs=None):
         if not self.pending:
@@ -108,3 +136,29 @@ class RestoreGenerators(keras.callbacks.Callback):
         self.pending = False
         if not restore_seed_generators(self.model, self.state):
             self.log("the model's random generators do not match the saved ones: seeded anew")
+        if not self.mid_epoch:
+            return
+        if not restore_metrics(self.model, self.state):
+            self.log("the model file holds no running loss mean: the logged loss of this epoch "
+                     "averages its steps from the resume on")
+        elif self.on_metrics is not None:
+            self.on_metrics()
+
+
+class GeneratorsAcrossFits(keras.callbacks.Callback):
+    """Carries PyTorch's global generator from the end of one ``fit`` to the first step of
+    the next (a run resumed inside an epoch trains in two): PyTorch's ``fit`` draws from it
+    when it starts, which one ``fit`` over both parts did not do there. Nothing on the
+    other backends, whose generators are the model's own variables."""
+
+    def __init__(self):
+        super().__init__()
+        self.saved = None
+
+    def on_train_end(self, logs=None):
+        self.saved = _torch_rng()
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if self.saved is not None:
+            _torch_rng(self.saved)
+            self.saved = None

@@ -45,6 +45,7 @@ from keras_memnmt.runs import (
     share_vocab,
     write_config,
 )
+from keras_memnmt.runtime import enable_compilation_cache
 from keras_memnmt.training.callbacks import (
     BleuValidation,
     DivergenceStop,
@@ -57,7 +58,7 @@ from keras_memnmt.training.losses import MaskedCrossEntropy
 from keras_memnmt.training.monitor import TensorBoardMonitor, TokenCounter
 from keras_memnmt.training.optimizers import build_optimizer
 from keras_memnmt.training.precision import apply_precision
-from keras_memnmt.training.resume import RestoreGenerators, read_state
+from keras_memnmt.training.resume import GeneratorsAcrossFits, RestoreGenerators, read_state
 
 
 def _prefix_file(prefix: str, lang: str) -> str:
@@ -137,6 +138,9 @@ def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=pr
     trains, the directory is locked (:func:`~keras_memnmt.runs.lock_run_dir`): a second
     training into it is refused.
     """
+    cache = enable_compilation_cache()  # JAX: each batch shape's step compiled once per machine
+    if cache:
+        log(f"JAX compilation cache: {cache}")
     place = placement(config)  # before any model is built; refuses what the backend cannot do
     with lock_run_dir(out_dir, log):
         for folder in ("", "checkpoints", "vocab", "hyps"):  # a killed writer's partial files
@@ -188,6 +192,32 @@ def _results_stored(out_dir: str) -> bool:
     record = read_record(out_dir) or {}
     last = (record.get("resumes") or [record])[-1]
     return os.path.isfile(os.path.join(out_dir, "results.json")) and bool(last.get("finished"))
+
+
+def _fit(model: keras.Model, dataset, callbacks: list, done: int, last_step: int, per_epoch: int) -> None:
+    """``model.fit`` from step ``done`` to ``last_step`` (the validation callback stops it
+    there, or earlier), Keras's epochs being the data's epochs of ``per_epoch`` batches.
+
+    ``dataset(start)``: the endless batches from step ``start`` on. A run resumed inside
+    an epoch first trains the rest of that epoch (a ``fit`` of its remaining steps, so that
+    Keras's epoch, its running loss and the epoch-end callbacks end where the data's do),
+    then the following epochs.
+    """
+    epoch, into = divmod(done, per_epoch)
+    phases = []  # (first step, Keras's initial epoch, steps per epoch, epochs)
+    if into:
+        phases.append((done, epoch, per_epoch - into, epoch + 1))
+        epoch += 1
+    epochs = math.ceil(last_step / per_epoch)
+    if epoch < epochs:
+        phases.append((epoch * per_epoch, epoch, per_epoch, epochs))
+    for start, initial, steps, until in phases:
+        # shuffle=False: the pipeline shuffles; Keras ignores `shuffle` for a tf.data
+        # dataset and warns when it is left at its default True.
+        model.fit(dataset(start), callbacks=callbacks, verbose=1 if sys.stderr.isatty() else 2, shuffle=False,
+                  epochs=until, steps_per_epoch=steps, initial_epoch=initial)
+        if model.stop_training:  # the last step, or the early stop
+            return
 
 
 def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume: bool,
@@ -250,12 +280,20 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
         if stats.kept == 0:
             raise CorpusError(f"all {stats.pairs} pairs of {train_c.name} are longer than "
                               f"max_length={config.max_length} subword tokens")
-        ds = make_stream_dataset(train_c, vocab, stats, seed=config.seed, start_step=done,
-                                 shuffle_buffer=config.shuffle_buffer, **shape)
     else:
-        ds, stats = make_dataset(train_c, vocab, seed=config.seed, start_step=done, **shape)
+        _, stats = make_dataset(train_c, vocab, seed=config.seed, start_step=0, **shape)  # refusals first
     per_epoch = batches_per_epoch(stats, **shape)
-    ds = pad_batches(ds, place.pad_to)  # the batch divides among the devices
+    tokens = TokenCounter()
+
+    def dataset(start: int):
+        """The training batches from step ``start`` on."""
+        if streamed:
+            ds = make_stream_dataset(train_c, vocab, stats, seed=config.seed, start_step=start,
+                                     shuffle_buffer=config.shuffle_buffer, **shape)
+        else:
+            ds = make_dataset(train_c, vocab, seed=config.seed, start_step=start, stats=stats, **shape)[0]
+        # The batch divides among the devices; target tokens per second in TensorBoard.
+        return tokens.wrap(pad_batches(ds, place.pad_to))
     log(f"pipeline: {stats.kept} pairs kept, {stats.dropped_too_long} longer than "
         f"{config.max_length} tokens dropped; {per_epoch} batches per epoch")
     last_step = config.max_steps or config.epochs * per_epoch
@@ -287,8 +325,6 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
         model = warm_model or build_model(config, vocab.source.vocab_size, vocab.target.vocab_size)
         compile_model(model, config)
     log(place.describe(config, float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))))
-    tokens = TokenCounter()
-    ds = tokens.wrap(ds)  # target tokens per second in TensorBoard
     monitor = TensorBoardMonitor(os.path.join(out_dir, "tensorboard"), vocab, val_c.source, val_c.target,
                                  every_steps=config.log_every, initial_step=done,
                                  loss_sentences=config.val_loss_sentences, pictures=config.tensorboard_pictures,
@@ -306,18 +342,13 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
     callbacks = [divergence, validation, keras.callbacks.CSVLogger(os.path.join(out_dir, "log.csv"), append=resume),
                  keras.callbacks.TensorBoard(os.path.join(out_dir, "tensorboard"), update_freq="epoch"),
                  monitor]
-    if state:  # last: just before the first step
-        callbacks.append(RestoreGenerators(state, log))
-    # The dataset is endless (make_dataset's start_step): Keras's epochs are the data's
-    # epochs of per_epoch batches, and the validation callback stops at the last step.
-    fit_kwargs = {"epochs": math.ceil(last_step / per_epoch), "steps_per_epoch": per_epoch,
-                  "initial_epoch": done // per_epoch}
+    if state:  # after the other callbacks: just before the first step
+        callbacks.append(RestoreGenerators(state, log, mid_epoch=done % per_epoch != 0,
+                                           on_metrics=monitor.loss_restored))
+    callbacks.append(GeneratorsAcrossFits())  # last: a resumed epoch and the next are two fits
     try:
-        # shuffle=False: the pipeline shuffles; Keras ignores `shuffle` for a tf.data
-        # dataset and warns when it is left at its default True.
         if not finished:
-            model.fit(ds, callbacks=callbacks, verbose=1 if sys.stderr.isatty() else 2, shuffle=False,
-                      **fit_kwargs)
+            _fit(model, dataset, callbacks, done, last_step, per_epoch)
     except TrainingDiverged as e:
         fail_record(out_dir, str(e))
         raise
