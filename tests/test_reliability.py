@@ -253,7 +253,7 @@ def test_a_resumed_run_ends_where_an_uninterrupted_run_ends(tmp_path):
     import keras
     import numpy as np
 
-    args = ["--set", "validate_every=1", "--set", "dropout=0.3", "--set", "output_dropout=0.3"]
+    args = ["--set", "validate_every=2", "--set", "dropout=0.3", "--set", "output_dropout=0.3"]
     straight, resumed = str(tmp_path / "straight"), str(tmp_path / "resumed")
     assert _train(straight, *args, "--set", "max_steps=8") == 0
     assert _train(resumed, *args, "--set", "max_steps=2") == 0
@@ -264,7 +264,7 @@ def test_a_resumed_run_ends_where_an_uninterrupted_run_ends(tmp_path):
                 for h in json.load(open(os.path.join(run, "validations.json")))]
 
     assert validations(resumed) == validations(straight)
-    assert [s for s, _, _ in validations(straight)] == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert [s for s, _, _ in validations(straight)] == [2, 4, 6, 8]
     a, b = (keras.saving.load_model(os.path.join(run, "model.keras"), compile=False) for run in (straight, resumed))
     for va, vb in zip(a.weights, b.weights, strict=True):
         np.testing.assert_allclose(keras.ops.convert_to_numpy(vb.value), keras.ops.convert_to_numpy(va.value),
