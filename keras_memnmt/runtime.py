@@ -1,4 +1,8 @@
-"""Process-level tuning for CPU training, applied by the `memnmt` command and the benchmarks."""
+"""Process-wide settings, applied by the `memnmt` command, the trainer and the benchmarks: the
+allocator's tuning for CPU training (``tune_malloc``), TensorFlow's start-up lines kept off
+stderr (``quiet_tensorflow_startup``), TensorFlow's CPU split into the devices ``XLA_FLAGS``
+asks for (``split_tensorflow_cpu``), and JAX's persistent compilation cache
+(``enable_compilation_cache``)."""
 
 from __future__ import annotations
 
