@@ -35,6 +35,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from keras_memnmt.data.corpus import CorpusError
+from keras_memnmt.data.pipeline import PipelineStats
 from keras_memnmt.data.vocab import SubwordVocab
 
 CHUNK = 8192  # lines read, decoded and tokenized together
@@ -153,10 +154,7 @@ class StreamStats:
                 out[side][f"p{q}"] = int(low + (high - low) * (position - np.floor(position)))
         return out
 
-    def summary(self) -> dict:
-        return {"pairs": self.pairs, "kept": self.kept, "dropped_too_long": self.dropped_too_long,
-                "dropped_empty": self.dropped_empty, "source_tokens": self.source_tokens,
-                "target_tokens": self.target_tokens, "length_percentiles": self.percentiles()}
+    summary = PipelineStats.summary  # the same report, from these percentiles
 
 
 def _lengths(vocab_side, texts: list[str]) -> np.ndarray:
