@@ -37,15 +37,29 @@ def _no_env_data(monkeypatch):
 
 @pytest.fixture(scope="session")
 def shared_run(tmp_path_factory) -> str:
-    """The tiny run each test process trains once (``SHARED_RUN_ARGS``: quickstart's RNNsearch on
-    the synthetic corpus, 4 steps, validations at steps 2 and 4, checkpoints kept). Read it,
-    never change it: a test that writes into a run takes ``trained_run``, its own copy."""
+    """The tiny run the test session trains once (``SHARED_RUN_ARGS``: quickstart's RNNsearch
+    on the synthetic corpus, 4 steps, validations at steps 2 and 4, checkpoints kept). Read
+    it, never change it: a test that writes into a run takes ``trained_run``, its own copy.
+
+    Under pytest-xdist the workers share one: the first to need it trains it in the
+    session's common folder while holding a lock there, the others wait and read it."""
+    import fcntl
+    import shutil
+
     from keras_memnmt.cli import main
     from keras_memnmt.testing.tiny_runs import SHARED_RUN_ARGS
 
-    out = str(tmp_path_factory.mktemp("shared") / "run")
-    assert main(["train", "quickstart", "--out", out, *SHARED_RUN_ARGS]) == 0
-    return out
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # the session's, under xdist
+    out, done = root / "shared_run" / "run", root / "shared_run" / "done"
+    out.parent.mkdir(exist_ok=True)
+    with open(root / "shared_run.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(out, ignore_errors=True)  # a worker that failed while training it
+            assert main(["train", "quickstart", "--out", str(out), *SHARED_RUN_ARGS]) == 0
+            done.touch()
+    return str(out)
 
 
 @pytest.fixture()
