@@ -274,11 +274,13 @@ def _split_recipe_options(module, overrides: list[str]):
 def cmd_train(args) -> int:
     from keras_memnmt.config import apply_overrides
     from keras_memnmt.outputs import check_output
-    from keras_memnmt.training import train
+    from keras_memnmt.training import hosts, train
 
     # Standard output holds the results alone: what the recipe and Keras's fit print
     # (epochs, progress lines) goes to stderr.
-    with contextlib.redirect_stdout(sys.stderr):
+    native = hosts.native_output_to_stderr() if hosts.requested() > 1 else contextlib.nullcontext()
+    with contextlib.redirect_stdout(sys.stderr), native:
+        hosts.join_requested()  # several processes: before the recipe's checks run JAX at all
         module = _recipe_module(args.recipe)
         recipe_options, overrides = _split_recipe_options(module, args.set or [])
         config = apply_overrides(load_recipe(args.recipe, module), overrides)

@@ -6,7 +6,8 @@ a reader sees the old version or the new one, never a part. Every file of a run
 directory that a later command reads (models, checkpoints, configs, records, the
 vocabulary, translations) is written through these helpers. :func:`sha256_file` is the
 one file fingerprint (downloads checked against their pinned sums, model files in run
-records).
+records). :func:`set_writer` turns a process's writes off (the processes of a run on
+several hosts other than process 0).
 """
 
 from __future__ import annotations
@@ -19,6 +20,26 @@ import re
 import tempfile
 from collections.abc import Callable, Iterator
 from typing import Any
+
+_WRITER = [True]
+
+
+@contextlib.contextmanager
+def set_writer(writes: bool) -> Iterator[None]:
+    """While the block runs, this process's writes through these helpers happen
+    (``writes``) or go nowhere: :func:`replacing` yields ``os.devnull`` and
+    :func:`save_with` does not call its ``save``."""
+    before = _WRITER[0]
+    _WRITER[0] = writes
+    try:
+        yield
+    finally:
+        _WRITER[0] = before
+
+
+def writes() -> bool:
+    """Whether this process writes (:func:`set_writer`)."""
+    return _WRITER[0]
 
 
 def _sync(path: str) -> None:
@@ -47,6 +68,9 @@ def replacing(path: str, suffix: str = "") -> Iterator[str]:
     ``suffix``: the temporary name's ending, for writers that insist on one (Keras
     saves only to names ending in ``.keras``).
     """
+    if not writes():
+        yield os.devnull
+        return
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp" + suffix, dir=folder)
@@ -81,6 +105,8 @@ def write_json(path: str, obj: Any, indent: int = 2) -> None:
 def save_with(save: Callable[[str], Any], path: str) -> None:
     """Calls ``save(tmp)`` for a temporary path with ``path``'s extension, then renames
     it onto ``path`` (``save_with(model.save, "run/best.keras")``)."""
+    if not writes():
+        return
     with replacing(path, suffix=os.path.splitext(path)[1]) as tmp:
         save(tmp)
 

@@ -114,12 +114,116 @@ def test_padding_rows_change_no_loss(tmp_path):
 
 
 @pytest.mark.backend_independent
-def test_several_hosts_are_refused_before_any_work(tmp_path, capsys, monkeypatch):
+def test_tensorflows_several_workers_are_refused_before_any_work(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("TF_CONFIG", '{"cluster": {"worker": ["a:1", "b:1"]}, "task": {"type": "worker", "index": 0}}')
     out = str(tmp_path / "r")
     assert main(["train", "quickstart", "--out", out, *TINY, "--set", "distribution=data_parallel"]) == 2
-    assert "with $TF_CONFIG set: training across several hosts is not supported" in capsys.readouterr().err
+    assert "with $TF_CONFIG set: TensorFlow's several workers" in capsys.readouterr().err
     assert not os.path.exists(out)
+
+
+@pytest.mark.skipif(keras.backend.backend() == "jax", reason="on JAX the command joins the cluster first")
+@pytest.mark.parametrize("distribution, expected", [
+    ("none", "add --set distribution=data_parallel"),
+    ("data_parallel", "needs KERAS_BACKEND=jax"),
+])
+def test_several_processes_off_jax_are_refused_before_any_work(tmp_path, capsys, monkeypatch, distribution,
+                                                                expected):
+    monkeypatch.setenv("KERAS_DISTRIBUTION_NUM_PROCESSES", "2")
+    out = str(tmp_path / "r")
+    assert main(["train", "quickstart", "--out", out, *TINY, "--set", f"distribution={distribution}"]) == 2
+    err = capsys.readouterr().err
+    assert "$KERAS_DISTRIBUTION_NUM_PROCESSES=2" in err and expected in err
+    assert not os.path.exists(out)
+
+
+@pytest.mark.backend_independent
+@pytest.mark.parametrize("environment, expected", [
+    ({"KERAS_DISTRIBUTION_NUM_PROCESSES": "two"}, "expected a whole number >= 1"),
+    ({"KERAS_DISTRIBUTION_NUM_PROCESSES": "2"}, "$KERAS_DISTRIBUTION_JOB_ADDRESSES is not set"),
+    ({"KERAS_DISTRIBUTION_NUM_PROCESSES": "2", "KERAS_DISTRIBUTION_JOB_ADDRESSES": "127.0.0.1:1",
+      "KERAS_DISTRIBUTION_PROCESS_ID": "2"}, "$KERAS_DISTRIBUTION_PROCESS_ID='2': expected 0 to 1"),
+])
+def test_a_malformed_cluster_is_one_line_naming_the_variable(monkeypatch, environment, expected):
+    from keras_memnmt.config import ConfigError
+    from keras_memnmt.training import hosts
+
+    for name in hosts.ENVIRONMENT:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigError) as caught:
+        hosts.join(hosts.requested())
+    assert expected in str(caught.value)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(keras.backend.backend() != "jax", reason="several processes train on JAX's distributed runtime")
+def test_two_processes_train_like_one_process_on_two_devices(tmp_path):
+    """Two `memnmt train` processes on this machine (gloo over 127.0.0.1), one device each,
+    against one process on two virtual devices: the same weights and validations, and one
+    run directory, written by process 0."""
+    from keras_memnmt.runs import read_model_file
+    from keras_memnmt.testing.tiny_runs import run_fingerprint
+
+    args = [*TINY, "--set", "distribution=data_parallel", "--set", "max_steps=2"]
+    base = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    base.pop("XLA_FLAGS", None)
+    command = [sys.executable, "-m", "keras_memnmt.cli", "train", "quickstart"]
+    port = _free_port()
+    procs = [subprocess.Popen([*command, "--out", str(tmp_path / "two"), *args], cwd=tmp_path, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env=dict(base, KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{port}",
+                                       KERAS_DISTRIBUTION_NUM_PROCESSES="2", KERAS_DISTRIBUTION_PROCESS_ID=str(i)))
+             for i in range(2)]
+    outputs = [p.communicate(timeout=900) for p in procs]
+    for p, (_, err) in zip(procs, outputs, strict=True):
+        assert p.returncode == 0, err[-3000:]
+    assert "in 2 processes (this is process 0); global batch 64 sentences, 32 per device" in outputs[0][1]
+    assert "(this is process 1)" in outputs[1][1]
+    # Both print the same results (each with its own clock); process 0 wrote them.
+
+    def untimed(results):
+        results = {k: v for k, v in results.items() if not k.endswith("_seconds")}
+        results["validations"] = [{k: v for k, v in h.items() if k != "train_seconds"}
+                                  for h in results.pop("validations", [])]
+        return results
+
+    results = [json.loads(out) for out, _ in outputs]
+    assert untimed(results[0]) == untimed(results[1])
+    stored = json.load(open(tmp_path / "two" / "results.json"))
+    assert stored["bleu"] == results[0]["bleu"] and stored["validations"] == json.load(
+        open(tmp_path / "two" / "validations.json"))
+
+    one = subprocess.run([*command, "--out", str(tmp_path / "one"), *args], cwd=tmp_path, text=True,
+                         capture_output=True, timeout=900,
+                         env=dict(base, XLA_FLAGS="--xla_force_host_platform_device_count=2"))
+    assert one.returncode == 0, one.stderr[-3000:]
+    assert "distribution: data_parallel on 2 devices" in one.stderr
+
+    def validations(name):
+        return [{k: v for k, v in h.items() if k != "train_seconds"}
+                for h in json.load(open(tmp_path / name / "validations.json"))]
+
+    assert validations("two") == validations("one")
+    def files(name):  # an event file's name holds its time and process id
+        return sorted(os.path.dirname(f) + "/events" if ".tfevents." in f else f
+                      for f in run_fingerprint(str(tmp_path / name)))
+
+    assert files("two") == files("one")
+    a, b = (read_model_file(str(tmp_path / name / "model.keras")) for name in ("one", "two"))
+    for va, vb in zip(a.weights, b.weights, strict=True):
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(vb.value), keras.ops.convert_to_numpy(va.value),
+                                   rtol=1e-5, atol=1e-7, err_msg=va.path)
+    assert sorted(os.listdir(tmp_path)) == ["one", "two"]  # the processes' working folder: nothing else
 
 
 # ----- XLA_FLAGS' CPU device count on TensorFlow ------------------------------------------------

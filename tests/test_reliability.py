@@ -37,6 +37,22 @@ def test_an_interrupted_write_leaves_the_earlier_file(tmp_path):
     assert os.listdir(tmp_path) == ["a.json"]  # the temporary file is gone too
 
 
+def test_a_process_that_does_not_write_writes_nothing(tmp_path):
+    """The processes of a run on several hosts other than process 0 (files.set_writer)."""
+    from keras_memnmt.files import save_with, set_writer, write_bytes, write_text, writes
+
+    saved = []
+    with set_writer(False):
+        assert not writes()
+        write_json(str(tmp_path / "a" / "b.json"), {"v": 1})
+        write_text(str(tmp_path / "c.txt"), "x")
+        write_bytes(str(tmp_path / "d.bin"), b"x")
+        save_with(saved.append, str(tmp_path / "m.keras"))
+    assert writes() and saved == [] and os.listdir(tmp_path) == []
+    write_text(str(tmp_path / "c.txt"), "x")  # writes again after the block
+    assert os.listdir(tmp_path) == ["c.txt"]
+
+
 def test_temporaries_of_a_killed_writer_are_recognised(tmp_path):
     for name in (".best.keras.ab12cd_9.tmp.keras", ".log.csv.x7y8z9aa.tmp", ".hidden", "notes.tmp"):
         (tmp_path / name).write_text("x")

@@ -28,11 +28,18 @@ norm and clipping (``training.optimizers``). Both give one device's losses up to
 reordering (``tests/test_distribution.py``). The Y-LSTM's encoder language-model loss
 (``add_loss``) is on TensorFlow the mean of the replicas' token averages.
 
-Several hosts (``TF_CONFIG``, ``KERAS_DISTRIBUTION_NUM_PROCESSES``) are refused: under
+Several processes (hosts), on JAX: ``$KERAS_DISTRIBUTION_NUM_PROCESSES`` above 1 with
+``data_parallel`` joins the cluster the environment names (:mod:`keras_memnmt.training.hosts`)
+and trains over every process's devices. Each process builds the same global batches
+(the same seed) and keeps its own rows of each (:meth:`Placement.local_rows`): Keras's
+own sharding of a ``tf.data`` dataset (``DataParallel(auto_shard_dataset=True)``) needs
+a batch size fixed in the dataset's shapes, which length-bucketed batches do not have;
+its result, each process taking one contiguous slice of every batch, is the same.
+
+On TensorFlow, several workers (``TF_CONFIG``) are refused: under
 ``tf.distribute.MultiWorkerMirroredStrategy`` (made at process start, as TensorFlow
 requires) two local workers form their cluster, and Keras 3.15's ``fit`` then fails on
-the first batch converting a ``PerReplica`` value; a JAX multi-process run was not
-verified here. README, "Scaling out", says what runs.
+the first batch converting a ``PerReplica`` value. docs/scaling.md says what runs.
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ import keras
 from keras_memnmt.config import ConfigError, TrainConfig
 from keras_memnmt.data.vocab import PAD_ID
 from keras_memnmt.runtime import split_tensorflow_cpu
+from keras_memnmt.training import hosts
 
 
 class Placement:
@@ -56,9 +64,35 @@ class Placement:
         pad_to: every batch is padded to a multiple of this (1 = as it comes).
     """
 
-    def __init__(self, devices: list[str], scope=None, pad_to: int = 1):
+    def __init__(self, devices: list[str], scope=None, pad_to: int = 1, process: int = 0, processes: int = 1):
         self.devices, self.pad_to = devices, pad_to
+        self.process, self.processes = process, processes
         self._scope = scope
+
+    @property
+    def writer(self) -> bool:
+        """Whether this process writes the run directory (process 0 of a run on several)."""
+        return self.process == 0
+
+    def local_rows(self, ds):
+        """``ds``'s batches (padded to a multiple of ``pad_to`` rows), each cut to this
+        process's contiguous share of its rows: the part of the global batch that its
+        devices take."""
+        if self.processes == 1:
+            return ds
+        import tensorflow as tf
+
+        share, index = self.processes, self.process
+
+        def cut(inputs, target_out):
+            rows = tf.shape(target_out)[0] // share
+
+            def part(x):
+                return x[index * rows:(index + 1) * rows]
+
+            return (part(inputs[0]), part(inputs[1])), part(target_out)
+
+        return ds.map(cut)
 
     def scope(self):
         return self._scope() if self._scope is not None else contextlib.nullcontext()
@@ -72,44 +106,54 @@ class Placement:
             return (f"distribution: none (the backend's default device); batch {config.batch_size} {unit}; "
                     f"learning rate {rate:g}")
         n = len(self.devices)
+        hosts = f" in {self.processes} processes (this is process {self.process})" if self.processes > 1 else ""
         per = config.batch_size / n
         per_text = f"{per:g}" if per == int(per) else f"about {per:.1f}"
         return (f"distribution: {config.distribution} on {n} device{'s' if n > 1 else ''} "
-                f"({', '.join(self.devices)}); global batch {config.batch_size} {unit}, {per_text} per "
+                f"({', '.join(self.devices)}){hosts}; global batch {config.batch_size} {unit}, {per_text} per "
                 f"device; learning rate {rate:g}")
 
 
 def placement(config: TrainConfig) -> Placement:
     """The devices and scope ``config.distribution`` asks for (call it before any model is built)."""
     backend = keras.backend.backend()
+    processes = hosts.requested()
     if config.distribution == "none":
+        if processes > 1:
+            raise ConfigError(f"$KERAS_DISTRIBUTION_NUM_PROCESSES={processes} asks for a run on several "
+                              "processes: add --set distribution=data_parallel (docs/scaling.md)")
         return Placement(["default"])
-    hosts = [v for v in ("TF_CONFIG", "KERAS_DISTRIBUTION_NUM_PROCESSES") if os.environ.get(v)]
-    if hosts:
-        raise ConfigError(f"config field distribution='data_parallel' with ${hosts[0]} set: training "
-                          "across several hosts is not supported (README, \"Scaling out\"); unset it to "
+    if os.environ.get("TF_CONFIG"):
+        raise ConfigError("config field distribution='data_parallel' with $TF_CONFIG set: TensorFlow's "
+                          "several workers (MultiWorkerMirroredStrategy) fail in Keras's fit; several "
+                          "processes train on JAX (docs/scaling.md, \"Several hosts\"); unset $TF_CONFIG to "
                           "train on this host's devices")
+    if processes > 1 and backend != "jax":
+        raise ConfigError(f"$KERAS_DISTRIBUTION_NUM_PROCESSES={processes}: a run on several processes "
+                          f"needs KERAS_BACKEND=jax (JAX's distributed runtime), not {backend}")
     if backend == "torch":
         raise ConfigError("config field distribution='data_parallel' is not supported on the torch "
                           "backend: Keras's model.fit on PyTorch trains on one device (torch.distributed "
                           "needs a custom loop); use KERAS_BACKEND=tensorflow or jax")
     if backend == "jax":
-        return _jax_placement()
+        return _jax_placement(*(hosts.join(processes) if processes > 1 else (0, 1)))
     return _tensorflow_placement()
 
 
-def _jax_placement() -> Placement:
-    devices = keras.distribution.list_devices()
+def _jax_placement(process: int, processes: int) -> Placement:
+    devices = keras.distribution.list_devices()  # every process's
 
     @contextlib.contextmanager
     def scope():  # the distribution is global in Keras's JAX trainer: set for this run only
-        keras.distribution.set_distribution(keras.distribution.DataParallel(devices=devices))
+        keras.distribution.set_distribution(
+            keras.distribution.DataParallel(devices=devices, auto_shard_dataset=False))  # local_rows
         try:
             yield
         finally:
             keras.distribution.set_distribution(None)
 
-    return Placement([str(d) for d in devices], scope=scope, pad_to=len(devices))
+    return Placement([str(d) for d in devices], scope=scope, pad_to=len(devices), process=process,
+                     processes=processes)
 
 
 def _tensorflow_placement() -> Placement:
@@ -122,6 +166,23 @@ def _tensorflow_placement() -> Placement:
     # Even slices: the replicas' sparse embedding gradients are summed with AddN, which
     # needs as many rows from each.
     return Placement(devices, scope=strategy.scope, pad_to=strategy.num_replicas_in_sync)
+
+
+@contextlib.contextmanager
+def saving():
+    """The block runs with no Keras distribution set (JAX), for ``model.save``: Keras's
+    saving builds a throwaway optimizer, whose variables a distribution over several
+    processes places with a collective step that only the saving process joins (it
+    would wait for the others forever). The saved values are the same."""
+    distribution = keras.distribution.distribution() if keras.backend.backend() == "jax" else None
+    if distribution is None:
+        yield
+        return
+    keras.distribution.set_distribution(None)
+    try:
+        yield
+    finally:
+        keras.distribution.set_distribution(distribution)
 
 
 def pad_batches(ds, multiple: int):

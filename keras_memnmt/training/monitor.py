@@ -79,12 +79,17 @@ def teacher_forced_batches(vocab: SubwordVocab, sources: Sequence[str], referenc
 def _predict(model: keras.Model, source, target_in):
     """``model.predict_on_batch``; a direct call under a TensorFlow ``tf.distribute`` strategy,
     whose ``predict_on_batch`` runs the whole batch on every replica and concatenates
-    their outputs (``replicas × B`` rows)."""
+    their outputs (``replicas × B`` rows), and under a JAX distribution over several
+    processes."""
     if keras.backend.backend() == "tensorflow":
         import tensorflow as tf
 
         if tf.distribute.has_strategy() and tf.distribute.get_strategy().num_replicas_in_sync > 1:
             return keras.ops.convert_to_numpy(model((source, target_in), training=False))
+    if getattr(keras.distribution.distribution(), "_is_multi_process", False):
+        # predict_on_batch would take each process's batch as its share of a global one
+        # and give back rows that live in other processes.
+        return keras.ops.convert_to_numpy(model((source, target_in), training=False))
     return model.predict_on_batch((source, target_in))
 
 
@@ -170,7 +175,12 @@ class TensorBoardMonitor(keras.callbacks.Callback):
         if name not in self.writers:
             import os
 
-            self.writers[name] = self.tf.summary.create_file_writer(os.path.join(self.log_dir, name))
+            from keras_memnmt.files import writes
+
+            # A process that writes nothing (keras_memnmt.files.set_writer) still computes
+            # every value: on several processes the model's computations need them all.
+            self.writers[name] = (self.tf.summary.create_file_writer(os.path.join(self.log_dir, name))
+                                  if writes() else self.tf.summary.create_noop_writer())
         return self.writers[name]
 
     # ------------------------------------------------------------------ training

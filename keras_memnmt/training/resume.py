@@ -29,6 +29,7 @@ import zipfile
 import keras
 
 from keras_memnmt.files import save_with
+from keras_memnmt.training.distribution import saving
 
 STATE_ENTRY = "memnmt_resume.json"
 
@@ -84,7 +85,8 @@ def save_resumable(model: keras.Model, path: str, step: int, validations: list |
              "torch_rng": _torch_rng()}
 
     def save(tmp: str) -> None:
-        model.save(tmp)
+        with saving():
+            model.save(tmp)
         with zipfile.ZipFile(tmp, "a") as archive:
             archive.writestr(STATE_ENTRY, json.dumps(state))
 

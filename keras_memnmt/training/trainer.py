@@ -9,6 +9,7 @@ run is loaded, is in :mod:`keras_memnmt.runs`.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -30,7 +31,7 @@ from keras_memnmt.data import (
     synthetic_splits,
 )
 from keras_memnmt.data.stream import CorpusFiles, make_stream_dataset, sample_pairs, stream_stats
-from keras_memnmt.files import remove_temporaries, write_json
+from keras_memnmt.files import remove_temporaries, set_writer, write_json, writes
 from keras_memnmt.inference import score, translate
 from keras_memnmt.models import get_model
 from keras_memnmt.records import fail_record, finish_record, start_record
@@ -46,6 +47,7 @@ from keras_memnmt.runs import (
     write_config,
 )
 from keras_memnmt.runtime import enable_compilation_cache
+from keras_memnmt.training import hosts
 from keras_memnmt.training.callbacks import (
     BleuValidation,
     DivergenceStop,
@@ -120,7 +122,8 @@ def warm_start(config: TrainConfig, out_dir: str, log=print) -> keras.Model:
     except ValueError as e:
         raise ConfigError(f"pretrain_run {run} holds a {pre_config.model!r} model that this config "
                           f"({config.model!r}) cannot continue: {e}; pass its values with --set") from None
-    share_vocab(run, out_dir)
+    if writes():  # on several processes, process 0 (the others read it there)
+        share_vocab(run, out_dir)
     log(f"{config.model} warm start from {run} ({config.pretrain_checkpoint or 'best.keras'}; "
         "fresh optimizer)")
     return model
@@ -142,12 +145,31 @@ def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=pr
     if cache:
         log(f"JAX compilation cache: {cache}")
     place = placement(config)  # before any model is built; refuses what the backend cannot do
-    with lock_run_dir(out_dir, log):
-        for folder in ("", "checkpoints", "vocab", "hyps"):  # a killed writer's partial files
-            remove_temporaries(os.path.join(out_dir, folder))
-        prepare_run_dir(out_dir, resume, overwrite, log)
-        with place.scope():
-            return _train(config, out_dir, data_dir, log, resume, place)
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(set_writer(place.writer))  # several processes: process 0 alone writes
+
+        def take_run_dir():
+            stack.enter_context(lock_run_dir(out_dir, log))
+            for folder in ("", "checkpoints", "vocab", "hyps"):  # a killed writer's partial files
+                remove_temporaries(os.path.join(out_dir, folder))
+            prepare_run_dir(out_dir, resume, overwrite, log)
+
+        _on_writer(place, take_run_dir)
+        stack.enter_context(place.scope())
+        return _train(config, out_dir, data_dir, log, resume, place)
+
+
+def _on_writer(place: Placement, step) -> None:
+    """``step()`` in the process that writes; on several processes the others wait for it
+    and stop with it if it fails (:func:`keras_memnmt.training.hosts.on_writer`)."""
+    if place.processes == 1:
+        step()
+    else:
+        hosts.on_writer(place.writer, step)
+
+
+_SHARED_DIR = (": on several processes the run directory is one folder that every process reads at "
+               "the same path (a shared file system; docs/scaling.md)")
 
 
 def _cannot_resume(out_dir: str, error: Exception) -> CheckpointError:
@@ -232,6 +254,8 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
     # its own, which validations.json lacks when a kill came before that file was written.
     history = state["validations"] if state and state.get("validations") is not None else written
     done = state["step"] if state else (history[-1]["step"] if history else 0)
+    if place.processes > 1:
+        hosts.agree(f"the step {out_dir} resumes from", done, _SHARED_DIR)
     # The seed draws the initial weights and every epoch's data order ((seed, epoch),
     # make_dataset's start_step). A run resumed from a model file that holds its seed
     # generators' states goes on with them; from an older file it is seeded with
@@ -250,24 +274,20 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
 
     warm_model = warm_start(config, out_dir, log) if config.pretrain_run and not resuming else None
     vocab_dir = os.path.join(out_dir, "vocab")
-    if os.path.isfile(os.path.join(vocab_dir, "vocab.json")):
-        vocab = SubwordVocab.load(vocab_dir)
-        log(f"vocabulary: reusing {vocab_dir}")
-    else:
-        source, target = sample_pairs(train_c, config.vocab_sample) if streamed else (train_c.source,
-                                                                                        train_c.target)
+    made = []
+    _on_writer(place, lambda: made.append(_vocabulary(config, train_c, vocab_dir, log)))
+    if place.processes > 1:  # the others read what process 0 wrote
         try:
-            vocab = SubwordVocab.train(source, target, size=config.vocab_size,
-                                       model_type=config.vocab_type, joint=config.joint_vocab,
-                                       progress=None)  # a bar on a terminal only
-        except ValueError as e:
-            raise ConfigError(f"config field vocab_size={config.vocab_size}: {e}") from None
-        if streamed:  # recorded in vocab.json
-            vocab.config["sample_pairs"] = len(source)
-            log(f"vocabulary: trained on the first {len(source)} pairs (vocab_sample={config.vocab_sample})")
-        vocab.save(vocab_dir)
+            vocab = made[0] if made else SubwordVocab.load(vocab_dir)
+        except FileNotFoundError as e:
+            raise ConfigError(f"process {place.process} cannot read {vocab_dir} ({e.strerror}){_SHARED_DIR}") from None
+        hosts.agree("their vocabulary", hosts.fingerprint(json.dumps(vocab.config, sort_keys=True)
+                                                          + vocab.source.proto.hex() + vocab.target.proto.hex()),
+                    _SHARED_DIR)
+    else:
+        vocab = made[0]
     log(f"vocabulary: {vocab.source.vocab_size} source / {vocab.target.vocab_size} target pieces")
-    if not resuming:  # after the vocabulary: a run that fails before it leaves no files behind
+    if not resuming and place.writer:  # after the vocabulary: a run that fails before it leaves no files behind
         write_config(out_dir, config)
         start_record(out_dir, config.to_dict())  # completed by finish_record below
 
@@ -292,8 +312,9 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
                                      shuffle_buffer=config.shuffle_buffer, **shape)
         else:
             ds = make_dataset(train_c, vocab, seed=config.seed, start_step=start, stats=stats, **shape)[0]
-        # The batch divides among the devices; target tokens per second in TensorBoard.
-        return tokens.wrap(pad_batches(ds, place.pad_to))
+        # The batch divides among the devices (and this process keeps its share); target
+        # tokens per second (of the global batch) in TensorBoard.
+        return place.local_rows(tokens.wrap(pad_batches(ds, place.pad_to)))
     log(f"pipeline: {stats.kept} pairs kept, {stats.dropped_too_long} longer than "
         f"{config.max_length} tokens dropped; {per_epoch} batches per epoch")
     last_step = config.max_steps or config.epochs * per_epoch
@@ -313,8 +334,9 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
             log(f"nothing to do: {out_dir} has finished ({finished}); its results are in results.json")
             with open(os.path.join(out_dir, "results.json"), encoding="utf-8") as f:
                 return json.load(f)
-        write_config(out_dir, config)
-        start_record(out_dir, config.to_dict(), resume=True)
+        if place.writer:
+            write_config(out_dir, config)
+            start_record(out_dir, config.to_dict(), resume=True)
         log(f"resuming from {latest} at step {done} (epoch {done // per_epoch + 1}, batch "
             f"{done % per_epoch + 1}), {len(history)} validations; "
             + (f"finished ({finished}): only the test remains" if finished else
@@ -339,9 +361,11 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
     # First: a diverged step raises before any callback saves it. Keras's callback writes the
     # epoch_* scalars; the monitor everything else.
     divergence = DivergenceStop(out_dir, max_loss=config.max_loss, initial_step=validation.step)
-    callbacks = [divergence, validation, keras.callbacks.CSVLogger(os.path.join(out_dir, "log.csv"), append=resume),
-                 keras.callbacks.TensorBoard(os.path.join(out_dir, "tensorboard"), update_freq="epoch"),
-                 monitor]
+    callbacks = [divergence, validation]
+    if place.writer:
+        callbacks += [keras.callbacks.CSVLogger(os.path.join(out_dir, "log.csv"), append=resume),
+                      keras.callbacks.TensorBoard(os.path.join(out_dir, "tensorboard"), update_freq="epoch")]
+    callbacks.append(monitor)  # on every process: its values are computations of the model
     if state:  # after the other callbacks: just before the first step
         callbacks.append(RestoreGenerators(state, log, mid_epoch=done % per_epoch != 0,
                                            on_metrics=monitor.loss_restored))
@@ -350,10 +374,13 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
         if not finished:
             _fit(model, dataset, callbacks, done, last_step, per_epoch)
     except TrainingDiverged as e:
-        fail_record(out_dir, str(e))
+        if place.writer:
+            fail_record(out_dir, str(e))
         raise
     train_seconds = validation.history[-1]["train_seconds"] if validation.history else 0.0
 
+    if place.processes > 1:  # process 0 has written best.keras
+        hosts.barrier("trained")
     best = load_model(out_dir)
     hyps = translate(best, vocab, test_c.source, beam_size=config.beam_size)
     results = {
@@ -372,6 +399,28 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
     }
     for sample in results["samples"]:
         log(f"sample: {sample['source']!r} -> {sample['translation']!r} (reference {sample['reference']!r})")
-    write_json(os.path.join(out_dir, "results.json"), results)
-    finish_record(out_dir, results, hyps, test_c.target, results["test_split"], limit=config.test_limit)
+    if place.writer:
+        write_json(os.path.join(out_dir, "results.json"), results)
+        finish_record(out_dir, results, hyps, test_c.target, results["test_split"], limit=config.test_limit)
     return results
+
+
+def _vocabulary(config: TrainConfig, train_c, vocab_dir: str, log) -> SubwordVocab:
+    """The run's vocabulary: the one in ``vocab_dir`` (a resumed or warm-started run),
+    else trained on the training pairs (a streamed corpus: its first ``vocab_sample``)
+    and saved there."""
+    if os.path.isfile(os.path.join(vocab_dir, "vocab.json")):
+        log(f"vocabulary: reusing {vocab_dir}")
+        return SubwordVocab.load(vocab_dir)
+    streamed = isinstance(train_c, CorpusFiles)
+    source, target = sample_pairs(train_c, config.vocab_sample) if streamed else (train_c.source, train_c.target)
+    try:
+        vocab = SubwordVocab.train(source, target, size=config.vocab_size, model_type=config.vocab_type,
+                                   joint=config.joint_vocab, progress=None)  # a bar on a terminal only
+    except ValueError as e:
+        raise ConfigError(f"config field vocab_size={config.vocab_size}: {e}") from None
+    if streamed:  # recorded in vocab.json
+        vocab.config["sample_pairs"] = len(source)
+        log(f"vocabulary: trained on the first {len(source)} pairs (vocab_sample={config.vocab_sample})")
+    vocab.save(vocab_dir)
+    return vocab
