@@ -19,11 +19,9 @@ must pass in any order.
 
 The README's test command and CI run the tests in four worker processes (pytest-xdist,
 ``-n 4``): besides using both cores, that bounds each process's memory, since TensorFlow
-keeps about 100 MB per traced ``fit`` of these models for the life of a process. With
-``--dist loadgroup`` (README, CI), the tests of a module that has a module-scoped fixture
-(most train a run or two) go to one worker, so the fixture is built once, not once per
-worker that receives one of those tests; the other tests go wherever a worker is free.
-``shared_run`` (tests/conftest.py) is trained once for all the workers.
+keeps about 100 MB per traced ``fit`` of these models for the life of a process. The
+costliest fixtures (``shared_run``, the exports, the plugin model's run) are built once
+for all the workers (``shared_folder`` in tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -57,22 +55,7 @@ def tier(item) -> str | None:
     return None
 
 
-def module_fixtures(item) -> list[str]:
-    """The module- and class-scoped fixtures that ``item`` uses and its own module defines."""
-    infos = getattr(item, "_fixtureinfo", None)
-    names = []
-    for name, defs in (infos.name2fixturedefs.items() if infos else ()):
-        last = defs[-1]
-        if last.scope in ("module", "class") and last.baseid and item.nodeid.startswith(last.baseid):
-            names.append(name)
-    return names
-
-
-@pytest.hookimpl(tryfirst=True)  # the group marks before pytest-xdist reads them
 def pytest_collection_modifyitems(session, config, items):
-    for item in items:
-        if module_fixtures(item):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
     tiers = {item.nodeid: tier(item) for item in items}
     unclassified = [nodeid for nodeid, name in tiers.items() if name is None]
     if unclassified:

@@ -1,6 +1,7 @@
 """Shared fixtures: the local Multi30k copy and a small vocabulary trained on it."""
 
 import os
+import pathlib
 
 import pytest
 
@@ -36,30 +37,44 @@ def _no_env_data(monkeypatch):
 
 
 @pytest.fixture(scope="session")
-def shared_run(tmp_path_factory) -> str:
-    """The tiny run the test session trains once (``SHARED_RUN_ARGS``: quickstart's RNNsearch
-    on the synthetic corpus, 4 steps, validations at steps 2 and 4, checkpoints kept). Read
-    it, never change it: a test that writes into a run takes ``trained_run``, its own copy.
+def shared_folder(tmp_path_factory):
+    """``shared_folder(name, build)``: the folder ``name`` that ``build(folder)`` fills once per
+    test session, for every test that asks (read it, never change it).
 
-    Under pytest-xdist the workers share one: the first to need it trains it in the
-    session's common folder while holding a lock there, the others wait and read it."""
+    Under pytest-xdist the workers share it: the first to need it builds it in the
+    session's common folder while holding a lock there, the others wait, then read it."""
     import fcntl
     import shutil
 
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # the session's, under xdist
+
+    def make(name: str, build) -> pathlib.Path:
+        folder, done = root / name, root / f"{name}.done"
+        with open(root / f"{name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not done.exists():
+                shutil.rmtree(folder, ignore_errors=True)  # a worker that failed while building it
+                folder.mkdir()
+                build(folder)
+                done.touch()
+        return folder
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def shared_run(shared_folder) -> str:
+    """The tiny run the test session trains once (``SHARED_RUN_ARGS``: quickstart's RNNsearch
+    on the synthetic corpus, 4 steps, validations at steps 2 and 4, checkpoints kept). Read
+    it, never change it: a test that writes into a run takes ``trained_run``, its own copy."""
     from keras_memnmt.cli import main
     from keras_memnmt.testing.tiny_runs import SHARED_RUN_ARGS
 
-    base = tmp_path_factory.getbasetemp()
-    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # the session's, under xdist
-    out, done = root / "shared_run" / "run", root / "shared_run" / "done"
-    out.parent.mkdir(exist_ok=True)
-    with open(root / "shared_run.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not done.exists():
-            shutil.rmtree(out, ignore_errors=True)  # a worker that failed while training it
-            assert main(["train", "quickstart", "--out", str(out), *SHARED_RUN_ARGS]) == 0
-            done.touch()
-    return str(out)
+    def train(folder):
+        assert main(["train", "quickstart", "--out", str(folder / "run"), *SHARED_RUN_ARGS]) == 0
+
+    return str(shared_folder("shared_run", train) / "run")
 
 
 @pytest.fixture()

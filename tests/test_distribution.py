@@ -46,9 +46,12 @@ def test_two_devices_train_like_one_on_the_same_global_batch(tmp_path):
     # First: XLA stops reading its flags at one it does not know.
     env["XLA_FLAGS"] = ("--xla_force_host_platform_device_count=2 " + env.get("XLA_FLAGS", "")).strip()
     # clipnorm 0.01 clips every step: the clipping must see the whole batch's gradient.
-    done = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path), *TINY, "--set", "clipnorm=0.01"],
+    args = [*TINY, "--set", "clipnorm=0.01"]
+    done = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path), *args],
                           env=env, cwd=REPO, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
+    if keras.backend.backend() == "jax":  # and the same run on two processes of one device each
+        _two_processes_train_like_two_devices(tmp_path, args)
     assert "distribution: data_parallel on 2 devices" in done.stderr
     assert "global batch 64 sentences, 32 per device; learning rate" in done.stderr
 
@@ -165,23 +168,20 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(keras.backend.backend() != "jax", reason="several processes train on JAX's distributed runtime")
-def test_two_processes_train_like_one_process_on_two_devices(tmp_path):
+def _two_processes_train_like_two_devices(tmp_path, args):
     """Two `memnmt train` processes on this machine (gloo over 127.0.0.1), one device each,
-    against one process on two virtual devices: the same weights and validations, and one
-    run directory, written by process 0."""
-    from keras_memnmt.runs import read_model_file
+    train like the one process on two devices of ``tmp_path/two`` (the same ``args``): the
+    same weights, validations and test scores, and one run directory, written by process 0."""
     from keras_memnmt.testing.tiny_runs import run_fingerprint
 
-    args = [*TINY, "--set", "distribution=data_parallel", "--set", "max_steps=2"]
-    base = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    base.pop("XLA_FLAGS", None)
-    command = [sys.executable, "-m", "keras_memnmt.cli", "train", "quickstart"]
-    port = _free_port()
-    procs = [subprocess.Popen([*command, "--out", str(tmp_path / "two"), *args], cwd=tmp_path, text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              env=dict(base, KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{port}",
+    args = [*args, "--set", "distribution=data_parallel"]
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("XLA_FLAGS", None)
+    port, work = _free_port(), tmp_path / "processes"
+    work.mkdir()
+    command = [sys.executable, "-m", "keras_memnmt.cli", "train", "quickstart", "--out", str(work / "run"), *args]
+    procs = [subprocess.Popen(command, cwd=work, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env=dict(env, KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{port}",
                                        KERAS_DISTRIBUTION_NUM_PROCESSES="2", KERAS_DISTRIBUTION_PROCESS_ID=str(i)))
              for i in range(2)]
     outputs = [p.communicate(timeout=900) for p in procs]
@@ -189,41 +189,31 @@ def test_two_processes_train_like_one_process_on_two_devices(tmp_path):
         assert p.returncode == 0, err[-3000:]
     assert "in 2 processes (this is process 0); global batch 64 sentences, 32 per device" in outputs[0][1]
     assert "(this is process 1)" in outputs[1][1]
-    # Both print the same results (each with its own clock); process 0 wrote them.
 
-    def untimed(results):
-        results = {k: v for k, v in results.items() if not k.endswith("_seconds")}
-        results["validations"] = [{k: v for k, v in h.items() if k != "train_seconds"}
-                                  for h in results.pop("validations", [])]
-        return results
+    def untimed(results):  # each process has its own clock; the printed results leave validations out
+        return {k: v for k, v in results.items() if not k.endswith("_seconds") and k not in ("run_dir", "validations")}
 
-    results = [json.loads(out) for out, _ in outputs]
-    assert untimed(results[0]) == untimed(results[1])
-    stored = json.load(open(tmp_path / "two" / "results.json"))
-    assert stored["bleu"] == results[0]["bleu"] and stored["validations"] == json.load(
-        open(tmp_path / "two" / "validations.json"))
+    # Both print the same results; process 0 wrote them, and they are the two devices' run's.
+    printed = [untimed(json.loads(out)) for out, _ in outputs]
+    assert printed[0] == printed[1] == untimed(json.load(open(work / "run" / "results.json")))
+    assert printed[0] == untimed(json.load(open(tmp_path / "two" / "results.json")))
 
-    one = subprocess.run([*command, "--out", str(tmp_path / "one"), *args], cwd=tmp_path, text=True,
-                         capture_output=True, timeout=900,
-                         env=dict(base, XLA_FLAGS="--xla_force_host_platform_device_count=2"))
-    assert one.returncode == 0, one.stderr[-3000:]
-    assert "distribution: data_parallel on 2 devices" in one.stderr
+    def validations(run):
+        return [{k: v for k, v in h.items() if k != "train_seconds"} for h in json.load(open(run / "validations.json"))]
 
-    def validations(name):
-        return [{k: v for k, v in h.items() if k != "train_seconds"}
-                for h in json.load(open(tmp_path / name / "validations.json"))]
+    assert validations(work / "run") == validations(tmp_path / "two")
 
-    assert validations("two") == validations("one")
-    def files(name):  # an event file's name holds its time and process id
-        return sorted(os.path.dirname(f) + "/events" if ".tfevents." in f else f
-                      for f in run_fingerprint(str(tmp_path / name)))
+    def files(run):  # an event file's name holds its time and process id
+        return sorted(os.path.dirname(f) + "/events" if ".tfevents." in f else f for f in run_fingerprint(str(run)))
 
-    assert files("two") == files("one")
-    a, b = (read_model_file(str(tmp_path / name / "model.keras")) for name in ("one", "two"))
+    assert files(work / "run") == files(tmp_path / "two")
+    assert os.listdir(work) == ["run"]  # the processes' working folder: nothing else written
+    from keras_memnmt.runs import read_model_file
+
+    a, b = (read_model_file(str(run / "model.keras")) for run in (tmp_path / "two", work / "run"))
     for va, vb in zip(a.weights, b.weights, strict=True):
         np.testing.assert_allclose(keras.ops.convert_to_numpy(vb.value), keras.ops.convert_to_numpy(va.value),
                                    rtol=1e-5, atol=1e-7, err_msg=va.path)
-    assert sorted(os.listdir(tmp_path)) == ["one", "two"]  # the processes' working folder: nothing else
 
 
 # ----- XLA_FLAGS' CPU device count on TensorFlow ------------------------------------------------

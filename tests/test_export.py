@@ -68,39 +68,46 @@ print(json.dumps(results))
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def runs(shared_folder):
     from keras_memnmt.testing.tiny_runs import synthetic_vocab, write_tiny_run
 
-    root = tmp_path_factory.mktemp("export_runs")
-    vocab = synthetic_vocab()
-    return {"a": write_tiny_run(str(root / "a"), vocab, "rnnsearch", seed=1),
-            "b": write_tiny_run(str(root / "b"), vocab, "memdec", seed=2),
-            "root": root}
+    def build(root):
+        vocab = synthetic_vocab()
+        write_tiny_run(str(root / "a"), vocab, "rnnsearch", seed=1)
+        write_tiny_run(str(root / "b"), vocab, "memdec", seed=2)
+
+    root = shared_folder("export_runs", build)
+    return {"a": str(root / "a"), "b": str(root / "b")}
 
 
 @pytest.fixture(scope="module")
-def exported(runs):
+def exported(runs, shared_folder):
     """Two exports: run a, greedy, through the Python API; runs a + b, beam 3, through the CLI."""
     from keras_memnmt.runs import load_run
 
-    root = runs["root"]
-    model, vocab, _ = load_run(runs["a"])
-    greedy = export_translator(model, vocab, str(root / "greedy"), beam_size=1)
-    beam = str(root / "beam")
-    assert main(["export", "--model", runs["a"], "--model", runs["b"], "--out", beam,
-                 "--beam", "3"]) == 0
-    return {"greedy": greedy, "beam": beam}
+    def build(root):
+        model, vocab, _ = load_run(runs["a"])
+        export_translator(model, vocab, str(root / "greedy"), beam_size=1)
+        assert main(["export", "--model", runs["a"], "--model", runs["b"], "--out", str(root / "beam"),
+                     "--beam", "3"]) == 0
+
+    root = shared_folder("exports", build)
+    return {"greedy": str(root / "greedy"), "beam": str(root / "beam")}
 
 
 @pytest.fixture(scope="module")
-def consumed(exported):
+def consumed(exported, shared_folder):
     """What a fresh process that imports only tensorflow and tensorflow_text gets."""
-    request = {"inputs": [x.hex() for x in INPUTS], "exports": exported}
-    env = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}
-    proc = subprocess.run([sys.executable, "-c", CONSUMER, json.dumps(request)], env=env,
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    def build(root):
+        request = {"inputs": [x.hex() for x in INPUTS], "exports": exported}
+        env = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}
+        proc = subprocess.run([sys.executable, "-c", CONSUMER, json.dumps(request)], env=env,
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        (root / "consumed.json").write_text(proc.stdout.strip().splitlines()[-1])
+
+    return json.loads((shared_folder("consumed", build) / "consumed.json").read_text())
 
 
 def _memnmt_translate(tmp_path, members: list[str], beam: int, texts: list[str]) -> list[str]:

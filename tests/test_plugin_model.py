@@ -173,10 +173,11 @@ TINY = ["--set", "corpus=synthetic", "--set", "synthetic_size=120", *TINY_EVAL_A
 
 
 @pytest.fixture(scope="module")
-def plugin_run(tmp_path_factory):
-    out = str(tmp_path_factory.mktemp("plugin") / "run")
-    assert main(["train", "quickstart", "--out", out, *TINY, "--set", "max_steps=2"]) == 0
-    return out
+def plugin_run(shared_folder):
+    def train(folder):
+        assert main(["train", "quickstart", "--out", str(folder / "run"), *TINY, "--set", "max_steps=2"]) == 0
+
+    return str(shared_folder("plugin_run", train) / "run")
 
 
 def test_the_plugin_model_trains_through_memnmt_train(plugin_run):
