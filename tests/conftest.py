@@ -39,15 +39,15 @@ def _no_env_data(monkeypatch):
 @pytest.fixture(scope="session")
 def shared_folder(tmp_path_factory):
     """``shared_folder(name, build)``: the folder ``name`` that ``build(folder)`` fills once per
-    test session, for every test that asks (read it, never change it).
+    pytest run, for every test that asks (read it, never change it).
 
-    Under pytest-xdist the workers share it: the first to need it builds it in the
-    session's common folder while holding a lock there, the others wait, then read it."""
+    Under pytest-xdist the workers share it: the first to need it builds it in the run's
+    common temporary folder while holding a lock there, the others wait, then read it."""
     import fcntl
     import shutil
 
     base = tmp_path_factory.getbasetemp()
-    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # the session's, under xdist
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # the workers' common folder
 
     def make(name: str, build) -> pathlib.Path:
         folder, done = root / name, root / f"{name}.done"
@@ -65,7 +65,7 @@ def shared_folder(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def shared_run(shared_folder) -> str:
-    """The tiny run the test session trains once (``SHARED_RUN_ARGS``: quickstart's RNNsearch
+    """The tiny run each pytest run trains once (``SHARED_RUN_ARGS``: quickstart's RNNsearch
     on the synthetic corpus, 4 steps, validations at steps 2 and 4, checkpoints kept). Read
     it, never change it: a test that writes into a run takes ``trained_run``, its own copy."""
     from keras_memnmt.cli import main

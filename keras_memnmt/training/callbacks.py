@@ -11,7 +11,7 @@ import keras
 
 from keras_memnmt.files import save_with, write_json
 from keras_memnmt.inference import score, translate
-from keras_memnmt.training.distribution import saving
+from keras_memnmt.training.distribution import save_model
 from keras_memnmt.training.resume import save_resumable
 
 
@@ -149,15 +149,10 @@ def save_validation_files(model: keras.Model, out_dir: str, history: list[dict],
     completing a validation that a kill cut short)."""
     step = history[-1]["step"]
     checkpoint = os.path.join(out_dir, "checkpoints", f"step{step}.keras")
-
-    def save(path: str) -> None:
-        with saving():
-            model.save(path)
-
     if keep_checkpoints and not (only_missing and os.path.isfile(checkpoint)):
-        save_with(save, checkpoint)
+        save_with(lambda path: save_model(model, path), checkpoint)
     if history[-1]["val_bleu"] > plateau_counters(history[:-1])[0]:
-        save_with(save, os.path.join(out_dir, "best.keras"))
+        save_with(lambda path: save_model(model, path), os.path.join(out_dir, "best.keras"))
     write_json(os.path.join(out_dir, "validations.json"), history)
 
 

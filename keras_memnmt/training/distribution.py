@@ -74,6 +74,14 @@ class Placement:
         """Whether this process writes the run directory (process 0 of a run on several)."""
         return self.process == 0
 
+    def on_writer(self, step):
+        """``step()``'s result in the process that writes (``None`` in the others); on several
+        processes the others wait for it and stop with it if it fails
+        (:func:`keras_memnmt.training.hosts.on_writer`)."""
+        if self.processes == 1:
+            return step()
+        return hosts.on_writer(self.writer, step)
+
     def local_rows(self, ds):
         """``ds``'s batches (padded to a multiple of ``pad_to`` rows), each cut to this
         process's contiguous share of its rows: the part of the global batch that its
@@ -168,19 +176,18 @@ def _tensorflow_placement() -> Placement:
     return Placement(devices, scope=strategy.scope, pad_to=strategy.num_replicas_in_sync)
 
 
-@contextlib.contextmanager
-def saving():
-    """The block runs with no Keras distribution set (JAX), for ``model.save``: Keras's
-    saving builds a throwaway optimizer, whose variables a distribution over several
-    processes places with a collective step that only the saving process joins (it
-    would wait for the others forever). The saved values are the same."""
+def save_model(model: keras.Model, path: str) -> None:
+    """``model.save(path)`` with no Keras distribution set (JAX): Keras's saving builds a
+    throwaway optimizer, whose variables a distribution over several processes places
+    with a collective step that only the saving process joins (it would wait for the
+    others forever). The saved values are the same."""
     distribution = keras.distribution.distribution() if keras.backend.backend() == "jax" else None
     if distribution is None:
-        yield
+        model.save(path)
         return
     keras.distribution.set_distribution(None)
     try:
-        yield
+        model.save(path)
     finally:
         keras.distribution.set_distribution(distribution)
 

@@ -138,13 +138,14 @@ def barrier(name: str) -> None:
     multihost_utils.sync_global_devices(name)
 
 
-def on_writer(writer: bool, step) -> None:
+def on_writer(writer: bool, step):
     """Runs ``step()`` in process 0 (``writer``) and tells every process whether it
-    failed: process 0 raises its own error, the others a :class:`ConfigError` saying so."""
-    error = None
+    failed: process 0 raises its own error, the others a :class:`ConfigError` saying so.
+    Returns ``step()``'s result in process 0, ``None`` in the others."""
+    error = result = None
     if writer:
         try:
-            step()
+            result = step()
         except Exception as e:  # noqa: BLE001 - raised again below, after the others know
             error = e
     failed = int(max(_gather(int(error is not None))))
@@ -152,3 +153,4 @@ def on_writer(writer: bool, step) -> None:
         raise error
     if failed:
         raise ConfigError("process 0 stopped before training (its log says why)")
+    return result

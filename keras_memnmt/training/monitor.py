@@ -84,11 +84,10 @@ def _predict(model: keras.Model, source, target_in):
     if keras.backend.backend() == "tensorflow":
         import tensorflow as tf
 
-        if tf.distribute.has_strategy() and tf.distribute.get_strategy().num_replicas_in_sync > 1:
-            return keras.ops.convert_to_numpy(model((source, target_in), training=False))
-    if getattr(keras.distribution.distribution(), "_is_multi_process", False):
-        # predict_on_batch would take each process's batch as its share of a global one
-        # and give back rows that live in other processes.
+        direct = tf.distribute.has_strategy() and tf.distribute.get_strategy().num_replicas_in_sync > 1
+    else:  # JAX's predict_on_batch would take each process's batch as its share of a global one
+        direct = getattr(keras.distribution.distribution(), "_is_multi_process", False)
+    if direct:
         return keras.ops.convert_to_numpy(model((source, target_in), training=False))
     return model.predict_on_batch((source, target_in))
 

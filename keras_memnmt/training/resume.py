@@ -29,7 +29,7 @@ import zipfile
 import keras
 
 from keras_memnmt.files import save_with
-from keras_memnmt.training.distribution import saving
+from keras_memnmt.training.distribution import save_model
 
 STATE_ENTRY = "memnmt_resume.json"
 
@@ -85,8 +85,7 @@ def save_resumable(model: keras.Model, path: str, step: int, validations: list |
              "torch_rng": _torch_rng()}
 
     def save(tmp: str) -> None:
-        with saving():
-            model.save(tmp)
+        save_model(model, tmp)
         with zipfile.ZipFile(tmp, "a") as archive:
             archive.writestr(STATE_ENTRY, json.dumps(state))
 

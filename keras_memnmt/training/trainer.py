@@ -154,18 +154,9 @@ def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=pr
                 remove_temporaries(os.path.join(out_dir, folder))
             prepare_run_dir(out_dir, resume, overwrite, log)
 
-        _on_writer(place, take_run_dir)
+        place.on_writer(take_run_dir)
         stack.enter_context(place.scope())
         return _train(config, out_dir, data_dir, log, resume, place)
-
-
-def _on_writer(place: Placement, step) -> None:
-    """``step()`` in the process that writes; on several processes the others wait for it
-    and stop with it if it fails (:func:`keras_memnmt.training.hosts.on_writer`)."""
-    if place.processes == 1:
-        step()
-    else:
-        hosts.on_writer(place.writer, step)
 
 
 _SHARED_DIR = (": on several processes the run directory is one folder that every process reads at "
@@ -274,18 +265,15 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
 
     warm_model = warm_start(config, out_dir, log) if config.pretrain_run and not resuming else None
     vocab_dir = os.path.join(out_dir, "vocab")
-    made = []
-    _on_writer(place, lambda: made.append(_vocabulary(config, train_c, vocab_dir, log)))
+    vocab = place.on_writer(lambda: _vocabulary(config, train_c, vocab_dir, log))
     if place.processes > 1:  # the others read what process 0 wrote
         try:
-            vocab = made[0] if made else SubwordVocab.load(vocab_dir)
+            vocab = vocab if vocab is not None else SubwordVocab.load(vocab_dir)
         except FileNotFoundError as e:
             raise ConfigError(f"process {place.process} cannot read {vocab_dir} ({e.strerror}){_SHARED_DIR}") from None
         hosts.agree("their vocabulary", hosts.fingerprint(json.dumps(vocab.config, sort_keys=True)
                                                           + vocab.source.proto.hex() + vocab.target.proto.hex()),
                     _SHARED_DIR)
-    else:
-        vocab = made[0]
     log(f"vocabulary: {vocab.source.vocab_size} source / {vocab.target.vocab_size} target pieces")
     if not resuming and place.writer:  # after the vocabulary: a run that fails before it leaves no files behind
         write_config(out_dir, config)
