@@ -3,7 +3,10 @@
     KERAS_BACKEND=tensorflow python benchmarks/side_by_side.py --data-dir $MEMNMT_DATA \
         [--peer-bench FILE | --skip-peer] [--run runs/rnnsearch]
 
-Runs, in this order and never at the same time:
+First prints the CPU (``cpu_model=``, from /proc/cpuinfo) and its matmul-relevant
+instruction set extensions (``cpu_isa=``: AVX2, FMA, AVX-512 and its VNNI/BF16/FP16
+parts, AMX), since the ratio depends on them: each toolkit's matmul library has its own
+speed on each CPU. Then runs, in this order and never at the same time:
 
 1. the machine's fp32 matmul rate with this backend (``keras.ops.matmul``, best of
    ``--repeats`` timed calls): ``matmul_gflops_2048`` for 2048×2048×2048 (the peak
@@ -121,7 +124,12 @@ def main() -> int:
     import_tensorflow_without_jax()
     import keras
 
+    from keras_memnmt.records import cpu_extensions, cpu_model
+
     print(f"backend={keras.backend.backend()}")
+    # The ratio depends on the CPU: each toolkit's matmul library has its own speed on each.
+    print(f"cpu_model={cpu_model()}")
+    print(f"cpu_isa={','.join(cpu_extensions()) or 'unknown'}")
     peak = matmul_rates(args.repeats)
     for shape, rate in peak.items():
         print(f"matmul_gflops_{shape}={rate:.1f}")

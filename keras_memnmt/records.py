@@ -129,6 +129,26 @@ def cpu_model() -> str | None:
     return platform.processor() or None
 
 
+# The vector and matrix extensions that decide a CPU's float32/bfloat16 matmul rate.
+MATMUL_EXTENSIONS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl",
+                     "avx512_vnni", "avx512_bf16", "avx512_fp16", "avx_vnni", "amx_tile",
+                     "amx_bf16", "amx_int8", "amx_fp16")
+
+
+def cpu_extensions() -> list[str]:
+    """The CPU's matmul-relevant instruction set extensions (``MATMUL_EXTENSIONS`` that
+    /proc/cpuinfo's flags list), in that order; empty where /proc/cpuinfo is absent."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.lower().startswith("flags") and ":" in line:
+                    flags = set(line.split(":", 1)[1].split())
+                    return [name for name in MATMUL_EXTENSIONS if name in flags]
+    except OSError:
+        pass
+    return []
+
+
 def _memory_gb() -> float | None:
     try:
         with open("/proc/meminfo") as f:

@@ -31,10 +31,11 @@ def batch(seed=0):
     return src, tgt
 
 
-@pytest.mark.parametrize("kind", ["rnnsearch", "cho"])
-def test_teacher_forcing_equals_stepping_the_cell(kind):
-    """call() (keras.layers.RNN) and decode_step (the decoders' path) run the same step."""
-    model = make(kind)
+@pytest.mark.parametrize("name", library_model_params())
+def test_teacher_forcing_equals_stepping_the_cell(name):
+    """call() (keras.layers.RNN over the cell's input side computed for the whole sequence)
+    and decode_step (the decoders' path, one position at a time) give the same logits."""
+    model = MODELS[name](30, 25, **TINY_OPTIONS[name])
     src, tgt = batch()
     logits = keras.ops.convert_to_numpy(model((src, tgt)))
     assert logits.shape == (3, 5, 25)

@@ -28,6 +28,8 @@ class StackedLSTMCell(DecoderCell):
       encoder must have as many layers of ``units``, else a ``ValueError`` naming both) or
       zeros; the dropout masks ``(B, L*units)``, drawn once per sequence in training
       (ones otherwise); and the source memory ``[annotations, keys, mask]``.
+    - :meth:`input_side`: the bottom LSTM's product with the word embedding, computed
+      for the whole sequence before the loop in training.
     - :meth:`run_stack`: one step of the stack; each layer's output is multiplied by its
       dropout mask before it feeds the layer above (the top output too), so the
       non-recurrent connections are dropped with the same mask at every step.
@@ -128,11 +130,44 @@ class StackedLSTMCell(DecoderCell):
         return [*lstm_states, masks], [self.flatten(annotations), self.flatten(keys), mask]
 
     # ----------------------------------------------------------------- step
-    def run_stack(self, x: Any, lstm_states: list, masks: Any) -> tuple:
-        """One step of the stack from the bottom input ``x``: ``(top (B, units), new lstm states)``."""
-        new_states = []
+    @property
+    def projection_size(self) -> int:
+        """``4 units``: the bottom LSTM's input kernel rows for ``e``, with its bias."""
+        return 4 * self.units
+
+    def input_side(self, inputs: Any) -> Any:
+        """``W^1_e e + b^1``, the bottom LSTM's product with the word embedding (its input
+        starts with ``e``): ``(B, [T,] E)`` to ``(B, [T,] 4 units)``."""
+        bottom = self.lstms[0]
+        return self.rows_product(inputs, bottom.kernel, 0, self._embedding_dim, bias=bottom.bias)
+
+    def loop_weights(self) -> dict:
+        """The bottom LSTM's kernel rows after ``e`` (what it reads besides the word; Luong's
+        fed ``h̃_{t-1}``), when it reads more than ``e``."""
+        bottom = self.lstms[0]
+        if int(bottom.kernel.shape[0]) == self._embedding_dim:
+            return {}
+        return {"bottom_rest": self.kernel_rows(bottom.kernel, self._embedding_dim)}
+
+    def run_stack(self, products: Any, lstm_states: list, masks: Any, bottom_rest: Any = None) -> tuple:
+        """One step of the stack: ``(top (B, units), new lstm states)``.
+
+        Args:
+            products: ``input_side(e)``, the bottom LSTM's product with ``e``.
+            lstm_states: ``[h^1, k^1, ..., h^L, k^L]``.
+            masks: the ``(B, L*units)`` dropout masks.
+            bottom_rest: what the bottom LSTM reads after ``e`` (Luong's fed ``h̃_{t-1}``),
+                or None.
+        """
+        new_states, x = [], None
         for i, lstm in enumerate(self.lstms):
-            h, (_, c) = lstm(x, [lstm_states[2 * i], lstm_states[2 * i + 1]])
+            states = [lstm_states[2 * i], lstm_states[2 * i + 1]]
+            if i == 0:
+                if bottom_rest is not None:
+                    products = products + ops.matmul(bottom_rest, self.step_weights()["bottom_rest"])
+                h, (_, c) = lstm.step_from_input_product(products, states)
+            else:
+                h, (_, c) = lstm(x, states)
             new_states += [h, c]
             x = h * masks[:, i * self.units:(i + 1) * self.units]
         return x, new_states

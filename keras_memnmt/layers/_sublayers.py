@@ -14,6 +14,7 @@ import keras
 
 from keras_memnmt.layers.attention import AdditiveAttention
 from keras_memnmt.layers.gru import GRUCell
+from keras_memnmt.layers.lstm import LSTMCell
 from keras_memnmt.layers.readout import DeepOutput, clone_initializer
 
 
@@ -54,9 +55,10 @@ def gru_cell(cell: keras.layers.Layer) -> GRUCell:
     )
 
 
-def lstm_cell(cell: keras.layers.Layer, name: str, units: int | None = None) -> keras.layers.LSTMCell:
-    """``keras.layers.LSTMCell(units or cell.units)`` with the cell's initializers and dtype policy."""
-    return keras.layers.LSTMCell(
+def lstm_cell(cell: keras.layers.Layer, name: str, units: int | None = None) -> LSTMCell:
+    """``LSTMCell(units or cell.units)`` (Keras's, with a step from a precomputed input
+    product) with the cell's initializers and dtype policy."""
+    return LSTMCell(
         units or cell.units,
         kernel_initializer=clone_initializer(cell.kernel_initializer),
         recurrent_initializer=clone_initializer(cell.recurrent_initializer),

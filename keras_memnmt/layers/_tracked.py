@@ -58,14 +58,32 @@ class TrackedStack:
             masks = keras.random.dropout(masks, self.layer_dropout, seed=self.seed_generator)
         return masks
 
-    def tracked_step(self, x: Any, lstm_states: list, tracker_states: list, masks: Any) -> tuple:
-        """One step: ``(top (B, units), new lstm states, new tracker [h, k])``."""
+    def bottom_input_side(self, x: Any) -> Any:
+        """``x W^1_x + b^1``: the bottom LSTM's product with its input ``x`` ``(B, [T,] F)``
+        (without the tracker's rows when the tracker is attached to layer 1)."""
+        bottom = self.lstms[0]
+        return self.rows_product(x, bottom.kernel, 0, int(x.shape[-1]), bias=bottom.bias)
+
+    def tracked_step(self, x: Any, lstm_states: list, tracker_states: list, masks: Any,
+                     bottom_product: Any = None) -> tuple:
+        """One step: ``(top (B, units), new lstm states, new tracker [h, k])``.
+
+        ``bottom_product``: :meth:`bottom_input_side` of ``x``, computed by the caller (for the
+        whole sequence before the loop), or None to compute it here.
+        """
         middle = self.tracker_layer - 1
         new_states, tracker_input = [], None
         for i, lstm in enumerate(self.lstms):
-            if i == middle:
-                x = ops.concatenate([x, tracker_states[0]], axis=-1)
-            h, (_, c) = lstm(x, [lstm_states[2 * i], lstm_states[2 * i + 1]])
+            states = [lstm_states[2 * i], lstm_states[2 * i + 1]]
+            if i == 0 and bottom_product is not None:
+                if i == middle:  # the tracker's rows follow x's
+                    bottom_product = bottom_product + ops.matmul(
+                        tracker_states[0], self.step_weights()["bottom_tracker"])
+                h, (_, c) = lstm.step_from_input_product(bottom_product, states)
+            else:
+                if i == middle:
+                    x = ops.concatenate([x, tracker_states[0]], axis=-1)
+                h, (_, c) = lstm(x, states)
             new_states += [h, c]
             x = h * masks[:, i * self.units:(i + 1) * self.units]
             if i == middle:

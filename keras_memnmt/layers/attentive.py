@@ -40,8 +40,10 @@ class AttentiveCell(StackedLSTMCell):
                     embedding in the paper (``tied_output``).
         5. push h_t into the past-states buffer.
 
-    ``_step`` is the only place these equations live: ``step``, ``keras.layers.RNN``
-    (teacher forcing), ``step_details`` and the greedy and beam searches all run it.
+    ``input_side`` (the bottom LSTM's product with ``e``) and ``_recurrent_step`` are the
+    only place these equations live: ``_step`` composes them for ``step``, ``step_details``
+    and the greedy and beam searches, and ``keras.layers.RNN`` (teacher forcing) runs
+    ``_recurrent_step`` on ``project_inputs`` (the input side of the whole sequence at once).
 
     Decisions where the printed text is unclear:
 
@@ -179,15 +181,17 @@ class AttentiveCell(StackedLSTMCell):
         (slot 0 the most recent past state; ``step_details(...)["past_attention"]``)."""
         return self._step(inputs, states)[2]["past_attention"]
 
-    def _step(self, inputs: Any, states: list, training: bool = False) -> tuple:
-        """One decoder step (the equations of the class docstring): ``(o_t, states, details)``,
-        details "attention" ``alpha_t (B, Tx)`` and "past_attention" ``(B, history_length)``."""
+    def _recurrent_step(self, inputs: Any, products: Any, states: list, training: bool = False) -> tuple:
+        """One decoder step (the equations of the class docstring) given ``products =
+        input_side(inputs)`` (the bottom LSTM's product with ``e``): ``(o_t, states,
+        details)``, details "attention" ``alpha_t (B, Tx)`` and "past_attention"
+        ``(B, history_length)``."""
         layers = 2 * self.num_layers
         masks, past_flat, past_keys_flat, filled = states[layers:layers + 4]
         source = states[layers + 4:]
         units, k = self.units, self.history_length
         # 1. the stack; dropout between layers and on the top output (masks from the state)
-        top, lstm_states = self.run_stack(inputs, states[:layers], masks)  # (B, units)
+        top, lstm_states = self.run_stack(products, states[:layers], masks)  # (B, units)
         # 2. attention over the past top states (Eq. 11-14); empty at t = 1: c^d = 0
         past = ops.reshape(past_flat, (-1, k, units))
         past_keys = ops.reshape(past_keys_flat, (-1, k, self.self_attention_units))

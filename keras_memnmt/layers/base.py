@@ -12,6 +12,8 @@ addressing) all run it.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 import keras
@@ -123,14 +125,20 @@ class DecoderCell(keras.layers.Layer):
         self.seed = seed
         self.seed_generator = keras.random.SeedGenerator(seed)
         self._embedding_dim: int | None = None
+        self._step_input_dim: int | None = None  # the step's input features (RMN: E + 2d)
+        self.__dict__["_hoisted_weights"] = None  # see outside_the_loop (not a tracked attribute)
 
     # ------------------------------------------------------- subclass contract
     def _step(self, inputs: Any, states: list, training: bool = False) -> tuple:
         """One decoder step: ``(output (B, output_size), new_states, details dict)``.
 
-        The default runs a subclass's own ``step`` (the older contract) and reports its
+        The default composes a cell's two halves when it has an input side
+        (``projection_size > 0``): ``_recurrent_step(inputs, input_side(inputs), states)``.
+        Otherwise it runs a subclass's own ``step`` (the older contract) and reports its
         attention as the only detail.
         """
+        if self.projection_size:
+            return self._recurrent_step(inputs, self.input_side(inputs), states, training=training)
         if type(self).step is DecoderCell.step:
             raise NotImplementedError(f"{type(self).__name__} must define _step() or step()")
         output, new_states, attention = self.step(inputs, states, training=training)
@@ -164,6 +172,62 @@ class DecoderCell(keras.layers.Layer):
         output, new_states, details = self._step(inputs, states, training=training)
         return {"output": output, "states": list(new_states), **details}
 
+    @property
+    def projection_size(self) -> int:
+        """Features :meth:`input_side` returns per position; 0 (the default): the cell has
+        no input side and its ``_step`` (or ``step``) does all the work."""
+        return 0
+
+    def input_side(self, inputs: Any) -> Any:
+        """The step's products with what depends on ``y_{t-1}`` alone: ``(B, [T,] F)`` step
+        inputs to ``(B, [T,] projection_size)`` (the word embedding's rows of each kernel
+        that reads it, plus that kernel's input bias).
+
+        Teacher forcing knows every ``y_{t-1}`` before the loop, so :meth:`project_inputs`
+        computes these for the whole sequence as one ``(B·T) × F`` matmul per kernel, and
+        the loop runs only :meth:`_recurrent_step`; decoding, one token at a time, computes
+        them in ``_step``. Only with ``projection_size > 0``.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no input side (projection_size=0)")
+
+    def _recurrent_step(self, inputs: Any, products: Any, states: list, training: bool = False) -> tuple:
+        """The step given its input side: ``_step``'s result from the step inputs ``(B, F)``
+        and ``products = input_side(inputs)`` ``(B, projection_size)``. The cell's equations
+        live in :meth:`input_side` and here; ``_step`` composes the two."""
+        raise NotImplementedError(f"{type(self).__name__} must define _recurrent_step()")
+
+    def loop_weights(self) -> dict:
+        """The weights ``_recurrent_step`` reads as slices of a kernel (the rows that multiply
+        what it concatenates in the loop, in the compute dtype), by name; ``{}`` by default.
+        ``_recurrent_step`` gets them from :meth:`step_weights`."""
+        return {}
+
+    def step_weights(self) -> dict:
+        """:meth:`loop_weights`, computed once by :meth:`outside_the_loop` when inside it, else now."""
+        hoisted = self.__dict__["_hoisted_weights"]
+        return self.loop_weights() if hoisted is None else hoisted
+
+    @contextlib.contextmanager
+    def outside_the_loop(self) -> Iterator[None]:
+        """Computes :meth:`loop_weights` once, here, for the ``keras.layers.RNN`` loop run inside.
+
+        Sliced inside the loop, a kernel would be copied at every step, and on TensorFlow
+        the gradient of each slice writes a zero-padded copy of the whole kernel: an
+        RNNsearch training step measured 15% slower that way than with the concatenated
+        inputs. Sliced once outside, the loop reads the slices as loop constants and their
+        gradients are summed before one slice gradient. The models run their decoder
+        ``keras.layers.RNN`` inside it; anything else gets the same numbers, slicing per step.
+        """
+        self.__dict__["_hoisted_weights"] = self.loop_weights()
+        try:
+            yield
+        finally:
+            self.__dict__["_hoisted_weights"] = None
+
+    def kernel_rows(self, kernel: Any, start: int, stop: int | None = None) -> Any:
+        """``kernel[start:stop]`` in the compute dtype (for :meth:`loop_weights`)."""
+        return ops.cast(kernel, self.compute_dtype)[start:stop]
+
     def initial_states_from(self, encoded: EncoderOutput, training: bool = False) -> list:
         """The step's initial states (2-D each) from what the encoder handed over."""
         raise NotImplementedError(f"{type(self).__name__} must define initial_states_from()")
@@ -176,6 +240,7 @@ class DecoderCell(keras.layers.Layer):
     def set_embedding_dim(self, input_shape: tuple) -> int:
         """Records ``E`` from the step's ``input_shape = (B, E)`` (call it first in ``build``)."""
         self._embedding_dim = int(input_shape[-1])
+        self._step_input_dim = self._embedding_dim
         return self._embedding_dim
 
     @property
@@ -218,9 +283,32 @@ class DecoderCell(keras.layers.Layer):
         """
         return embedded
 
+    def project_inputs(self, inputs: Any) -> Any:
+        """``(B, T, F)`` step inputs to what ``keras.layers.RNN(cell)`` runs on in training:
+        ``[inputs; input_side(inputs)]`` over the whole sequence (the inputs themselves for
+        a cell without an input side). Builds the cell from ``inputs`` if needed."""
+        if not self.projection_size:
+            return inputs
+        if not self.built:
+            self.build((None, int(inputs.shape[-1])))
+        return ops.concatenate([inputs, self.input_side(inputs)], axis=-1)
+
     def call(self, inputs: Any, states: list, training: bool = False) -> tuple:
-        """``keras.layers.RNN``'s entry point: ``step`` without the attention weights."""
-        output, new_states, _ = self.step(inputs, states, training=training)
+        """``keras.layers.RNN``'s entry point: ``step`` without the attention weights.
+
+        Given :meth:`project_inputs`' output (the step inputs and their input side, one
+        position), it runs :meth:`_recurrent_step` on them; given the step inputs alone,
+        the whole ``_step``.
+        """
+        width, size = int(inputs.shape[-1]), self.projection_size
+        if size and width == self._step_input_dim + size:
+            # Slices, not ops.split: PyTorch's split with split points fails on the "meta"
+            # device Keras builds models on.
+            step_inputs = inputs[:, : self._step_input_dim]
+            products = inputs[:, self._step_input_dim:]
+            output, new_states, _ = self._recurrent_step(step_inputs, products, states, training=training)
+        else:
+            output, new_states, _ = self.step(inputs, states, training=training)
         return output, new_states
 
     def readout(self, outputs: Any, training: bool = False, output_embedding: Any = None) -> Any:
@@ -258,6 +346,14 @@ class DecoderCell(keras.layers.Layer):
         total = ops.sum(ops.cast(annotations, "float32") * ops.expand_dims(mask, -1), axis=1)  # (B, D)
         count = ops.maximum(ops.sum(mask, axis=1, keepdims=True), 1.0)  # (B, 1)
         return ops.cast(total / count, dtype)
+
+    @staticmethod
+    def rows_product(x: Any, kernel: Any, start: int, stop: int | None = None, bias: Any = None) -> Any:
+        """``x kernel[start:stop] (+ bias)``: the product of ``x`` with the rows of a kernel
+        that multiply it in a concatenated input (``[a; x; b] W = a W_a + x W_x + b W_b``),
+        in the dtype of ``x``."""
+        product = ops.matmul(x, ops.cast(kernel, x.dtype)[start:stop])
+        return product if bias is None else ops.add(product, ops.cast(bias, x.dtype))
 
     @staticmethod
     def flatten(x: Any) -> Any:

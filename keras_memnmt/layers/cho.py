@@ -115,22 +115,35 @@ class ChoDecoderCell(DecoderCell):
         context = self.context_dense(ops.cast(encoded.summary, self.compute_dtype))  # (B, units)
         return [self.init_dense(context), context]
 
-    def _step(self, inputs: Any, states: list, training: bool = False) -> tuple:
-        """One decoder step (Eq. 14).
+    @property
+    def projection_size(self) -> int:
+        """`3 units`: the GRU input kernel's rows for `e`, with its input bias."""
+        return 3 * self.units
+
+    def input_side(self, inputs: Any) -> Any:
+        """`W^gru_e e + b^gru` (the GRU reads `[e; c]`): `(B, [T,] E)` to `(B, [T,] 3 units)`."""
+        gru = self.gru_cell
+        return self.rows_product(inputs, gru.kernel, 0, self._embedding_dim, bias=gru.bias[0])
+
+    def loop_weights(self) -> dict:
+        """The GRU input kernel's rows for `c`."""
+        return {"gru_context": self.kernel_rows(self.gru_cell.kernel, self._embedding_dim)}
+
+    def _recurrent_step(self, inputs: Any, products: Any, states: list, training: bool = False) -> tuple:
+        """One decoder step (Eq. 14) given `products = input_side(inputs)`.
 
         Args:
             inputs: `(B, E)` embedding of `y_{t-1}`.
+            products: `(B, 3 units)`, `input_side(inputs)`.
             states: `[s_{t-1}, c]`.
-            training: bool, whether dropout is active.
+            training: bool, unused (the input dropout is applied before the loop,
+                `drop_inputs`).
 
         Returns:
             `(output (B, 2*units + E), [s_t, c], {})`: no attention, no details.
-
-        The input dropout is applied before the loop (`drop_inputs`), not here.
         """
         s_prev, context = states
-        state, _ = self.gru_cell(
-            ops.concatenate([inputs, context], axis=-1), [s_prev], training=training
-        )
+        state = self.gru_cell.step_from_input_product(
+            products + ops.matmul(context, self.step_weights()["gru_context"]), s_prev)
         output = ops.concatenate([state, context, inputs], axis=-1)
         return output, [state, context], {}

@@ -34,13 +34,24 @@ class GRUCell(keras.layers.GRUCell):
         if not self.reset_after or not self.use_bias or self.implementation != 2 or dropping:
             return super().call(inputs, states, training=training)
         h_prev = states[0] if nested else states
-        input_bias, recurrent_bias = ops.unstack(ops.convert_to_tensor(self.bias), 2, axis=0)
-        x_z, x_r, x_h = ops.split(ops.add(ops.matmul(inputs, self.kernel), input_bias), 3, axis=-1)
+        input_bias = ops.unstack(ops.convert_to_tensor(self.bias), 2, axis=0)[0]
+        h = self.step_from_input_product(ops.add(ops.matmul(inputs, self.kernel), input_bias), h_prev)
+        return h, ([h] if nested else h)
+
+    def step_from_input_product(self, input_product, h_prev):
+        """``h'`` from ``x W + b`` ``(B, 3·units)``, computed by the caller, and ``h_{t-1}``.
+
+        The recurrent half of the step: a decoder cell computes the input product of the
+        words it already knows for the whole sequence before the loop (``DecoderCell.input_side``)
+        and only the rest inside it. ``reset_after=True`` with a bias, no dropout.
+        """
+        dtype = h_prev.dtype  # the weights are cast here: a decoder calls this outside __call__
+        recurrent_bias = ops.cast(ops.unstack(ops.convert_to_tensor(self.bias), 2, axis=0)[1], dtype)
+        x_z, x_r, x_h = ops.split(input_product, 3, axis=-1)
         h_z, h_r, h_h = ops.split(
-            ops.add(ops.matmul(h_prev, self.recurrent_kernel), recurrent_bias), 3, axis=-1
+            ops.add(ops.matmul(h_prev, ops.cast(self.recurrent_kernel, dtype)), recurrent_bias), 3, axis=-1
         )
         z = self.recurrent_activation(x_z + h_z)
         r = self.recurrent_activation(x_r + h_r)
         candidate = self.activation(x_h + r * h_h)
-        h = z * h_prev + (1 - z) * candidate
-        return h, ([h] if nested else h)
+        return z * h_prev + (1 - z) * candidate

@@ -31,8 +31,10 @@ class LuongCell(StackedLSTMCell):
         3. output     h̃_t = tanh(W_att [h_t; κ_t])   (Bradbury & Socher; Luong's Eq. 5)
         4. softmax    logits = W_out dropout(h̃_t) + b   (the readout, no hidden layer)
 
-    ``_step`` is the only place these equations live: ``step``, ``keras.layers.RNN``
-    (teacher forcing), ``step_details`` and the greedy and beam searches all run it.
+    ``input_side`` (the bottom LSTM's product with ``e``) and ``_recurrent_step`` are the
+    only place these equations live: ``_step`` composes them for ``step``, ``step_details``
+    and the greedy and beam searches, and ``keras.layers.RNN`` (teacher forcing) runs
+    ``_recurrent_step`` on ``project_inputs`` (the input side of the whole sequence at once).
 
     Decisions where the printed text is unclear:
 
@@ -126,13 +128,15 @@ class LuongCell(StackedLSTMCell):
         fed = ops.zeros((ops.shape(source[2])[0], self.readout_units), self.compute_dtype)
         return [fed, *stack, *source]
 
-    def _step(self, inputs: Any, states: list, training: bool = False) -> tuple:
-        """One decoder step (the equations of the class docstring): ``(h̃_t, states, details)``,
-        details "attention" ``alpha_t (B, Tx)``."""
+    def _recurrent_step(self, inputs: Any, products: Any, states: list, training: bool = False) -> tuple:
+        """One decoder step (the equations of the class docstring) given ``products =
+        input_side(inputs)`` (the bottom LSTM's product with ``e``): ``(h̃_t, states,
+        details)``, details "attention" ``alpha_t (B, Tx)``."""
         layers = 2 * self.num_layers
         fed, lstm_states, masks, source = states[0], states[1:layers + 1], states[layers + 1], states[layers + 2:]
-        x = ops.concatenate([inputs, fed], axis=-1) if self.input_feeding else inputs  # 1.
-        top, lstm_states = self.run_stack(x, lstm_states, masks)  # (B, units)
+        # 1. x^1 = [e; h̃_{t-1}]: e's rows in `products`, h̃_{t-1}'s here
+        top, lstm_states = self.run_stack(products, lstm_states, masks,
+                                          bottom_rest=fed if self.input_feeding else None)
         context, attention = self.attend_source(top, source)  # 2. κ_t (B, D), alpha_t (B, Tx)
         attentional = self.attentional(ops.concatenate([top, context], axis=-1))  # 3. h̃_t
         return attentional, [attentional, *lstm_states, masks, *source], {"attention": attention}

@@ -128,7 +128,8 @@ class MemDecCell(DecoderCell):
     Wang, Lu, Li & Liu 2016, Eq. 4-15. The decoder carries a vector state
     `s_t` (`units`) and a memory-state `M_t` of `n = memory_size` cells of
     `m = memory_dim` features. One step, given the embedding `e = e_{y_{t-1}}`
-    of the previous target word (`_step` is the only place these live):
+    of the previous target word (`input_side`, the products with `e` alone, and
+    `_recurrent_step` are the only place these live; `_step` composes them):
 
         1. read     w^r_t = Address_r(s_{t-1}, M_{t-1}, w_{t-1})     (Eq. 10-12)
                     (addressing="shared_weights": w^r_t = w_{t-1} = w^w_{t-1})
@@ -333,7 +334,8 @@ class MemDecCell(DecoderCell):
     decoder = keras.layers.RNN(cell, return_sequences=True)
     # inside a subclassed keras.Model.call:
     states = cell.initial_states(annotations, source_mask, training=training)
-    outputs = decoder(target_embedded, initial_state=states)   # (B, T, F)
+    # project_inputs: the products with the embeddings, for the whole sequence at once
+    outputs = decoder(cell.project_inputs(target_embedded), initial_state=states)  # (B, T, F)
     logits = cell.readout(outputs, training=training)           # (B, T, V)
     ```
     """
@@ -510,11 +512,35 @@ class MemDecCell(DecoderCell):
         ]
 
     # ----------------------------------------------------------------- step
-    def _step(self, inputs: Any, states: list, training: bool = False) -> tuple:
-        """One decoder step (the class docstring's equations): `(output, new_states, details)`.
+    @property
+    def projection_size(self) -> int:
+        """`units` (Eq. 5's `W^y e + b`) + `3 units` (Eq. 7's GRU input kernel rows for `e`)."""
+        return 4 * self.units
+
+    def input_side(self, inputs: Any) -> Any:
+        """What Eq. 5 and 7 compute from `e` alone: `[W^y e + b; W^gru_e e + b^gru]`,
+        `(B, [T,] E)` to `(B, [T,] 4 units)` (the query's kernel reads `[r; (s;) e]`, the
+        GRU's `[e; c_t; r_{t-1}]`)."""
+        query_rows = self.memory_dim + (self.units if self.query_state else 0)
+        gru = self.gru_cell
+        return ops.concatenate([
+            self.rows_product(inputs, self.query_dense.kernel, query_rows, bias=self.query_dense.bias),
+            self.rows_product(inputs, gru.kernel, 0, self._embedding_dim, bias=gru.bias[0]),
+        ], axis=-1)
+
+    def loop_weights(self) -> dict:
+        """Eq. 5's kernel rows for `[r; (s)]`, the GRU input kernel's for `[c_t; r_{t-1}]`."""
+        query_rows = self.memory_dim + (self.units if self.query_state else 0)
+        return {"query_rest": self.kernel_rows(self.query_dense.kernel, 0, query_rows),
+                "gru_rest": self.kernel_rows(self.gru_cell.kernel, self._embedding_dim)}
+
+    def _recurrent_step(self, inputs: Any, products: Any, states: list, training: bool = False) -> tuple:
+        """One decoder step (the class docstring's equations) given `input_side(inputs)`:
+        `(output, new_states, details)`.
 
         Args:
             inputs: `(B, E)` embedding of `y_{t-1}`.
+            products: `(B, 4 units)`, `input_side(inputs)`.
             states: the 6 states `[s_{t-1}, M_{t-1}, w_{t-1}, annotations, keys,
                 source_mask]`.
             training: bool (no dropout inside the step; kept for the contract).
@@ -549,12 +575,17 @@ class MemDecCell(DecoderCell):
         read = ops.sum(ops.expand_dims(read_weights, -1) * memory, axis=1)  # (B, m)
         # 2. pre-state s~_t = tanh(W^r r_{t-1} + W^y e + b) (Eq. 5), with query_state
         # plus W^s s_{t-1} (our addition, see the class docstring).
-        query_inputs = [read, s_prev, inputs] if self.query_state else [read, inputs]
-        query = self.query_dense(ops.concatenate(query_inputs, axis=-1))  # (B, units)
+        # (`products` holds W^y e + b, computed by `input_side`.)
+        query_inputs = ops.concatenate([read, s_prev], axis=-1) if self.query_state else read
+        loop = self.step_weights()
+        query = self.query_dense.activation(
+            ops.matmul(query_inputs, loop["query_rest"]) + products[:, : self.units])  # (B, units)
         # 3. c_t = read^S(s~_t, M^S) (Eq. 6, 3).
         context, attention = self.attention(query, keys, annotations, mask=mask)
-        # 4. s_t = GRU(s_{t-1}, [e; c_t; r_{t-1}]) (Eq. 7).
-        state, _ = self.gru_cell(ops.concatenate([inputs, context, read], axis=-1), [s_prev])
+        # 4. s_t = GRU(s_{t-1}, [e; c_t; r_{t-1}]) (Eq. 7); the `e` rows' product is in `products`.
+        state = self.gru_cell.step_from_input_product(
+            products[:, self.units:]
+            + ops.matmul(ops.concatenate([context, read], axis=-1), loop["gru_rest"]), s_prev)
         # 5. write M_t = write(s_t, M_{t-1}) (Eq. 8, 13 and the add equation).
         write_addressing = self.write_addressing if self.addressing == "separate" else self.read_addressing
         write_weights = write_content = write_gate = erase = add = None

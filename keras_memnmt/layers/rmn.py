@@ -99,9 +99,10 @@ class RMNCell(DecoderCell):
         6. RMR      h_t, g_t = LSTM_top(h_t, (h_{t-1}, g_{t-1}))   (top_lstm=True only)
         7. output   o_t = [h_t; c_t], read by the deep output       (§2.4, Eq. 19)
 
-    ``_step`` is the only place these equations live: ``step``, ``call``
-    (``keras.layers.RNN``, teacher forcing), ``step_details`` and the greedy and beam
-    searches all run it.
+    ``input_side`` (the products with ``e`` alone) and ``_recurrent_step`` are the only
+    place these equations live: ``_step`` composes them for ``step``, ``step_details`` and
+    the greedy and beam searches, and ``call`` (``keras.layers.RNN``, teacher forcing) runs
+    ``_recurrent_step`` on ``project_inputs`` (the input side of the whole sequence at once).
 
     Decisions where the printed text is unclear:
 
@@ -294,6 +295,7 @@ class RMNCell(DecoderCell):
     def build(self, input_shape: tuple) -> None:
         """Builds every weight from ``input_shape = (B, E + 2d)`` (see :meth:`prepare_inputs`)."""
         embedding_dim = self.set_embedding_dim((None, int(input_shape[-1]) - 2 * self.memory_dim))
+        self._step_input_dim = int(input_shape[-1])  # [e; M(y); C(y)]
         if embedding_dim < 1:
             raise ValueError(f"RMNCell's input is [e; M(y); C(y)] ({2 * self.memory_dim} + E features), "
                              f"got {input_shape[-1]}: pass the inputs through prepare_inputs()")
@@ -350,11 +352,39 @@ class RMNCell(DecoderCell):
         (``step_details(...)["memory_attention"]``)."""
         return self._step(inputs, states, training=False)[2]["memory_attention"]
 
-    def _step(self, inputs: Any, states: list, training: bool = False) -> tuple:
-        """One decoder step (the equations of the class docstring).
+    @property
+    def projection_size(self) -> int:
+        """``units`` (the feedback query's rows for ``e``, with attention and a feedback
+        query) + ``4 units`` (the LSTM input kernel's rows for ``e``)."""
+        return (self.units if self.query_dense is not None else 0) + 4 * self.units
+
+    def input_side(self, inputs: Any) -> Any:
+        """What steps 1 and 2 compute from ``e`` alone: ``[W_e e + b; W^lstm_e e + b^lstm]``
+        (the query's kernel reads ``[z_{t-1}; e]``, the LSTM's ``[e; c_t]`` or ``e``), from
+        ``(B, [T,] E + 2d)`` step inputs to ``(B, [T,] projection_size)``."""
+        embedding_dim = self._embedding_dim
+        e = inputs[..., :embedding_dim]
+        parts = [] if self.query_dense is None else [
+            self.rows_product(e, self.query_dense.kernel, self.units, bias=self.query_dense.bias)]
+        parts.append(self.rows_product(e, self.lstm.kernel, 0, embedding_dim, bias=self.lstm.bias))
+        return parts[0] if len(parts) == 1 else ops.concatenate(parts, axis=-1)
+
+    def loop_weights(self) -> dict:
+        """The feedback query kernel's rows for ``z_{t-1}``, the LSTM input kernel's for ``c_t``."""
+        weights = {}
+        if self.query_dense is not None:
+            weights["query_state"] = self.kernel_rows(self.query_dense.kernel, 0, self.units)
+        if self.context_once != "output":
+            weights["lstm_context"] = self.kernel_rows(self.lstm.kernel, self._embedding_dim)
+        return weights
+
+    def _recurrent_step(self, inputs: Any, products: Any, states: list, training: bool = False) -> tuple:
+        """One decoder step (the equations of the class docstring) given ``products =
+        input_side(inputs)``.
 
         Args:
             inputs: ``(B, E + 2d)``, :meth:`prepare_inputs` of ``y_{t-1}``.
+            products: ``(B, projection_size)``, ``input_side(inputs)``.
             states: the states of the class docstring.
             training: bool, whether dropout is active.
 
@@ -369,7 +399,6 @@ class RMNCell(DecoderCell):
         # Slices, not ops.split: with split points, PyTorch's split reads them back from a
         # tensor (`.tolist()`), which fails on the "meta" device Keras builds models on.
         embedding_dim = int(inputs.shape[-1]) - 2 * d
-        e = inputs[:, :embedding_dim]
         key_new, value_new = inputs[:, embedding_dim:embedding_dim + d], inputs[:, embedding_dim + d:]
 
         # 1. the source context c_t
@@ -377,14 +406,17 @@ class RMNCell(DecoderCell):
             annotations_flat, source_keys_flat, source_mask = rest
             annotations = self.unflatten(annotations_flat, source_mask, self.annotation_units)
             source_keys = self.unflatten(source_keys_flat, source_mask, self.attention_units)
-            query = (self.query_dense(ops.concatenate([z_prev, e], axis=-1))
-                     if self.query_dense is not None else z_prev)
+            query = z_prev if self.query_dense is None else self.query_dense.activation(
+                ops.matmul(z_prev, self.step_weights()["query_state"])
+                + products[:, : self.units])  # W [z_{t-1}; e] + b, e's rows in `products`
             context, attention = self.attention(query, source_keys, annotations, mask=source_mask)
         else:
             (context,), attention = rest, None
         # 2. the LSTM (Eq. 8-12), its input [e; c_t] (Eq. 14) or e alone
-        lstm_input = e if self.context_once == "output" else ops.concatenate([e, context], axis=-1)
-        z, (_, k) = self.lstm(lstm_input, [z_prev, k_prev], training=training)
+        lstm_product = products[:, -4 * self.units:]  # e's rows, with the bias
+        if self.context_once != "output":  # + c_t's rows
+            lstm_product = lstm_product + ops.matmul(context, self.step_weights()["lstm_context"])
+        z, (_, k) = self.lstm.step_from_input_product(lstm_product, [z_prev, k_prev])
         # 3. push y_{t-1} into slot 0; the oldest word leaves
         keys_flat = self.push_window(keys_flat, key_new)
         values_flat = self.push_window(values_flat, value_new)

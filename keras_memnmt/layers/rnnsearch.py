@@ -30,9 +30,11 @@ class RNNsearchCell(DecoderCell):
 
     and `readout(o)` = the deep output of Eq. 9 (see `DeepOutput`), applied to
     a whole `(B, T, F)` sequence in training or one `(B, F)` step in decoding.
-    `_step` is the only place these equations live: `step`, `call` (used by
-    `keras.layers.RNN` for teacher forcing), `step_details` and the greedy /
-    beam decoders all go through it.
+    `input_side` (what depends on `e` alone: its rows of the feedback query's and
+    the GRU's input kernels) and `_recurrent_step` (the rest) are the only place
+    these equations live; `_step` composes them for `step`, `step_details` and the
+    greedy / beam decoders, and `keras.layers.RNN` runs `_recurrent_step` on
+    `project_inputs` (the input side computed for the whole sequence at once).
 
     Decisions:
     - Initial state (`init_state="mean"`, default): `s_0 = tanh(W_init
@@ -104,7 +106,8 @@ class RNNsearchCell(DecoderCell):
     decoder = keras.layers.RNN(cell, return_sequences=True)
     # inside a subclassed keras.Model.call:
     states = cell.initial_states(annotations, source_mask)
-    outputs = decoder(target_embedded, initial_state=states)   # (B, T, F)
+    # project_inputs: the products with the embeddings, for the whole sequence at once
+    outputs = decoder(cell.project_inputs(target_embedded), initial_state=states)  # (B, T, F)
     logits = cell.readout(outputs, training=training)           # (B, T, V)
     ```
     """
@@ -192,35 +195,67 @@ class RNNsearchCell(DecoderCell):
         return [s0, self.flatten(annotations), self.flatten(keys), mask]
 
     # ----------------------------------------------------------------- step
-    def _step(self, inputs: Any, states: list, training: bool = False) -> tuple:
-        """One decoder step (the equations of the class docstring).
+    @property
+    def projection_size(self) -> int:
+        """`units` (the feedback query's `e` rows, with feedback attention) + `3 units`
+        (the GRU input kernel's `e` rows)."""
+        return (self.units if self.query_dense is not None else 0) + 3 * self.units
+
+    def input_side(self, inputs: Any) -> Any:
+        """What steps 1 and 3 compute from `e` alone: `[W_e e + b; W^gru_e e + b^gru]`.
+
+        Args:
+            inputs: `(B, [T,] E)` embeddings of `y_{t-1}`.
+
+        Returns:
+            `(B, [T,] projection_size)`: the feedback query's product with `e` and its bias
+            (its kernel reads `[s_{t-1}; e]`), then the GRU input kernel's (it reads `[e; c_t]`).
+        """
+        embedding_dim = self._embedding_dim
+        gru = self.gru_cell
+        parts = [] if self.query_dense is None else [
+            self.rows_product(inputs, self.query_dense.kernel, self.units, bias=self.query_dense.bias)]
+        parts.append(self.rows_product(inputs, gru.kernel, 0, embedding_dim, bias=gru.bias[0]))
+        return parts[0] if len(parts) == 1 else ops.concatenate(parts, axis=-1)
+
+    def loop_weights(self) -> dict:
+        """The feedback query kernel's rows for `s_{t-1}`, the GRU input kernel's for `c_t`."""
+        weights = {"gru_context": self.kernel_rows(self.gru_cell.kernel, self._embedding_dim)}
+        if self.query_dense is not None:
+            weights["query_state"] = self.kernel_rows(self.query_dense.kernel, 0, self.units)
+        return weights
+
+    def _recurrent_step(self, inputs: Any, products: Any, states: list, training: bool = False) -> tuple:
+        """One decoder step (the equations of the class docstring) given `input_side(inputs)`.
 
         Args:
             inputs: `(B, E)` embedding of `y_{t-1}`.
+            products: `(B, projection_size)`, `input_side(inputs)`.
             states: `[s_{t-1}, annotations, keys, source_mask]` (2-D each).
-            training: bool, whether dropout is active.
+            training: bool, unused (the input dropout is applied before the loop,
+                `drop_inputs`).
 
         Returns:
             `(output, new_states, {"attention": alpha_t})`: `(B, units + D + E)`,
             the 4 states (the last 3 unchanged) and `(B, Tx)`.
-
-        The input dropout is applied before the loop (`drop_inputs`), not here.
         """
         s_prev, annotations_flat, keys_flat, mask = states
         annotations = self.unflatten(annotations_flat, mask, self.annotation_units)  # (B, Tx, D)
         keys = self.unflatten(keys_flat, mask, self.attention_units)  # (B, Tx, A)
+        gru_e = products[:, -3 * self.units:]  # W^gru_e e + b^gru
+        loop = self.step_weights()
 
-        # 1. query: feedback attention (MemDec §2.1) or s_{t-1} (Bahdanau).
+        # 1. query: feedback attention tanh(W [s_{t-1}; e] + b) (MemDec §2.1) or s_{t-1}.
         if self.query_dense is not None:
-            query = self.query_dense(ops.concatenate([s_prev, inputs], axis=-1))
+            query_e = products[:, : self.units]  # W_e e + b
+            query = self.query_dense.activation(ops.matmul(s_prev, loop["query_state"]) + query_e)
         else:
             query = s_prev
         # 2. context c_t = sum_j alpha_tj h_j (Eq. 3).
         context, weights = self.attention(query, keys, annotations, mask=mask)
         # 3. s_t = GRU(s_{t-1}, [e; c_t]) (Eq. 2).
-        state, _ = self.gru_cell(
-            ops.concatenate([inputs, context], axis=-1), [s_prev], training=training
-        )
+        state = self.gru_cell.step_from_input_product(
+            gru_e + ops.matmul(context, loop["gru_context"]), s_prev)
         # 4. o_t = [s_t; c_t; e], the input of the deep output (Eq. 9).
         output = ops.concatenate([state, context, inputs], axis=-1)
         return output, [state, annotations_flat, keys_flat, mask], {"attention": weights}

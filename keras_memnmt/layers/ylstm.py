@@ -124,13 +124,31 @@ class YLSTMCell(TrackedStack, DecoderCell):
         return [*lstm_states, *tracker, self.layer_masks(batch, training=training),
                 self.flatten(annotations), self.flatten(keys), mask]
 
-    def _step(self, inputs: Any, states: list, training: bool = False) -> tuple:
-        """One decoder step (the class docstring): ``(h^L_t, states, details)``, details
-        "attention" ``alpha_t (B, Tx)``, the tracker attention over the source positions."""
+    @property
+    def projection_size(self) -> int:
+        """``4 units``: the bottom LSTM's input kernel rows for ``e``, with its bias."""
+        return 4 * self.units
+
+    def input_side(self, inputs: Any) -> Any:
+        """``W^1_e e + b^1``, the bottom LSTM's product with the word embedding:
+        ``(B, [T,] E)`` to ``(B, [T,] 4 units)``."""
+        return self.bottom_input_side(inputs)
+
+    def loop_weights(self) -> dict:
+        """The bottom LSTM's kernel rows for the tracker state (when the tracker is attached to it)."""
+        if self.tracker_layer != 1:
+            return {}
+        return {"bottom_tracker": self.kernel_rows(self.lstms[0].kernel, self._embedding_dim)}
+
+    def _recurrent_step(self, inputs: Any, products: Any, states: list, training: bool = False) -> tuple:
+        """One decoder step (the class docstring) given ``products = input_side(inputs)``:
+        ``(h^L_t, states, details)``, details "attention" ``alpha_t (B, Tx)``, the tracker
+        attention over the source positions."""
         layers = 2 * self.num_layers
         tracker, masks = states[layers:layers + 2], states[layers + 2]
         annotations_flat, keys_flat, source_mask = states[layers + 3:]
-        top, lstm_states, (query, _) = self.tracked_step(inputs, states[:layers], tracker, masks)  # 1.
+        top, lstm_states, (query, _) = self.tracked_step(
+            inputs, states[:layers], tracker, masks, bottom_product=products)  # 1.
         annotations = self.unflatten(annotations_flat, source_mask, 2 * self.tracker_units)
         keys = self.unflatten(keys_flat, source_mask, self.tracker_units)
         replaced, attention = self.tracker_attention(query, keys, annotations, mask=source_mask)  # 2.

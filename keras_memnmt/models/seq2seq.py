@@ -159,7 +159,9 @@ class Seq2Seq(Generator, keras.Model):
         embedded = self.target_dropout(self.embed_target(target_in), training=training)  # (B,T,E)
         embedded = self.cell.drop_inputs(embedded, training=training)  # the cell's own, if any
         inputs = self.cell.prepare_inputs(embedded, target_in)  # the cell's own lookups, if any
-        return self.decoder_rnn(inputs, initial_state=list(states), training=training)
+        inputs = self.cell.project_inputs(inputs)  # + its input side, for the whole sequence at once
+        with self.cell.outside_the_loop():  # the kernel slices the loop reads, sliced once
+            return self.decoder_rnn(inputs, initial_state=list(states), training=training)
 
     def decode_step(self, tokens, states):
         """One decoding step: previous tokens ``(B,)`` → ``(logits (B,V), states, attention)``.

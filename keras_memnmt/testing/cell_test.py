@@ -8,7 +8,9 @@
    the same from an ``EncoderOutput`` as from its tensors, and a step output
    has ``output_size`` features;
 2. the training run equals stepping: ``keras.layers.RNN(cell)`` over a target
-   sequence gives the logits of ``cell.step`` called one position at a time;
+   sequence (its ``project_inputs``: a cell with an input side computes it for the whole
+   sequence before the loop) gives the logits of ``cell.step`` called one position at a
+   time, which computes it per step;
 3. masking: the annotations at padded source positions change nothing, and the
    attention the step returns (if any) gives them exactly zero weight and sums to 1;
 4. the NumPy reference, when given: ``reference(cell, encoded, embedded)``
@@ -52,9 +54,12 @@ BEAM_SIZE = 3
 
 
 def _run(cell: DecoderCell, encoded: EncoderOutput, embedded: np.ndarray) -> np.ndarray:
-    """Teacher-forced logits ``(B, T, V)`` through ``keras.layers.RNN``."""
+    """Teacher-forced logits ``(B, T, V)`` through ``keras.layers.RNN``, as the models run it:
+    on ``cell.project_inputs`` (the input side computed for the whole sequence)."""
     states = cell.initial_states(encoded)
-    outputs = keras.layers.RNN(cell, return_sequences=True)(embedded, initial_state=states)
+    inputs = cell.project_inputs(ops.convert_to_tensor(embedded))
+    with cell.outside_the_loop():
+        outputs = keras.layers.RNN(cell, return_sequences=True)(inputs, initial_state=states)
     return numpy(cell.readout(outputs))
 
 

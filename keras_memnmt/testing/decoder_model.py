@@ -62,8 +62,9 @@ class TinyDecoderModel(keras.Model):
         states = cell.initial_states(encoded, training=training)
         embedded = self.target_embedding(inputs["target"])  # (B, T, E)
         embedded = cell.drop_inputs(embedded, training=training)
-        inputs = cell.prepare_inputs(embedded, inputs["target"])
-        outputs = self.decoder(inputs, initial_state=states, training=training)
+        inputs = cell.project_inputs(cell.prepare_inputs(embedded, inputs["target"]))
+        with cell.outside_the_loop():
+            outputs = self.decoder(inputs, initial_state=states, training=training)
         return cell.readout(outputs, training=training)  # (B, T, V)
 
     def get_config(self) -> dict:
