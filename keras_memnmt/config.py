@@ -134,16 +134,20 @@ class TrainConfig:
     def from_dict(cls, raw: dict, source: str = "config") -> TrainConfig:
         """A config from :meth:`to_dict`'s output, or from the flat form of older run
         directories (one field per model option): a key that is neither a field nor an
-        option of the model is dropped (it described how that run was staged)."""
+        option of the model is dropped (it described how that run was staged), and so is
+        an option the model never read (its ``unused_options``: it had no effect)."""
         fields = {f.name for f in dataclasses.fields(cls)}
         known = {k: v for k, v in raw.items() if k in fields}
         model = known.get("model", cls.model)
         try:
-            declared = model_options(get_model(model))
+            model_cls = get_model(model)
         except ValueError as e:
             raise ConfigError(f"{source}: {e}") from None
+        declared = model_options(model_cls)
         options = {k: v for k, v in raw.items() if k not in fields and k in declared}
-        known["model_options"] = {**options, **dict(known.get("model_options") or {})}
+        stored = {k: v for k, v in dict(known.get("model_options") or {}).items()
+                  if k not in model_cls.unused_options}
+        known["model_options"] = {**options, **stored}
         return validate(cls(**known))
 
 

@@ -208,11 +208,10 @@ def test_attention_remat_reaches_the_attention_and_keeps_the_outputs(model_name)
                                keras.ops.convert_to_numpy(models[True]((src, tgt))), atol=1e-6)
 
 
-@pytest.mark.parametrize("kind", ["rnnsearch", "cho"])
-def test_annotation_dropout_drops_annotations_in_training_only(kind):
+def test_annotation_dropout_drops_annotations_in_training_only():
     """Inference is the model without it (same weights); in training each annotation
     entry is either dropped or scaled by 1 / (1 - p), and the summary is untouched."""
-    model, plain = make(kind, annotation_dropout=0.5), make(kind)
+    model, plain = make("rnnsearch", annotation_dropout=0.5), make("rnnsearch")
     src, tgt = batch()
     model((src, tgt))
     plain((src, tgt))
@@ -229,10 +228,30 @@ def test_annotation_dropout_drops_annotations_in_training_only(kind):
     assert np.all(kept | dropped | ~real)
     assert 0.3 < dropped.sum() / real.sum() < 0.7
     trained = keras.ops.convert_to_numpy(model((src, tgt), training=True))
-    # Cho's decoder reads only the summary, so there the option changes nothing.
-    same = np.allclose(trained, keras.ops.convert_to_numpy(plain((src, tgt), training=True)), atol=1e-6)
-    assert same == (kind == "cho")
+    assert not np.allclose(trained, keras.ops.convert_to_numpy(plain((src, tgt), training=True)), atol=1e-6)
     assert type(model).from_config(model.get_config()).encoder.annotation_dropout == 0.5
+
+
+@pytest.mark.parametrize("name, option, value", [("cho", "annotation_dropout", 0.2),
+                                                 ("cho", "attention_remat", False),
+                                                 ("ylstm", "annotation_dropout", 0.2),
+                                                 ("ylstm", "attention_remat", False)])
+def test_an_option_a_model_does_not_use_is_an_error_naming_both(name, option, value):
+    """Cho's decoder reads only the summary (taken before the annotations' dropout) and has
+    no attention; the Y-LSTM has neither annotation dropout nor a tanh attention. Setting
+    such an option fails, in the config and in the constructor; a stored config that holds
+    one (written when it was ignored) still loads, without it."""
+    from keras_memnmt.config import ConfigError, TrainConfig, validate
+
+    with pytest.raises(ConfigError, match=f"model '{name}' has no option '{option}'"):
+        validate(TrainConfig(model=name, model_options={option: value}))
+    with pytest.raises(ValueError, match=f"does not use {option}"):
+        MODELS[name](30, 25, **{**TINY_OPTIONS[name], option: value})
+    stored = TrainConfig(model=name).to_dict()
+    stored["model_options"] = {option: value}
+    assert option not in TrainConfig.from_dict(stored).model_options
+    config = {**MODELS[name](30, 25, **TINY_OPTIONS[name]).get_config(), option: value}
+    assert option not in MODELS[name].from_config(config).get_config()
 
 
 @pytest.mark.parametrize("kind", ["rnnsearch", "cho"])
@@ -283,3 +302,66 @@ def test_tied_output_needs_matching_sizes():
     deep = make("rnnsearch", tie_embeddings=True, readout_units=8).cell.deep_output
     with pytest.raises(ValueError, match="needs output_embedding"):
         deep(np.zeros((2, 3), "float32"))
+
+
+# Options a constructor turns into another attribute without keeping them.
+CONSUMED_BY_THE_CONSTRUCTOR = {"memdec": {"shared_addressing"}}  # resolved into `addressing`
+
+
+@pytest.mark.parametrize("name", library_model_params())
+def test_every_option_of_a_model_is_read_by_it(name):
+    """No setting is silently ignored: every option a model accepts (`model_options`, what
+    `--set` and the config take) is read by the model while it is built and trains one
+    step; `get_config`, which lists them all, does not count. A base option that a model
+    does not use belongs in its `unused_options`, which makes setting it an error."""
+    import sys
+
+    from keras_memnmt.models.registry import model_options
+
+    cls = MODELS[name]
+    options = {n for n, option in model_options(cls).items() if not option.warm_start}
+    options -= CONSUMED_BY_THE_CONSTRUCTOR.get(name, set())
+    read, counting = set(), [True]
+
+    class Probe(cls):
+        def __getattribute__(self, attr):
+            # Reads by the library's own code (Keras reads every attribute when it tracks them).
+            if attr in options and counting[0] and "keras_memnmt" in sys._getframe(1).f_code.co_filename:
+                read.add(attr)
+            return super().__getattribute__(attr)
+
+        def get_config(self):
+            counting[0] = False
+            try:
+                return super().get_config()
+            finally:
+                counting[0] = True
+
+    model = Probe(30, 25, **TINY_OPTIONS[name])
+    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    src, tgt = batch()
+    model.fit((src, tgt), tgt, epochs=1, verbose=0)
+    assert sorted(options - read) == []
+
+
+@pytest.mark.parametrize("name", library_model_params())
+def test_every_dropout_option_of_a_model_changes_its_training_outputs(name):
+    """A dropout rate a model accepts acts in training: with every other rate at 0, the rate
+    at 0.5 gives other training-mode logits than at 0, from the same weights (a rate read
+    but applied where nothing follows, as annotation dropout for a decoder that reads only
+    the summary, would not)."""
+    from keras_memnmt.models.registry import model_options
+
+    cls = MODELS[name]
+    rates = [n for n in model_options(cls) if n.endswith("dropout")]
+    assert rates, f"{name} has no dropout option"
+    src, tgt = batch()
+    base = {**TINY_OPTIONS[name], **{rate: 0.0 for rate in rates}}
+    reference = cls(30, 25, **base)
+    expected = keras.ops.convert_to_numpy(reference((src, tgt), training=True))
+    for rate in rates:
+        model = cls(30, 25, **{**base, rate: 0.5})
+        model((src, tgt))
+        model.set_weights(reference.get_weights())
+        logits = keras.ops.convert_to_numpy(model((src, tgt), training=True))
+        assert not np.allclose(logits, expected), f"{name}: {rate}=0.5 changes nothing in training"

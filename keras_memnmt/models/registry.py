@@ -93,7 +93,8 @@ def model_options(cls: type) -> dict[str, Option]:
         if "__init__" not in vars(klass) or not issubclass(klass, Seq2Seq):
             continue
         for name, hint, default in _keyword_parameters(klass.__init__, _NOT_OPTIONS):
-            options.setdefault(name, Option(name, hint, default))
+            if name not in cls.unused_options:
+                options.setdefault(name, Option(name, hint, default))
     warm_start = getattr(cls, "warm_start", None)
     if warm_start is not None:
         skip = ("cls", "pretrained", "options", "log")

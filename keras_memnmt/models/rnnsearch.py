@@ -57,6 +57,9 @@ class ChoEncoderDecoder(Seq2Seq):
         readout_units: size of the deep-output layer.
     """
 
+    # No attention; the decoder reads the summary, taken before the annotations' dropout.
+    unused_options = ("attention_remat", "annotation_dropout")
+
     def __init__(self, source_vocab_size: int, target_vocab_size: int, readout_units: int = 256, **kwargs):
         self.readout_units = readout_units
         super().__init__(source_vocab_size, target_vocab_size, **kwargs)

@@ -51,7 +51,7 @@ class Seq2Seq(Generator, keras.Model):
         attention_remat: recompute the source attention's ``(B, Tx, A)`` tanh in the
             backward pass instead of keeping one per target step (``keras.remat``,
             see :class:`~keras_memnmt.layers.AdditiveAttention`); less training memory,
-            the same values. Models without additive attention (Cho) ignore it.
+            the same values. A model without such an attention does not take it (below).
         tie_embeddings: the output layer's kernel is the target embedding matrix
             (weight tying, our option; see :class:`~keras_memnmt.layers.DeepOutput`):
             one ``V x E`` matrix fewer. Needs the cell's ``readout_units == embedding_dim``.
@@ -70,6 +70,12 @@ class Seq2Seq(Generator, keras.Model):
 
     # Options that shape no weight: a warm start or a resumed run may change them.
     free_options: tuple[str, ...] = ("dropout", "output_dropout", "annotation_dropout", "attention_remat")
+    # This base's options that a subclass does not read. They are not its options
+    # (`registry.model_options` leaves them out, so `--set` and a config name the model and
+    # the option in an error); given to the constructor with a value other than the
+    # default, they are a ValueError; a stored config's value (an older .keras file or
+    # run), which never had an effect, is dropped when it loads.
+    unused_options: tuple[str, ...] = ()
 
     def __init__(
         self,
@@ -86,6 +92,12 @@ class Seq2Seq(Generator, keras.Model):
         **kwargs,
     ):
         super().__init__(**kwargs)
+        given = {"attention_remat": (attention_remat, True), "annotation_dropout": (annotation_dropout, 0.0),
+                 "dropout": (dropout, 0.0), "tie_embeddings": (tie_embeddings, False)}
+        for name in type(self).unused_options:
+            value, default = given[name]
+            if value != default:
+                raise ValueError(f"model {type(self).__name__} does not use {name} (got {name}={value!r})")
         if not isinstance(target_vocab_size, int) or target_vocab_size < 5:
             raise ValueError(f"target_vocab_size must be an integer >= 5, got {target_vocab_size!r}")
         self.source_vocab_size = source_vocab_size
@@ -203,7 +215,17 @@ class Seq2Seq(Generator, keras.Model):
         model.set_weights(pretrained.get_weights())
         return model
 
+    @classmethod
+    def from_config(cls, config: dict, custom_objects=None):
+        # An older file may hold an option this model never read: it had no effect.
+        config = {k: v for k, v in config.items() if k not in cls.unused_options}
+        return super().from_config(config, custom_objects=custom_objects)
+
     def get_config(self) -> dict:
+        config = self._config()
+        return {k: v for k, v in config.items() if k not in type(self).unused_options}
+
+    def _config(self) -> dict:
         return {
             **super().get_config(),
             "source_vocab_size": self.source_vocab_size,

@@ -53,6 +53,10 @@ class YLSTM(Seq2Seq):
             self.translation_loss_tracker = keras.metrics.Mean(name="translation_loss")
             self.encoder_lm_loss_tracker = keras.metrics.Mean(name="encoder_lm_loss")
 
+    # The tracker attention has no (B, Tx, A) tanh to recompute, and the paper no
+    # annotation dropout (the encoder has layer_dropout between its layers).
+    unused_options = ("attention_remat", "annotation_dropout")
+
     # encoder_lm_weight is not free: 0 builds no language-model softmax.
     free_options = (*Seq2Seq.free_options, "layer_dropout")
 
