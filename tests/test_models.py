@@ -232,6 +232,7 @@ def test_annotation_dropout_drops_annotations_in_training_only():
     assert type(model).from_config(model.get_config()).encoder.annotation_dropout == 0.5
 
 
+@pytest.mark.backend_independent  # argument checks
 @pytest.mark.parametrize("name, option, value", [("cho", "annotation_dropout", 0.2),
                                                  ("cho", "attention_remat", False),
                                                  ("ylstm", "annotation_dropout", 0.2),
@@ -308,6 +309,7 @@ def test_tied_output_needs_matching_sizes():
 CONSUMED_BY_THE_CONSTRUCTOR = {"memdec": {"shared_addressing"}}  # resolved into `addressing`
 
 
+@pytest.mark.backend_independent  # which attributes the model's code reads
 @pytest.mark.parametrize("name", library_model_params())
 def test_every_option_of_a_model_is_read_by_it(name):
     """No setting is silently ignored: every option a model accepts (`model_options`, what
