@@ -7,7 +7,9 @@ returns an :class:`EncoderOutput`; the cell turns it into its initial states
 training and called directly by greedy and beam search. A cell's ``_step`` is the
 only place its equations live: ``step``, ``call`` and :meth:`DecoderCell.step_details`
 (which also returns the named values the step computed on the way: attention, memory
-addressing) all run it.
+addressing) all run it. The library's cells write it as two halves, ``input_side``
+(the products with the previous word's embedding, which teacher forcing computes for
+the whole sequence before the loop: ``project_inputs``) and ``_recurrent_step``.
 """
 
 from __future__ import annotations
