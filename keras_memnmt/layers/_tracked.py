@@ -58,18 +58,12 @@ class TrackedStack:
             masks = keras.random.dropout(masks, self.layer_dropout, seed=self.seed_generator)
         return masks
 
-    def bottom_input_side(self, x: Any) -> Any:
-        """``x W^1_x + b^1``: the bottom LSTM's product with its input ``x`` ``(B, [T,] F)``
-        (without the tracker's rows when the tracker is attached to layer 1)."""
-        bottom = self.lstms[0]
-        return self.rows_product(x, bottom.kernel, 0, int(x.shape[-1]), bias=bottom.bias)
-
     def tracked_step(self, x: Any, lstm_states: list, tracker_states: list, masks: Any,
                      bottom_product: Any = None) -> tuple:
         """One step: ``(top (B, units), new lstm states, new tracker [h, k])``.
 
-        ``bottom_product``: :meth:`bottom_input_side` of ``x``, computed by the caller (for the
-        whole sequence before the loop), or None to compute it here.
+        ``bottom_product``: the bottom LSTM's product with ``x`` and its bias, computed by the
+        caller (for the whole sequence before the loop), or None to compute it here.
         """
         middle = self.tracker_layer - 1
         new_states, tracker_input = [], None

@@ -132,7 +132,8 @@ class YLSTMCell(TrackedStack, DecoderCell):
     def input_side(self, inputs: Any) -> Any:
         """``W^1_e e + b^1``, the bottom LSTM's product with the word embedding:
         ``(B, [T,] E)`` to ``(B, [T,] 4 units)``."""
-        return self.bottom_input_side(inputs)
+        bottom = self.lstms[0]
+        return self.rows_product(inputs, bottom.kernel, 0, self._embedding_dim, bias=bottom.bias)
 
     def loop_weights(self) -> dict:
         """The bottom LSTM's kernel rows for the tracker state (when the tracker is attached to it)."""

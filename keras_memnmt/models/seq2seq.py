@@ -24,6 +24,7 @@ The seams a new architecture uses (see docs/extending.md):
 from __future__ import annotations
 
 import contextlib
+import inspect
 from collections.abc import Callable
 
 import keras
@@ -92,12 +93,10 @@ class Seq2Seq(Generator, keras.Model):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        given = {"attention_remat": (attention_remat, True), "annotation_dropout": (annotation_dropout, 0.0),
-                 "dropout": (dropout, 0.0), "tie_embeddings": (tie_embeddings, False)}
+        given, declared = locals(), inspect.signature(Seq2Seq.__init__).parameters
         for name in type(self).unused_options:
-            value, default = given[name]
-            if value != default:
-                raise ValueError(f"model {type(self).__name__} does not use {name} (got {name}={value!r})")
+            if given[name] != declared[name].default:
+                raise ValueError(f"model {type(self).__name__} does not use {name} (got {name}={given[name]!r})")
         if not isinstance(target_vocab_size, int) or target_vocab_size < 5:
             raise ValueError(f"target_vocab_size must be an integer >= 5, got {target_vocab_size!r}")
         self.source_vocab_size = source_vocab_size
@@ -222,11 +221,7 @@ class Seq2Seq(Generator, keras.Model):
         return super().from_config(config, custom_objects=custom_objects)
 
     def get_config(self) -> dict:
-        config = self._config()
-        return {k: v for k, v in config.items() if k not in type(self).unused_options}
-
-    def _config(self) -> dict:
-        return {
+        config = {
             **super().get_config(),
             "source_vocab_size": self.source_vocab_size,
             "target_vocab_size": self.target_vocab_size,
@@ -239,6 +234,7 @@ class Seq2Seq(Generator, keras.Model):
             "annotation_dropout": self.annotation_dropout,
             "tie_embeddings": self.tie_embeddings,
         }
+        return {k: v for k, v in config.items() if k not in type(self).unused_options}
 
 
 @contextlib.contextmanager
