@@ -24,6 +24,23 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def recipe_config(parser: argparse.ArgumentParser, recipe: str, overrides: list):
+    """Prepares the process as the `memnmt` command does (malloc tuning, TensorFlow imported
+    without jax) and returns the recipe's config with ``overrides`` (``--set``) applied; an
+    unknown recipe or a bad override ends the command with its message (``parser.error``)."""
+    from keras_memnmt.runtime import import_tensorflow_without_jax, tune_malloc
+
+    tune_malloc()
+    import_tensorflow_without_jax()
+    from keras_memnmt.cli import load_recipe
+    from keras_memnmt.config import ConfigError, apply_overrides
+
+    try:
+        return apply_overrides(load_recipe(recipe), overrides)
+    except ConfigError as error:
+        parser.error(str(error))
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--recipe", default="multi30k_rnnsearch", help="the recipe whose model and sizes are timed")
@@ -39,21 +56,12 @@ def main() -> None:
         if getattr(args, name) < (5 if name == "vocab_size" else 1):
             p.error(f"--{name.replace('_', '-')}: {getattr(args, name)} is too small")
 
-    from keras_memnmt.runtime import import_tensorflow_without_jax, tune_malloc
-
-    tune_malloc()  # as the `memnmt` command does
-    import_tensorflow_without_jax()
+    config = recipe_config(p, args.recipe, args.set)
     import keras
     import numpy as np
 
-    from keras_memnmt.cli import load_recipe
-    from keras_memnmt.config import ConfigError, apply_overrides
     from keras_memnmt.models import MODELS
 
-    try:  # an unknown recipe or a bad --set: the message, not a traceback
-        config = apply_overrides(load_recipe(args.recipe), args.set)
-    except ConfigError as error:
-        p.error(str(error))
     model = MODELS[config.model](args.vocab_size, args.vocab_size, **config.init_options())
     rng = np.random.default_rng(0)
     batches = [(rng.integers(4, args.vocab_size, (args.batch, args.source_length)).astype("int32"),

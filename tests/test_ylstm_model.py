@@ -20,7 +20,8 @@ SIZES = dict(embedding_dim=8, encoder_units=8, decoder_units=8, num_layers=3, tr
 @pytest.mark.parametrize("options", [
     dict(tie_embeddings=True, layer_dropout=0.3, tracker_units=6),
     dict(score="general", num_layers=1, tracker_layer=1, encoder_lm_weight=0.0),
-], ids=["dot_tied", "general_one_layer_no_lm"])
+    dict(same_step_context=True, encoder_lm_warmup=3, layer_dropout=0.2),
+], ids=["dot_tied", "general_one_layer_no_lm", "same_step_context_lm_warmup"])
 def test_teacher_forcing_equals_stepping_and_round_trip(tmp_path, options):
     model = YLSTM(30, 25, **{**SIZES, **options})
     assert_model_round_trip(model, *small_batch(), tmp_path)
@@ -65,11 +66,31 @@ def test_the_weight_scales_the_added_loss():
     np.testing.assert_allclose(added, 0.5 * lm, rtol=1e-5)
 
 
+def test_the_warmup_raises_the_language_models_weight_step_by_step():
+    """Training call k adds ``weight * min(k / warmup, 1)`` times the language-model loss;
+    calls outside training neither add nor count; the count is saved with the weights."""
+    model = YLSTM(30, 25, **SIZES, encoder_lm_weight=0.5, encoder_lm_warmup=4)
+    src, tgt = small_batch()
+    model((src, tgt))
+    assert float(numpy(model.encoder.lm_steps)) == 0.0 and model.losses == []
+    outputs = model.encoder.rnn(model.encoder.embedding(src), initial_state=model.encoder.cell.initial_states(3),
+                                mask=src != 0)
+    lm = float(numpy(model.encoder.lm_loss(outputs[:, :, :8], src)))
+    for step in range(1, 7):
+        model((src, tgt), training=True)
+        np.testing.assert_allclose(float(numpy(model.losses[0])), 0.5 * min(step / 4, 1.0) * lm, rtol=1e-5)
+    assert float(numpy(model.encoder.lm_steps)) == 6.0
+    assert any(w.path.endswith("lm_steps") for w in model.non_trainable_weights)
+    with pytest.raises(ValueError, match="lm_warmup_steps"):
+        YLSTM(30, 25, **SIZES, encoder_lm_warmup=-1)
+
+
 def test_registered_with_the_papers_defaults_and_clear_errors():
     assert get_model("ylstm") is YLSTM
     options = model_options(YLSTM)
     assert (options["num_layers"].default, options["tracker_layer"].default, options["score"].default,
-            options["encoder_lm_weight"].default) == (5, 3, "dot", 1.0)
+            options["encoder_lm_weight"].default, options["encoder_lm_warmup"].default,
+            options["same_step_context"].default) == (5, 3, "dot", 1.0, 0, False)
     config = apply_overrides(TrainConfig(model="ylstm"), ["num_layers=2", "tracker_layer=1", "embedding_dim=16",
                                                          "encoder_units=16", "decoder_units=16"])
     model = build_model(config, 30, 25)

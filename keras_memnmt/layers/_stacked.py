@@ -9,7 +9,7 @@ import keras
 from keras import ops
 
 from keras_memnmt.layers import _sublayers as sublayers
-from keras_memnmt.layers._checks import check_choice, check_positive_int, check_rate
+from keras_memnmt.layers._checks import check_bool, check_choice, check_positive_int, check_rate
 from keras_memnmt.layers.attention import LUONG_SCORES, LuongAttention
 from keras_memnmt.layers.base import DecoderCell, EncoderOutput
 from keras_memnmt.layers.readout import clone_initializer
@@ -31,8 +31,9 @@ class StackedLSTMCell(DecoderCell):
     - :meth:`input_side`: the bottom LSTM's product with the word embedding, computed
       for the whole sequence before the loop in training.
     - :meth:`run_stack`: one step of the stack; each layer's output is multiplied by its
-      dropout mask before it feeds the layer above (the top output too), so the
-      non-recurrent connections are dropped with the same mask at every step.
+      dropout mask before it feeds the layer above (the top output too, unless
+      ``layer_dropout_on_top=False``), so the non-recurrent connections are dropped with
+      the same mask at every step.
     - :meth:`attend_source`: ``(c_t, alpha_t)`` of the source attention queried by the top
       state.
 
@@ -45,7 +46,11 @@ class StackedLSTMCell(DecoderCell):
         num_layers: int, stacked LSTM layers.
         score: "dot", "general" or "concat", the source score (Luong et al. 2015, Eq. 8).
         concat_units: int, the "concat" score's hidden size (None otherwise).
-        layer_dropout: float in [0, 1), dropout between layers and on the top output.
+        layer_dropout: float in [0, 1), dropout between layers (and on the top output with
+            ``layer_dropout_on_top``).
+        layer_dropout_on_top: bool, drop the top layer's output too (default True), before
+            the attention reads it; False drops only between layers, as Luong et al. and
+            OpenNMT do.
         init_state: "encoder" (default) or "zeros".
         attention_remat: bool, passed to ``LuongAttention`` ("concat" only).
         **kwargs: the ``DecoderCell`` arguments and ``keras.layers.Layer``'s.
@@ -63,9 +68,11 @@ class StackedLSTMCell(DecoderCell):
         layer_dropout: float = 0.0,
         init_state: str = "encoder",
         attention_remat: bool = True,
+        layer_dropout_on_top: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(units, target_vocab_size, readout_units, annotation_units, **kwargs)
+        self.layer_dropout_on_top = check_bool("layer_dropout_on_top", layer_dropout_on_top)
         self.num_layers = check_positive_int("num_layers", num_layers)
         self.score = check_choice("score", score, LUONG_SCORES)
         if score == "dot" and self.annotation_units != self.units:
@@ -169,7 +176,8 @@ class StackedLSTMCell(DecoderCell):
             else:
                 h, (_, c) = lstm(x, states)
             new_states += [h, c]
-            x = h * masks[:, i * self.units:(i + 1) * self.units]
+            x = h if i == self.num_layers - 1 and not self.layer_dropout_on_top else (
+                h * masks[:, i * self.units:(i + 1) * self.units])
         return x, new_states
 
     def attend_source(self, top: Any, source: list) -> tuple:
@@ -189,4 +197,5 @@ class StackedLSTMCell(DecoderCell):
             "layer_dropout": self.layer_dropout,
             "init_state": self.init_state,
             "attention_remat": self.attention_remat,
+            "layer_dropout_on_top": self.layer_dropout_on_top,
         }

@@ -45,10 +45,13 @@ class TrackedStack:
         """``[h^1, k^1, ..., h^L, k^L, h^tracker, k^tracker, masks]``."""
         return [self.units] * (2 * self.num_layers) + [self.tracker_units] * 2 + [self.num_layers * self.units]
 
-    def build_tracked_stack(self, input_dim: int) -> None:
+    def build_tracked_stack(self, input_dim: int, above_tracker: int = 0) -> None:
+        """Builds the LSTMs and the tracker; each layer above layer ``m`` reads ``above_tracker``
+        more features (what ``tracked_step``'s ``after_tracker`` returns)."""
         for i, lstm in enumerate(self.lstms):
             size = input_dim if i == 0 else self.units
-            lstm.build((None, size + (self.tracker_units if i == self.tracker_layer - 1 else 0)))
+            size += self.tracker_units if i == self.tracker_layer - 1 else 0
+            lstm.build((None, size + (above_tracker if i >= self.tracker_layer else 0)))
         self.tracker.build((None, self.units))
 
     def layer_masks(self, batch: Any, training: bool = False) -> Any:
@@ -59,16 +62,24 @@ class TrackedStack:
         return masks
 
     def tracked_step(self, x: Any, lstm_states: list, tracker_states: list, masks: Any,
-                     bottom_product: Any = None) -> tuple:
+                     bottom_product: Any = None, after_tracker: Any = None) -> tuple:
         """One step: ``(top (B, units), new lstm states, new tracker [h, k])``.
 
-        ``bottom_product``: the bottom LSTM's product with ``x`` and its bias, computed by the
-        caller (for the whole sequence before the loop), or None to compute it here.
+        The tracker runs as soon as layer ``m`` has (it reads nothing from the layers above).
+
+        Args:
+            bottom_product: the bottom LSTM's product with ``x`` and its bias, computed by the
+                caller (for the whole sequence before the loop), or None to compute it here.
+            after_tracker: None, or a function of the tracker's new output ``h'_t`` called
+                right after the tracker runs; what it returns (None: nothing) is concatenated
+                to the input of every layer above layer ``m`` in this same step.
         """
         middle = self.tracker_layer - 1
-        new_states, tracker_input = [], None
+        new_states, new_tracker, extra = [], None, None
         for i, lstm in enumerate(self.lstms):
             states = [lstm_states[2 * i], lstm_states[2 * i + 1]]
+            if i > middle and extra is not None:
+                x = ops.concatenate([x, extra], axis=-1)
             if i == 0 and bottom_product is not None:
                 if i == middle:  # the tracker's rows follow x's
                     bottom_product = bottom_product + ops.matmul(
@@ -81,9 +92,10 @@ class TrackedStack:
             new_states += [h, c]
             x = h * masks[:, i * self.units:(i + 1) * self.units]
             if i == middle:
-                tracker_input = x
-        h, (_, c) = self.tracker(tracker_input, list(tracker_states))
-        return x, new_states, [h, c]
+                h, (_, c) = self.tracker(x, list(tracker_states))
+                new_tracker = [h, c]
+                extra = after_tracker(h) if after_tracker is not None else None
+        return x, new_states, new_tracker
 
     def tracked_config(self) -> dict:
         return {"num_layers": self.num_layers, "tracker_layer": self.tracker_layer,

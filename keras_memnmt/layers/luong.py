@@ -45,9 +45,11 @@ class LuongCell(StackedLSTMCell):
       (``tied_output``) the softmax reads ``h̃_t`` through the target embedding matrix, so
       ``readout_units`` equals the embedding size.
     - **Dropout** (Luong: between the LSTM layers; Bradbury & Socher: 0.2): ``layer_dropout`` on each
-      layer's output, the top one included, one mask per sequence drawn when the states are
-      made and carried in the state; ``output_dropout`` on ``h̃_t`` before the softmax only:
-      the next step is fed the undropped ``h̃_t``.
+      layer's output, one mask per sequence drawn when the states are made and carried in
+      the state; on the top one too by default (``layer_dropout_on_top=True``), so the
+      attention's query is dropped in training only; ``layer_dropout_on_top=False`` drops
+      between layers only, as Luong et al. and OpenNMT-py do. ``output_dropout`` on ``h̃_t``
+      before the softmax only: the next step is fed the undropped ``h̃_t``.
     - **Initial states**: ``init_state="encoder"`` (default; "c_0 and h_0 for each layer are
       initialized to the last states for each layer of the encoder") or ``"zeros"``.
     - ``input_feeding=False`` gives Luong's model without input feeding (his Table 1 ablation).
@@ -68,7 +70,8 @@ class LuongCell(StackedLSTMCell):
         score: "dot" (default), "general" or "concat".
         concat_units: int, the "concat" score's hidden size (None otherwise).
         input_feeding: bool, feed ``h̃_{t-1}`` to the bottom layer (default True).
-        layer_dropout: float in [0, 1), dropout between layers and on the top output.
+        layer_dropout: float in [0, 1), dropout between layers (and on the top output, see
+            ``StackedLSTMCell``'s ``layer_dropout_on_top``).
         init_state: "encoder" (default) or "zeros".
         attention_remat: bool, passed to ``LuongAttention`` ("concat" only).
         **kwargs: the ``DecoderCell`` arguments and ``keras.layers.Layer``'s.

@@ -92,6 +92,24 @@ def test_layer_dropout_masks_are_drawn_once_per_sequence_in_training_only():
     check_layer_masks(_built(layer_dropout=0.5, seed=4), index=5, annotation_units=6)
 
 
+@pytest.mark.parametrize("on_top", [True, False])
+def test_layer_dropout_on_top_decides_whether_the_attention_query_is_dropped(on_top):
+    """The top layer's mask acts on the query only with ``layer_dropout_on_top``; the masks
+    between layers act either way."""
+    cell = _built(layer_dropout=0.5, layer_dropout_on_top=on_top)
+    states = cell.initial_states(random_encoder_output(B, TX, 6))
+    e = np.random.default_rng(6).normal(size=(B, E)).astype("float32")
+
+    def output(bottom_mask, top_mask):
+        masks = np.concatenate([np.full((B, UNITS), bottom_mask), np.full((B, UNITS), top_mask)], -1)
+        return numpy(cell.step(e, [*states[:5], keras.ops.convert_to_tensor(masks.astype("float32")),
+                                   *states[6:]])[0])
+
+    undropped = output(1.0, 1.0)
+    assert np.allclose(output(1.0, 0.0), undropped) != on_top
+    assert not np.allclose(output(0.0, 1.0), undropped)
+
+
 def test_bad_arguments_raise_value_error_naming_the_argument():
     check_bad_arguments(_make, [
         ({"num_layers": 0}, "num_layers"),
@@ -100,6 +118,7 @@ def test_bad_arguments_raise_value_error_naming_the_argument():
         ({"layer_dropout": 1.0}, "layer_dropout"),
         ({"init_state": "mean"}, "init_state"),
         ({"input_feeding": "yes"}, "input_feeding"),
+        ({"layer_dropout_on_top": "no"}, "layer_dropout_on_top"),
     ])
 
 

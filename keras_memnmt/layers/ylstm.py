@@ -9,7 +9,7 @@ import keras
 from keras import ops
 
 from keras_memnmt.layers import _sublayers as sublayers
-from keras_memnmt.layers._checks import check_choice
+from keras_memnmt.layers._checks import check_bool, check_choice
 from keras_memnmt.layers._tracked import TrackedStack
 from keras_memnmt.layers.attention import LuongAttention
 from keras_memnmt.layers.base import DecoderCell, EncoderOutput
@@ -30,6 +30,8 @@ class YLSTMCell(TrackedStack, DecoderCell):
                     h'_t, k'_t = LSTM_tracker(h^m_t, (h̃^tracker_{t-1}, c̃^tracker_{t-1}))
         2. attend   alpha_ts = softmax_s(h'_t . h^tracker_s)          (score "dot", printed)
                     h̃^tracker_t = sum_s alpha_ts h^tracker_s,  c̃^tracker_t = sum_s alpha_ts c^tracker_s
+                    (run as soon as the tracker has; with ``same_step_context`` every layer
+                    l > m then reads [x^l; h̃^tracker_t])
         3. output   h^L_t, read by the softmax (W_out h^L_t + b; the readout has no hidden layer)
 
     The attention is the only path from the source to the target: the decoder's LSTMs start
@@ -48,6 +50,14 @@ class YLSTMCell(TrackedStack, DecoderCell):
       would leave the first target word without the source.
     - **Score**: the printed ``h_t h_s^T``, "dot" (default); "general" (``h_t W_a h_s^T``)
       as an option.
+    - **When the layers above the tracker see the source** (``same_step_context``). As
+      printed, the attention's result ``h̃^tracker_t`` reaches the decoder's LSTMs only at
+      step t+1, through the tracker's state and layer m's input, so the word predicted at
+      step t is chosen before the source attention of step t is read (default False, the
+      paper's reading). ``same_step_context=True`` also feeds ``h̃^tracker_t`` to every
+      layer above m in the same step (layer l > m reads ``[x^l; h̃^tracker_t]``), as an
+      attentional decoder reads its context before it predicts; it needs
+      ``tracker_layer < num_layers``. docs/decisions.md gives the measured effect of each reading.
     - **Dropout** (paper: 0.2): ``layer_dropout`` between layers and on the top output, one
       mask per sequence carried in the state; ``output_dropout`` before the softmax.
     - **Mixed precision**: the attention softmax and the start's mean are computed in
@@ -69,6 +79,7 @@ class YLSTMCell(TrackedStack, DecoderCell):
         tracker_units: int or None, the tracker's size (None: ``units``).
         score: "dot" (default) or "general".
         layer_dropout: float in [0, 1).
+        same_step_context: bool, feed the attention's result to the layers above m in the same step.
         **kwargs: the ``DecoderCell`` arguments and ``keras.layers.Layer``'s.
 
     Returns (``call``): ``(h^L_t (B, units), new_states)``; (``step``): the same plus the
@@ -77,7 +88,8 @@ class YLSTMCell(TrackedStack, DecoderCell):
 
     def __init__(self, units: int, target_vocab_size: int, readout_units: int, annotation_units: int,
                  num_layers: int = 5, tracker_layer: int = 3, tracker_units: int | None = None,
-                 score: str = "dot", layer_dropout: float = 0.0, **kwargs: Any) -> None:
+                 score: str = "dot", layer_dropout: float = 0.0, same_step_context: bool = False,
+                 **kwargs: Any) -> None:
         super().__init__(units, target_vocab_size, readout_units, annotation_units, **kwargs)
         self.init_tracked_stack(num_layers, tracker_layer, tracker_units, layer_dropout)
         if self.readout_units != self.units:
@@ -87,6 +99,10 @@ class YLSTMCell(TrackedStack, DecoderCell):
             raise ValueError(f"the encoder hands over [H; C] of its tracker: `annotation_units` must be "
                              f"2 * tracker_units = {2 * self.tracker_units}, got annotation_units={annotation_units}")
         self.score = check_choice("score", score, TRACKER_SCORES)
+        self.same_step_context = check_bool("same_step_context", same_step_context)
+        if self.same_step_context and self.tracker_layer == self.num_layers:
+            raise ValueError(f"`same_step_context`=True feeds the layers above the tracker's, but the tracker is "
+                             f"on the top layer (tracker_layer={tracker_layer}, num_layers={num_layers})")
         self.tracker_attention = LuongAttention(
             self.score, kernel_initializer=clone_initializer(self.kernel_initializer),
             dtype=self.dtype_policy, name="tracker_attention")
@@ -104,7 +120,8 @@ class YLSTMCell(TrackedStack, DecoderCell):
             self.tracker_attention.build((None, self.tracker_units), (None, None, self.tracker_units))
 
     def build(self, input_shape: tuple) -> None:
-        self.build_tracked_stack(self.set_embedding_dim(input_shape))
+        self.build_tracked_stack(self.set_embedding_dim(input_shape),
+                                 above_tracker=self.tracker_units if self.same_step_context else 0)
         self._build_attention()
         self.deep_output.build((None, self.units))
         self.built = True
@@ -148,14 +165,22 @@ class YLSTMCell(TrackedStack, DecoderCell):
         layers = 2 * self.num_layers
         tracker, masks = states[layers:layers + 2], states[layers + 2]
         annotations_flat, keys_flat, source_mask = states[layers + 3:]
-        top, lstm_states, (query, _) = self.tracked_step(
-            inputs, states[:layers], tracker, masks, bottom_product=products)  # 1.
         annotations = self.unflatten(annotations_flat, source_mask, 2 * self.tracker_units)
         keys = self.unflatten(keys_flat, source_mask, self.tracker_units)
-        replaced, attention = self.tracker_attention(query, keys, annotations, mask=source_mask)  # 2.
+        attended = {}
+
+        def attend(query: Any) -> Any:  # 2., queried by the tracker's output h'_t
+            attended["replaced"], attended["attention"] = self.tracker_attention(
+                query, keys, annotations, mask=source_mask)
+            return attended["replaced"][:, : self.tracker_units] if self.same_step_context else None
+
+        top, lstm_states, _ = self.tracked_step(
+            inputs, states[:layers], tracker, masks, bottom_product=products, after_tracker=attend)  # 1.
+        replaced, attention = attended["replaced"], attended["attention"]
         tracker = [replaced[:, : self.tracker_units], replaced[:, self.tracker_units:]]
         new_states = [*lstm_states, *tracker, masks, annotations_flat, keys_flat, source_mask]
         return top, new_states, {"attention": attention}
 
     def get_config(self) -> dict:
-        return {**super().get_config(), **self.tracked_config(), "score": self.score}
+        return {**super().get_config(), **self.tracked_config(), "score": self.score,
+                "same_step_context": self.same_step_context}

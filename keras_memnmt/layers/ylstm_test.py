@@ -33,18 +33,23 @@ def _make(**kwargs):
     return YLSTMCell(**{**ARGUMENTS, **kwargs})
 
 
-def _tracked_stack_step(cell, x, states, tracker):
-    """Bradbury & Socher §2.1's a^l_t, a^m_t and a^tracker_t in NumPy: ``(top, states, h', k')``."""
-    middle = cell.tracker_layer - 1
+def _tracked_stack_step(cell, x, states, tracker, above_tracker=None):
+    """Bradbury & Socher §2.1's a^l_t, a^m_t and a^tracker_t in NumPy: ``(top, states, h', k')``.
+
+    ``above_tracker``: None, or a function of ``h'`` whose result every layer above m also
+    reads (the decoder's ``same_step_context``)."""
+    middle, context = cell.tracker_layer - 1, None
     for i in range(cell.num_layers):
         if i == middle:
             x = np.concatenate([x, tracker[0]], -1)  # a^m_t = [h^{m-1}_t; h^m_{t-1}; h^tracker_{t-1}]
+        if context is not None:
+            x = np.concatenate([x, context], -1)  # [x^l; h~^tracker_t], l > m
         h, c = reference.lstm_step(x, states[2 * i], states[2 * i + 1], *weights_of(cell.lstms[i]))
         states[2 * i], states[2 * i + 1], x = h, c, h
-        if i == middle:
-            tracker_input = h
-    h, c = reference.lstm_step(tracker_input, tracker[0], tracker[1], *weights_of(cell.tracker))  # a^tracker_t
-    return x, states, h, c
+        if i == middle:  # a^tracker_t
+            h_tracker, c_tracker = reference.lstm_step(h, tracker[0], tracker[1], *weights_of(cell.tracker))
+            context = above_tracker(h_tracker) if above_tracker is not None else None
+    return x, states, h_tracker, c_tracker
 
 
 def _reference_logits(cell, encoded, embedded):
@@ -58,8 +63,13 @@ def _reference_logits(cell, encoded, embedded):
     kernel = numpy(cell.tracker_attention.kernel) if cell.score == "general" else None
     outputs = []
     for t in range(embedded.shape[1]):
-        top, states, query, _ = _tracked_stack_step(cell, embedded[:, t], states, tracker)
-        _, alpha = reference.luong_attention(query, H, mask, cell.score, kernel)  # softmax_s score(h', h_s)
+        def attend(query):
+            _, alpha = reference.luong_attention(query, H, mask, cell.score, kernel)  # softmax_s score(h', h_s)
+            return np.einsum("bs,bsd->bd", alpha, H)  # h~^tracker_t
+
+        top, states, query, _ = _tracked_stack_step(cell, embedded[:, t], states, tracker,
+                                                    above_tracker=attend if cell.same_step_context else None)
+        _, alpha = reference.luong_attention(query, H, mask, cell.score, kernel)
         tracker = [np.einsum("bs,bsd->bd", alpha, H), np.einsum("bs,bsd->bd", alpha, C)]  # h~, c~
         outputs.append(top)
     logits = cell.deep_output.logits
@@ -70,7 +80,10 @@ def _reference_logits(cell, encoded, embedded):
     ({"layer_dropout": 0.3, "dropout": 0.1, "seed": 2}, True),  # the paper's dot score
     ({"score": "general", "num_layers": 1, "tracker_layer": 1}, True),
     ({"tracker_layer": 3, "tracker_units": None, "annotation_units": 2 * UNITS}, False),  # top layer
-], ids=["dot_middle", "general_one_layer", "top_layer_tracker"])
+    ({"same_step_context": True, "num_layers": 4, "layer_dropout": 0.3, "seed": 2}, True),
+    ({"same_step_context": True, "score": "general", "num_layers": 2, "tracker_layer": 1}, False),
+], ids=["dot_middle", "general_one_layer", "top_layer_tracker", "same_step_context",
+        "same_step_context_bottom_tracker"])
 def test_cell_contract_and_numpy_reference(kwargs, fit):
     run_cell_test(lambda: _make(**kwargs), embedding_dim=E, target_length=T,
                   reference=_reference_logits, fit=fit)
@@ -119,6 +132,8 @@ def test_bad_arguments_raise_value_error_naming_the_argument():
         ({"readout_units": 5}, "readout_units"),
         ({"annotation_units": 6}, "annotation_units"),
         ({"layer_dropout": 1.0}, "layer_dropout"),
+        ({"same_step_context": "yes"}, "same_step_context"),
+        ({"same_step_context": True, "tracker_layer": 3}, "same_step_context"),
     ])
     with pytest.raises(ValueError, match="tracker_layer"):
         YLSTMEncoderCell(UNITS, num_layers=2, tracker_layer=3)

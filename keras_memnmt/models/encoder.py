@@ -212,6 +212,11 @@ class YLSTMEncoder(keras.layers.Layer):
         num_layers, tracker_layer, tracker_units, layer_dropout: see the cell.
         dropout: dropout on the embeddings (training only).
         lm_weight: float >= 0, the language-model loss's weight (0: no softmax, no loss).
+        lm_warmup_steps: int >= 0, training steps over which the weight rises linearly from
+            ``lm_weight / lm_warmup_steps`` to ``lm_weight`` (0: ``lm_weight`` from the first
+            step, the paper's sum). The
+            steps are counted by a non-trainable weight, ``lm_steps``, saved with the
+            model (it exists only when this is > 0).
         seed: optional int, seed of the dropout masks.
 
     Call arguments:
@@ -226,16 +231,20 @@ class YLSTMEncoder(keras.layers.Layer):
 
     def __init__(self, vocab_size: int, embedding_dim: int = 256, units: int = 256, num_layers: int = 5,
                  tracker_layer: int = 3, tracker_units: int | None = None, dropout: float = 0.0,
-                 layer_dropout: float = 0.0, lm_weight: float = 1.0, seed: int | None = None, **kwargs):
+                 layer_dropout: float = 0.0, lm_weight: float = 1.0, lm_warmup_steps: int = 0,
+                 seed: int | None = None, **kwargs):
         super().__init__(**kwargs)
         if not isinstance(vocab_size, int) or vocab_size < 1:
             raise ValueError(f"vocab_size must be a positive integer, got {vocab_size!r}")
         if not lm_weight >= 0.0:
             raise ValueError(f"lm_weight must be >= 0, got {lm_weight!r}")
+        if not isinstance(lm_warmup_steps, int) or isinstance(lm_warmup_steps, bool) or lm_warmup_steps < 0:
+            raise ValueError(f"lm_warmup_steps must be an integer >= 0, got {lm_warmup_steps!r}")
         self.vocab_size = vocab_size
         self.embedding_dim = embedding_dim
         self.dropout = dropout
         self.lm_weight = float(lm_weight)
+        self.lm_warmup_steps = lm_warmup_steps
         self.seed = seed
         self.cell = YLSTMEncoderCell(units, num_layers, tracker_layer, tracker_units, layer_dropout,
                                      seed=seed, dtype=self.dtype_policy, name="cell")
@@ -254,6 +263,9 @@ class YLSTMEncoder(keras.layers.Layer):
         self.rnn.build(tuple(input_shape) + (self.embedding_dim,))
         if self.lm_output is not None:
             self.lm_output.build((None, None, self.cell.units))
+            if self.lm_warmup_steps:
+                self.lm_steps = self.add_weight(shape=(), initializer="zeros", dtype="float32",
+                                                trainable=False, name="lm_steps")
 
     def call(self, source_ids, training=False):
         mask = ops.not_equal(source_ids, PAD_ID)  # (B, Tx) bool
@@ -262,8 +274,18 @@ class YLSTMEncoder(keras.layers.Layer):
         outputs = self.rnn(x, initial_state=states, mask=mask, training=training)  # (B, Tx, U + 2T)
         units = self.cell.units
         if training and self.lm_output is not None:
-            self.add_loss(self.lm_weight * self.lm_loss(outputs[:, :, :units], source_ids))
+            self.add_loss(self.current_lm_weight(count=True) * self.lm_loss(outputs[:, :, :units], source_ids))
         return EncoderOutput(outputs[:, :, units:], ops.cast(mask, outputs.dtype))
+
+    def current_lm_weight(self, count: bool = False):
+        """The language model's weight at this training step: ``lm_weight``, or during the
+        warm-up ``lm_weight * steps / lm_warmup_steps`` (``steps`` counting this one);
+        ``count``: count one more step first (the layer does, once per training call)."""
+        if not self.lm_warmup_steps:
+            return self.lm_weight
+        if count:
+            self.lm_steps.assign(self.lm_steps.value + 1.0)
+        return self.lm_weight * ops.minimum(self.lm_steps.value / float(self.lm_warmup_steps), 1.0)
 
     def lm_loss(self, top, source_ids):
         """The language model's mean cross-entropy: ``h^L_s`` predicts token ``s + 1``, over the
@@ -277,4 +299,4 @@ class YLSTMEncoder(keras.layers.Layer):
     def get_config(self) -> dict:
         return {**super().get_config(), "vocab_size": self.vocab_size, "embedding_dim": self.embedding_dim,
                 "units": self.cell.units, **self.cell.tracked_config(), "dropout": self.dropout,
-                "lm_weight": self.lm_weight, "seed": self.seed}
+                "lm_weight": self.lm_weight, "lm_warmup_steps": self.lm_warmup_steps, "seed": self.seed}

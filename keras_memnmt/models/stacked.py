@@ -22,6 +22,9 @@ class StackedSeq2Seq(Seq2Seq):
         layer_dropout: dropout between the layers of both stacks and on the decoder's top
             output (the non-recurrent connections); ``annotation_dropout`` acts on the
             encoder's top output.
+        layer_dropout_on_top: ``layer_dropout`` on the decoder's top output too, before the
+            source attention reads it (default True); False: between layers only (Luong et
+            al., OpenNMT).
         readout_units: size of the vector the softmax reads; equal to ``embedding_dim``
             for tying.
         init_state: "encoder" (layer-by-layer hand-off) or "zeros".
@@ -32,7 +35,8 @@ class StackedSeq2Seq(Seq2Seq):
     def __init__(self, source_vocab_size: int, target_vocab_size: int, num_layers: int = 2,
                  score: str = "general", concat_units: int | None = None, layer_dropout: float = 0.0,
                  readout_units: int = 256, init_state: str = "encoder", bidirectional_bottom: bool = False,
-                 encoder_units: int = 512, decoder_units: int = 512, **kwargs):
+                 layer_dropout_on_top: bool = True, encoder_units: int = 512, decoder_units: int = 512,
+                 **kwargs):
         self.num_layers = num_layers
         self.score = score
         self.concat_units = concat_units
@@ -40,6 +44,7 @@ class StackedSeq2Seq(Seq2Seq):
         self.readout_units = readout_units
         self.init_state = init_state
         self.bidirectional_bottom = bidirectional_bottom
+        self.layer_dropout_on_top = layer_dropout_on_top
         if init_state == "encoder" and encoder_units != decoder_units:
             raise ValueError(f"init_state='encoder' (the layer-by-layer hand-off) needs encoder_units == "
                              f"decoder_units, got encoder_units={encoder_units}, decoder_units={decoder_units}; "
@@ -60,7 +65,8 @@ class StackedSeq2Seq(Seq2Seq):
         return dict(units=self.decoder_units, target_vocab_size=self.target_vocab_size,
                     readout_units=self.readout_units, annotation_units=self.encoder.annotation_units,
                     num_layers=self.num_layers, score=self.score, concat_units=self.concat_units,
-                    layer_dropout=self.layer_dropout, init_state=self.init_state,
+                    layer_dropout=self.layer_dropout, layer_dropout_on_top=self.layer_dropout_on_top,
+                    init_state=self.init_state,
                     attention_remat=self.attention_remat, output_dropout=self.output_dropout,
                     tied_output=self.tie_embeddings)
 
@@ -68,4 +74,5 @@ class StackedSeq2Seq(Seq2Seq):
         return {**super().get_config(), "num_layers": self.num_layers, "score": self.score,
                 "concat_units": self.concat_units, "layer_dropout": self.layer_dropout,
                 "readout_units": self.readout_units, "init_state": self.init_state,
-                "bidirectional_bottom": self.bidirectional_bottom}
+                "bidirectional_bottom": self.bidirectional_bottom,
+                "layer_dropout_on_top": self.layer_dropout_on_top}

@@ -33,20 +33,28 @@ class YLSTM(Seq2Seq):
             or "general".
         layer_dropout: dropout between the layers of both stacks (paper: 0.2).
         encoder_lm_weight: weight of the encoder's language-model loss.
+        encoder_lm_warmup: training steps over which that weight rises linearly from 0
+            (default 0: the full weight from the first step, the paper's sum).
+        same_step_context: also feed the tracker attention's result to the decoder's layers
+            above the tracker in the same step (default False, as printed; see
+            :class:`~keras_memnmt.layers.YLSTMCell`).
 
     See :class:`~keras_memnmt.layers.YLSTMCell` for every paper decision.
     """
 
     def __init__(self, source_vocab_size: int, target_vocab_size: int, num_layers: int = 5,
                  tracker_layer: int = 3, tracker_units: int | None = None, score: str = "dot",
-                 layer_dropout: float = 0.0, encoder_lm_weight: float = 1.0, encoder_units: int = 256,
-                 decoder_units: int = 256, **kwargs):
+                 layer_dropout: float = 0.0, encoder_lm_weight: float = 1.0, encoder_lm_warmup: int = 0,
+                 same_step_context: bool = False,
+                 encoder_units: int = 256, decoder_units: int = 256, **kwargs):
         self.num_layers = num_layers
         self.tracker_layer = tracker_layer
         self.tracker_units = tracker_units
         self.score = score
         self.layer_dropout = layer_dropout
         self.encoder_lm_weight = encoder_lm_weight
+        self.encoder_lm_warmup = encoder_lm_warmup
+        self.same_step_context = same_step_context
         super().__init__(source_vocab_size, target_vocab_size, encoder_units=encoder_units,
                          decoder_units=decoder_units, **kwargs)
         if encoder_lm_weight > 0:  # the two losses, logged apart
@@ -63,7 +71,8 @@ class YLSTM(Seq2Seq):
     def make_encoder(self) -> keras.layers.Layer:
         return YLSTMEncoder(self.source_vocab_size, self.embedding_dim, self.encoder_units, self.num_layers,
                             self.tracker_layer, self._tracker_units, dropout=self.dropout,
-                            layer_dropout=self.layer_dropout, lm_weight=self.encoder_lm_weight, name="encoder")
+                            layer_dropout=self.layer_dropout, lm_weight=self.encoder_lm_weight,
+                            lm_warmup_steps=self.encoder_lm_warmup, name="encoder")
 
     @property
     def _tracker_units(self) -> int:
@@ -73,8 +82,8 @@ class YLSTM(Seq2Seq):
         return YLSTMCell(self.decoder_units, self.target_vocab_size, readout_units=self.decoder_units,
                          annotation_units=self.encoder.annotation_units, num_layers=self.num_layers,
                          tracker_layer=self.tracker_layer, tracker_units=self._tracker_units, score=self.score,
-                         layer_dropout=self.layer_dropout, output_dropout=self.output_dropout,
-                         tied_output=self.tie_embeddings, name="ylstm_cell")
+                         layer_dropout=self.layer_dropout, same_step_context=self.same_step_context,
+                         output_dropout=self.output_dropout, tied_output=self.tie_embeddings, name="ylstm_cell")
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         """The total loss (Keras's: the compiled loss plus the encoder's added loss); records
@@ -83,11 +92,12 @@ class YLSTM(Seq2Seq):
         added = [ops.cast(loss, "float32") for loss in self.losses]
         if added and self.encoder_lm_weight > 0:
             lm = ops.sum(ops.stack(added))
-            self.encoder_lm_loss_tracker.update_state(lm / self.encoder_lm_weight)
+            self.encoder_lm_loss_tracker.update_state(lm / self.encoder.current_lm_weight())
             self.translation_loss_tracker.update_state(ops.cast(total, "float32") - lm)
         return total
 
     def get_config(self) -> dict:
         return {**super().get_config(), "num_layers": self.num_layers, "tracker_layer": self.tracker_layer,
                 "tracker_units": self.tracker_units, "score": self.score, "layer_dropout": self.layer_dropout,
-                "encoder_lm_weight": self.encoder_lm_weight}
+                "encoder_lm_weight": self.encoder_lm_weight,
+                "encoder_lm_warmup": self.encoder_lm_warmup, "same_step_context": self.same_step_context}
