@@ -36,8 +36,8 @@ def _make(**kwargs):
 def _tracked_stack_step(cell, x, states, tracker, above_tracker=None):
     """Bradbury & Socher §2.1's a^l_t, a^m_t and a^tracker_t in NumPy: ``(top, states, h', k')``.
 
-    ``above_tracker``: None, or a function of ``h'`` whose result every layer above m also
-    reads (the decoder's ``same_step_context``)."""
+    ``above_tracker``: None, or a function of ``h'`` called once the tracker has run; what
+    it returns (None: nothing) every layer above m also reads (``same_step_context``)."""
     middle, context = cell.tracker_layer - 1, None
     for i in range(cell.num_layers):
         if i == middle:
@@ -62,14 +62,16 @@ def _reference_logits(cell, encoded, embedded):
     tracker = [np.einsum("bs,bsd->bd", uniform, H), np.einsum("bs,bsd->bd", uniform, C)]
     kernel = numpy(cell.tracker_attention.kernel) if cell.score == "general" else None
     outputs = []
-    for t in range(embedded.shape[1]):
-        def attend(query):
-            _, alpha = reference.luong_attention(query, H, mask, cell.score, kernel)  # softmax_s score(h', h_s)
-            return np.einsum("bs,bsd->bd", alpha, H)  # h~^tracker_t
+    attended = {}
 
-        top, states, query, _ = _tracked_stack_step(cell, embedded[:, t], states, tracker,
-                                                    above_tracker=attend if cell.same_step_context else None)
-        _, alpha = reference.luong_attention(query, H, mask, cell.score, kernel)
+    def attend(query):  # the step's attention, queried by the tracker's h'
+        _, attended["alpha"] = reference.luong_attention(query, H, mask, cell.score, kernel)  # softmax_s score(h', h_s)
+        h_tilde = np.einsum("bs,bsd->bd", attended["alpha"], H)  # h~^tracker_t
+        return h_tilde if cell.same_step_context else None
+
+    for t in range(embedded.shape[1]):
+        top, states, _, _ = _tracked_stack_step(cell, embedded[:, t], states, tracker, above_tracker=attend)
+        alpha = attended["alpha"]
         tracker = [np.einsum("bs,bsd->bd", alpha, H), np.einsum("bs,bsd->bd", alpha, C)]  # h~, c~
         outputs.append(top)
     logits = cell.deep_output.logits
