@@ -32,8 +32,9 @@ import random
 import pytest
 
 # A training on JAX writes its compiled programs to a persistent cache
-# (keras_memnmt.runtime.enable_compilation_cache); the tests leave the user's cache alone
-# (the tests of the cache give it a folder of their own).
+# (keras_memnmt.runtime.enable_compilation_cache); the tests leave the user's cache alone:
+# they use one of the pytest run's own (`_one_compilation_per_program`), and the tests of
+# the cache give it a folder of their own.
 os.environ.setdefault("MEMNMT_COMPILATION_CACHE", "off")
 
 TIERS = ("backend", "backend_independent")
@@ -85,6 +86,26 @@ def pytest_collection_modifyitems(session, config, items):
 def pytest_report_header(config):
     seed = config.getoption("--shuffle")
     return None if seed is None else f"keras_memnmt: tests shuffled with seed {seed}"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _one_compilation_per_program(tmp_path_factory):
+    """On JAX, one persistent compilation cache for the whole pytest run, shared by its
+    workers: a program compiled once (a tiny model's training step or search, the same in
+    many tests and in every worker) is read back by every later test that runs it. It
+    lives in the run's temporary folder, which pytest removes with its old runs. The size
+    bound makes JAX lock the folder, so that the workers never read a half-written entry."""
+    import keras
+
+    if keras.backend.backend() == "jax":
+        import jax
+
+        from keras_memnmt.runtime import enable_compilation_cache
+
+        base = tmp_path_factory.getbasetemp()
+        root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # the workers' common folder
+        enable_compilation_cache(str(root / "jax_compilation_cache"))
+        jax.config.update("jax_compilation_cache_max_size", 8 << 30)
 
 
 @pytest.fixture(autouse=True)
