@@ -1,0 +1,1 @@
+2026-11-27T19:28:41Z memnmt evaluate --model runs/luong_new --checkpoint step8298 --model runs/luong_new --checkpoint step8759 --model runs/luong_new --checkpoint step9220 --model runs/ylstm_same --checkpoint best --beam 5 --quiet
