@@ -25,6 +25,7 @@ TINY_OPTIONS = {
                   output_dropout=0.0),
     "ylstm": dict(embedding_dim=8, encoder_units=10, decoder_units=10, num_layers=2, tracker_layer=1,
                   output_dropout=0.0),
+    "transformer": dict(embedding_dim=8, num_layers=2, num_heads=2, feedforward_units=16, dropout=0.0),
 }
 
 
