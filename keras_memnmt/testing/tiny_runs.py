@@ -121,11 +121,12 @@ def write_tiny_run(out_dir: str, vocab: SubwordVocab, model: str = "rnnsearch", 
 
 
 def write_ensemble_runs(root: str, checkpoints: int) -> dict[str, str]:
-    """Three tiny runs under ``root``: ``a`` (RNNsearch, ``checkpoints`` kept checkpoints) and
-    ``b`` (MemDec) on one vocabulary, and ``other`` (RNNsearch) on another."""
+    """Four tiny runs under ``root``: ``a`` (RNNsearch, ``checkpoints`` kept checkpoints), ``b``
+    (MemDec) and ``t`` (a Transformer) on one vocabulary, and ``other`` (RNNsearch) on another."""
     vocab = synthetic_vocab()
     return {
         "a": write_tiny_run(os.path.join(root, "a"), vocab, "rnnsearch", seed=1, checkpoints=checkpoints),
         "b": write_tiny_run(os.path.join(root, "b"), vocab, "memdec", seed=2),
+        "t": write_tiny_run(os.path.join(root, "t"), vocab, "transformer", seed=4),
         "other": write_tiny_run(os.path.join(root, "other"), synthetic_vocab(size=50, seed=1), "rnnsearch", seed=3),
     }
