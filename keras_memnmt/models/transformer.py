@@ -72,9 +72,10 @@ class TransformerEncoderStack(keras.layers.Layer):
                                                 embeddings_initializer=embedding_initializer())
         self.positions = _sine_positions("source_positions")
         self.embedding_dropout = keras.layers.Dropout(dropout)
-        self.encoder_layers = [TransformerEncoder(feedforward_units, num_heads, dropout=dropout, normalize_first=True,
-                                          layer_norm_epsilon=LAYER_NORM_EPSILON, name=f"encoder_layer_{i}")
-                       for i in range(num_layers)]
+        self.encoder_layers = [
+            TransformerEncoder(feedforward_units, num_heads, dropout=dropout, normalize_first=True,
+                               layer_norm_epsilon=LAYER_NORM_EPSILON, name=f"encoder_layer_{i}")
+            for i in range(num_layers)]
         self.norm = keras.layers.LayerNormalization(epsilon=LAYER_NORM_EPSILON, name="encoder_norm")
 
     def call(self, source_ids, training=False):
@@ -123,8 +124,8 @@ class Transformer(Seq2Seq):
       each decoder layer's self-attention keys and values of the positions so far, in a
       buffer of a fixed number of positions (greedy and beam search size it to their own
       step bound, :meth:`search_states`; :meth:`encode` takes it as ``cache_length``), and
-      its cross-attention keys and values of the source, projected once. All of it goes through keras-hub's own cache arguments,
-      so training and decoding run the same layers.
+      its cross-attention keys and values of the source, projected once. All of it goes
+      through keras-hub's own cache arguments, so training and decoding run the same layers.
     - keras-hub's ``TransformerDecoder`` does not return its attention weights:
       :meth:`decode_step` returns no attention (as the Cho et al. model), so alignments
       and attention pictures are not available.
