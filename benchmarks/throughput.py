@@ -56,7 +56,7 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 # The models whose matmul FLOPs `train_flops_per_batch` counts.
-BENCHMARKED = ("rnnsearch", "cho", "memdec", "rmn", "rmr", "attentive", "luong", "ylstm")
+BENCHMARKED = ("rnnsearch", "cho", "memdec", "rmn", "rmr", "attentive", "luong", "ylstm", "transformer")
 
 
 def train_flops_per_batch(c, src_tokens: int, tgt_tokens: int, model: str) -> float:
@@ -109,6 +109,13 @@ def train_flops_per_batch(c, src_tokens: int, tgt_tokens: int, model: str) -> fl
         enc += h * c.source_vocab_size if c.encoder_lm_weight > 0 else 0  # the language model's softmax
         dec = 4 * d * (e + d) + (layers - 1) * 4 * d * 2 * d + 4 * d * t + 4 * t * (d + t)
         keys = t * t if c.cell.score == "general" else 0
+    elif model == "transformer":  # per layer, d_model = e: the projections and the feed-forward
+        # network; the attention's own products (2·T·e per token and layer, about 3% here
+        # at Multi30k's lengths) are left out
+        layers, f = c.num_layers, c.feedforward_units
+        enc = layers * (4 * e * e + 2 * e * f)  # Q, K, V, O; W1, W2
+        keys = layers * 2 * e * e  # the cross-attention's K and V of each source token
+        dec = layers * (4 * e * e + 2 * e * e + 2 * e * f)  # self-attention; cross Q and O; W1, W2
     else:  # cho: GRU on [e, c] plus the fixed context
         dec = 3 * d * (e + 2 * h + d)
     if model in ("rmn", "rmr"):  # the deep output reads [h_t; c_t] (or h_t)
@@ -119,6 +126,8 @@ def train_flops_per_batch(c, src_tokens: int, tgt_tokens: int, model: str) -> fl
         readout_in = d + 2 * h + e
     if model == "ylstm":  # the softmax reads h^L_t
         readout = d * v
+    elif model == "transformer":  # the (tied) output projection of the top layer, no bias
+        readout = e * v
     else:
         readout = c.readout_units * (0 if model == "luong" else readout_in) + c.readout_units * v  # Luong: W_out h~
     macs = src_tokens * (enc + keys) + tgt_tokens * (dec + readout)

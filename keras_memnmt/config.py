@@ -63,6 +63,9 @@ class TrainConfig:
     lr_decay: float = 1.0  # multiply the learning rate by this on a validation plateau (1 = off)
     lr_patience: int = 1  # validations without a BLEU gain before the rate decays
     min_lr: float = 0.0  # the decay stops here
+    # > 0: the rate rises linearly to learning_rate over this many updates, then falls as
+    # 1/sqrt(step) (Vaswani et al. 2017, §5.3); needs lr_decay = 1. 0 = a constant rate.
+    warmup_steps: int = 0
     jit_compile: bool | None = None  # XLA-compile the train step (None = Keras's "auto")
     # "data_parallel": one replica per local device, each taking a slice of every batch
     # (TensorFlow MirroredStrategy, JAX keras.distribution.DataParallel; not PyTorch);
@@ -260,6 +263,10 @@ def validate(config: TrainConfig) -> TrainConfig:
         if getattr(config, name) not in options:
             raise ConfigError(f"config field {name}={getattr(config, name)!r}: expected one of {options}")
     _check_ranges(config)
+    if config.warmup_steps and config.lr_decay < 1.0:
+        raise ConfigError(f"config fields warmup_steps={config.warmup_steps} and lr_decay={config.lr_decay}: "
+                          "the schedule and the plateau decay would both set the rate; "
+                          "set lr_decay=1 or warmup_steps=0")
     if config.pretrain_checkpoint is not None and config.pretrain_run is None:
         raise ConfigError(f"config field pretrain_checkpoint={config.pretrain_checkpoint!r} "
                           "needs pretrain_run (the run directory that holds it)")
@@ -286,7 +293,7 @@ _RANGES = (
     (("vocab_size",), lambda v: v >= 8, "an int >= 8"),  # 4 reserved ids and a few pieces
     (("train_limit", "val_limit", "test_limit", "max_steps"), lambda v: v is None or v >= 1,
      "an int >= 1, or None"),
-    (("validate_every", "patience", "val_loss_sentences", "tensorboard_pictures", "seed"), lambda v: v >= 0,
+    (("validate_every", "patience", "warmup_steps", "val_loss_sentences", "tensorboard_pictures", "seed"), lambda v: v >= 0,
      "an int >= 0"),
     (("learning_rate", "min_lr"), lambda v: math.isfinite(v) and v >= 0.0,
      "a finite number >= 0 (learning_rate 0 freezes the weights)"),

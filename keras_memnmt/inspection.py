@@ -5,7 +5,9 @@ and a target, teacher-forced on a given reference or on the model's own greedy
 translation, and keeps the named details of every step of its cell
 (:meth:`~keras_memnmt.layers.DecoderCell.step_details`: the source attention, MemDec's
 read and write weights, RMN's attention over the recent words, ...), with the subword
-tokens of both sides for axis labels. :mod:`keras_memnmt.plots` draws them.
+tokens of both sides for axis labels. :mod:`keras_memnmt.plots` draws them. A model
+whose decoder is no cell (the Transformer) is stepped by its ``decode_step``: the target
+probabilities, and the attention where the step returns one.
 """
 
 from __future__ import annotations
@@ -114,7 +116,7 @@ def inspect_pair(model, vocab: SubwordVocab, source: str, reference: str | None 
         source: one source sentence (truncated to the translator's 200 subwords).
         reference: its target, or None.
     """
-    if not hasattr(model, "cell") or not hasattr(model, "embed_target"):
+    if not hasattr(model, "embed_target"):
         raise ValueError(f"inspecting needs one Seq2Seq model, got a {type(model).__name__}")
     if not source.strip():
         raise ValueError("the source sentence is empty")
@@ -136,16 +138,24 @@ def inspect_pair(model, vocab: SubwordVocab, source: str, reference: str | None 
 
 
 def _step_through(model, source_ids: list[int], inputs: list[int], target_ids: list[int]) -> tuple:
-    """``(details by name, target probabilities)``: the cell's ``step_details`` on each input."""
-    states = model.encode(ops.convert_to_tensor(np.asarray([source_ids], np.int32)))
+    """``(details by name, target probabilities)``: the cell's ``step_details`` on each input
+    (a model without a cell: its ``decode_step``, whose only detail is the attention)."""
+    source = ops.convert_to_tensor(np.asarray([source_ids], np.int32))
+    cell = getattr(model, "cell", None)
+    states = model.encode(source) if cell is not None else model.search_states(source, len(inputs))
     rows: dict[str, list[np.ndarray]] = {}
     probabilities = []
     for token, following in zip(inputs, target_ids):
         tokens = ops.convert_to_tensor(np.asarray([token], np.int32))
-        step_inputs = model.cell.prepare_inputs(model.embed_target(tokens), tokens)
-        details = model.cell.step_details(step_inputs, states)
+        if cell is not None:
+            step_inputs = cell.prepare_inputs(model.embed_target(tokens), tokens)
+            details = cell.step_details(step_inputs, states)
+            logits = model.readout(details["output"])
+        else:
+            logits, new_states, attention = model.decode_step(tokens, states)
+            details = {"states": new_states, "attention": attention}
         states = details["states"]
-        logits = ops.convert_to_numpy(ops.cast(model.readout(details["output"]), "float32"))[0]
+        logits = ops.convert_to_numpy(ops.cast(logits, "float32"))[0]
         probabilities.append(_softmax(logits)[following])
         for name in DETAILS:
             if details.get(name) is not None:

@@ -35,7 +35,7 @@ def test_halves_need_two_pairs():
 
 @pytest.mark.parametrize("override, message", [
     ("backtranslation_beam=0", "expected an int >= 1"),
-    ("reverse_model=transformer", "expected one of"),
+    ("reverse_model=bert", "expected one of"),
     ("corpus=synthetic", "needs a language pair"),
 ])
 def test_bad_options_are_clear_errors(override, message, capsys, tmp_path):

@@ -155,3 +155,21 @@ def test_gpu_batches_smoke_run_prints_every_figure(tmp_path):
         assert figures[f"{name}_timed_compiles"] == "0"  # every shape compiled before the timed steps
     assert figures["compilation_cache_dir"] == str(tmp_path / "cache")
     assert int(figures["compilation_cache_writes"]) == int(figures["compilation_cache_entries_after"]) > 0
+
+
+def test_the_matmul_count_knows_every_library_model():
+    """``throughput.py`` counts the matmul FLOPs of every model the library registers, and the
+    Transformer's count is its projections, feed-forward networks and output layer."""
+    import throughput
+
+    from keras_memnmt.models import get_model
+    from keras_memnmt.testing.tiny_runs import TINY_OPTIONS, library_models
+
+    assert set(throughput.BENCHMARKED) == set(library_models())
+    for name in library_models():
+        model = get_model(name)(40, 50, **TINY_OPTIONS[name])
+        assert throughput.train_flops_per_batch(model, 14, 15, name) > 0, name
+    model = get_model("transformer")(40, 50, **TINY_OPTIONS["transformer"])  # d 8, 2 layers, FFN 16
+    per_source = 2 * (4 * 64 + 2 * 8 * 16) + 2 * 2 * 64
+    per_target = 2 * (6 * 64 + 2 * 8 * 16) + 8 * 50
+    assert throughput.train_flops_per_batch(model, 14, 15, "transformer") == 6 * (14 * per_source + 15 * per_target)

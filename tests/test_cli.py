@@ -88,15 +88,16 @@ def source_file(tmp_path):
     return path
 
 
-def test_translate_with_two_models(tiny_runs, source_file, tmp_path):
+@pytest.mark.parametrize("second", ["b", "t"])  # MemDec; a Transformer (another architecture)
+def test_translate_with_two_models(tiny_runs, source_file, tmp_path, second):
     from keras_memnmt.inference import translate
     from keras_memnmt.models import Ensemble
     from keras_memnmt.runs import load_ensemble
 
     out = tmp_path / "out.txt"
-    assert main(["translate", "--model", tiny_runs["a"], "--model", tiny_runs["b"], "--beam", "2",
+    assert main(["translate", "--model", tiny_runs["a"], "--model", tiny_runs[second], "--beam", "2",
                  "--input", str(source_file), "--output", str(out), "--quiet"]) == 0
-    model, vocab, _ = load_ensemble([tiny_runs["a"], tiny_runs["b"]])
+    model, vocab, _ = load_ensemble([tiny_runs["a"], tiny_runs[second]])
     assert isinstance(model, Ensemble)
     expected = translate(model, vocab, SENTENCES, beam_size=2, progress=False)
     assert out.read_text() == "".join(line + "\n" for line in expected)
@@ -124,10 +125,11 @@ def test_evaluate_with_two_models_and_the_checkpoint_pairing(tiny_runs, capsys):
 
 
 def test_ensemble_members_must_share_the_vocabularies(tiny_runs, source_file, capsys):
-    a, other = tiny_runs["a"], tiny_runs["other"]
-    assert main(["translate", "--model", a, "--model", other, "--input", str(source_file), "--quiet"]) == 2
-    err = capsys.readouterr().err
-    assert "different target vocabularies" in err and a in err and other in err
+    for a in (tiny_runs["a"], tiny_runs["t"]):
+        other = tiny_runs["other"]
+        assert main(["translate", "--model", a, "--model", other, "--input", str(source_file), "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert "different target vocabularies" in err and a in err and other in err
 
 
 def test_translate_output_is_written_as_chunks_finish(tiny_runs, source_file, tmp_path, monkeypatch):

@@ -75,21 +75,23 @@ def runs(shared_folder):
         vocab = synthetic_vocab()
         write_tiny_run(str(root / "a"), vocab, "rnnsearch", seed=1)
         write_tiny_run(str(root / "b"), vocab, "memdec", seed=2)
+        write_tiny_run(str(root / "c"), vocab, "transformer", seed=3)
 
     root = shared_folder("export_runs", build)
-    return {"a": str(root / "a"), "b": str(root / "b")}
+    return {name: str(root / name) for name in "abc"}
 
 
 @pytest.fixture(scope="module")
 def exported(runs, shared_folder):
-    """Two exports: run a, greedy, through the Python API; runs a + b, beam 3, through the CLI."""
+    """Two exports: run a, greedy, through the Python API; runs a + b + c (RNNsearch, MemDec and
+    a Transformer), beam 3, through the CLI."""
     from keras_memnmt.runs import load_run
 
     def build(root):
         model, vocab, _ = load_run(runs["a"])
         export_translator(model, vocab, str(root / "greedy"), beam_size=1)
-        assert main(["export", "--model", runs["a"], "--model", runs["b"], "--out", str(root / "beam"),
-                     "--beam", "3"]) == 0
+        assert main(["export", "--model", runs["a"], "--model", runs["b"], "--model", runs["c"],
+                     "--out", str(root / "beam"), "--beam", "3"]) == 0
 
     root = shared_folder("exports", build)
     return {"greedy": str(root / "greedy"), "beam": str(root / "beam")}
@@ -126,7 +128,7 @@ def test_loads_without_the_library_and_matches_memnmt_translate(runs, consumed, 
     texts = TEXTS + [x.decode("utf-8", errors="replace") for x in BAD_BYTES]
     greedy = _memnmt_translate(tmp_path, [runs["a"]], 1, texts)
     assert consumed["greedy"]["translation"] == greedy
-    beam = _memnmt_translate(tmp_path, [runs["a"], runs["b"]], 3, texts)
+    beam = _memnmt_translate(tmp_path, [runs["a"], runs["b"], runs["c"]], 3, texts)
     assert consumed["beam"]["translation"] == beam
     for name, k in (("greedy", 1), ("beam", 3)):
         out = consumed[name]

@@ -5,7 +5,8 @@ import keras
 import numpy as np
 import pytest
 
-from keras_memnmt.training.optimizers import FusedAdam
+from keras_memnmt.config import ConfigError, TrainConfig
+from keras_memnmt.training.optimizers import FusedAdam, InverseSqrtSchedule, build_optimizer
 
 # The result can depend on KERAS_BACKEND: run on every backend (conftest.py).
 pytestmark = pytest.mark.backend
@@ -19,7 +20,8 @@ def _grads(steps):
 
 
 def _numpy_adam(weights, grads, lr, clip, beta_1=0.9, beta_2=0.999, eps=1e-7):
-    """Keras 3's Adam in float64: m, v, bias correction in the rate, eps added to sqrt(v)."""
+    """Keras 3's Adam in float64: m, v, bias correction in the rate, eps added to sqrt(v);
+    ``lr`` a number or a function of the 0-based update count."""
     weights = [w.astype("float64") for w in weights]
     m = [np.zeros_like(w) for w in weights]
     v = [np.zeros_like(w) for w in weights]
@@ -28,7 +30,7 @@ def _numpy_adam(weights, grads, lr, clip, beta_1=0.9, beta_2=0.999, eps=1e-7):
         if clip:
             norm = np.sqrt(sum((x**2).sum() for x in g))
             g = [x * min(1.0, clip / norm) for x in g]
-        alpha = lr * np.sqrt(1 - beta_2**t) / (1 - beta_1**t)
+        alpha = (lr(t - 1) if callable(lr) else lr) * np.sqrt(1 - beta_2**t) / (1 - beta_1**t)
         for i, x in enumerate(g):
             m[i] += (x - m[i]) * (1 - beta_1)
             v[i] += (x**2 - v[i]) * (1 - beta_2)
@@ -88,9 +90,6 @@ def test_config_round_trip():
 def test_recipes_get_fused_adam_on_keras_own_update():
     # PyTorch: Keras replaces keras.optimizers.Adam (not a subclass) by its foreach Adam,
     # which FusedAdam derives from there.
-    from keras_memnmt.config import TrainConfig
-    from keras_memnmt.training.optimizers import build_optimizer
-
     optimizer = build_optimizer(TrainConfig())
     assert isinstance(optimizer, keras.optimizers.Adam) and isinstance(optimizer, FusedAdam)
     assert optimizer._fused() == (keras.backend.backend() == "tensorflow")
@@ -125,3 +124,34 @@ def test_loads_an_optimizer_saved_without_the_gradient_norm():
     for mine, saved in zip(optimizer.variables, old.variables):
         np.testing.assert_array_equal(keras.ops.convert_to_numpy(mine), keras.ops.convert_to_numpy(saved))
     assert float(keras.ops.convert_to_numpy(optimizer.gradient_norm)) == 0.0
+
+
+def test_warmup_schedule_steps_adam_at_the_papers_rates():
+    """``warmup_steps``: the rate of update n (0-based) is peak·min((n+1)/W, sqrt(W/(n+1)))."""
+    optimizer = build_optimizer(TrainConfig(learning_rate=0.01, warmup_steps=2, lr_decay=1.0, clipnorm=0.0))
+    assert isinstance(optimizer._learning_rate, InverseSqrtSchedule)
+
+    def rate(n):
+        return 0.01 * min((n + 1) / 2, np.sqrt(2 / (n + 1)))
+
+    rng = np.random.default_rng(0)
+    start = [rng.normal(size=shape).astype("float32") for shape in SHAPES]
+    variables = [keras.Variable(w) for w in start]
+    grads = _grads(5)
+    seen = []
+    for step_grads in grads:
+        seen.append(float(keras.ops.convert_to_numpy(optimizer.learning_rate)))
+        optimizer.apply([keras.ops.convert_to_tensor(g) for g in step_grads], variables)
+    np.testing.assert_allclose(seen, [rate(n) for n in range(5)], rtol=1e-6)  # 0.005, 0.01, 0.0082, ...
+    want = _numpy_adam(start, grads, rate, None)
+    for variable, expected in zip(variables, want):
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(variable), expected, rtol=1e-5, atol=1e-6)
+    restored = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(optimizer))
+    assert restored._learning_rate.get_config() == {"peak": 0.01, "warmup_steps": 2}
+
+
+def test_warmup_with_a_plateau_decay_is_an_error_naming_both():
+    with pytest.raises(ConfigError, match="warmup_steps=100 and lr_decay=0.5"):
+        TrainConfig(warmup_steps=100, lr_decay=0.5).replace()
+    with pytest.raises(ConfigError, match="warmup_steps=-1"):
+        TrainConfig().replace(warmup_steps=-1)

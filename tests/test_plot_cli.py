@@ -25,7 +25,7 @@ ARCHITECTURES = library_models()
 PANELS = {"rnnsearch": ["attention"], "cho": [], "luong": ["attention"], "ylstm": ["attention"],
           "memdec": ["add_mean", "attention", "erase_mean", "read_weights", "write_weights"],
           "rmn": ["attention", "memory_attention"], "rmr": ["attention", "memory_attention"],
-          "attentive": ["attention", "past_attention"]}
+          "attentive": ["attention", "past_attention"], "transformer": []}
 
 
 @pytest.fixture(scope="module")

@@ -86,7 +86,7 @@ def test_missing_or_incomplete_model_dir(tmp_path, capsys):
 @pytest.mark.parametrize("override, message", [
     ("epoch=3", "no such config field"),
     ("epochs=three", "expected int"),
-    ("model=transformer", "expected one of"),
+    ("model=bert", "expected one of"),
     ("annotation_dropout=1.0", "annotation_dropout must be in [0, 1)"),
     ("dropout=-0.1", "dropout must be in [0, 1)"),
     ("epochs", "KEY=VALUE"),

@@ -21,11 +21,12 @@ from keras_memnmt.models.rmn import RMN, RMR
 from keras_memnmt.models.rnnsearch import ChoEncoderDecoder, RNNsearch
 from keras_memnmt.models.seq2seq import Seq2Seq, option_differences
 from keras_memnmt.models.stacked import StackedSeq2Seq
+from keras_memnmt.models.transformer import Transformer, TransformerEncoderStack
 from keras_memnmt.models.ylstm import YLSTM
 
 __all__ = [
     "MODELS", "RMN", "RMR", "AttentiveNMT", "LuongNMT", "StackedLSTMEncoder", "BidirectionalEncoder", "ChoEncoderDecoder", "Ensemble", "MemDec", "Option", "RNNsearch",
-    "Seq2Seq", "StackedSeq2Seq", "YLSTM", "YLSTMEncoder",
+    "Seq2Seq", "StackedSeq2Seq", "Transformer", "TransformerEncoderStack", "YLSTM", "YLSTMEncoder",
     "get_model", "memdec_from_rnnsearch", "model_names", "model_options", "option_differences",
     "register_model",
 ]

@@ -82,14 +82,18 @@ class Ensemble(Generator, keras.Model):
 
     def encode(self, source_ids, training=False) -> list:
         """Source ids → every member's initial states, concatenated in member order."""
-        states, counts = [], []
-        for member in self.members:
-            own = list(member.encode(source_ids, training=training))
-            counts.append(len(own))
-            states += own
+        return self._join([member.encode(source_ids, training=training) for member in self.members])
+
+    def search_states(self, source_ids, max_steps: int) -> list:
+        """Every member's states for a search of at most ``max_steps`` steps (its own
+        ``search_states`` where it has one, else its ``encode``'s), in member order."""
+        return self._join([member.search_states(source_ids, max_steps) if hasattr(member, "search_states")
+                           else member.encode(source_ids) for member in self.members])
+
+    def _join(self, per_member: list[list]) -> list:
         # How many states each member has: Python ints, the same at every call.
-        self._state_counts = tuple(counts)
-        return states
+        self._state_counts = tuple(len(own) for own in per_member)
+        return [state for own in per_member for state in own]
 
     def _split(self, states) -> list[list]:
         if self._state_counts is None:

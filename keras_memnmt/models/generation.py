@@ -30,6 +30,14 @@ class Generator:
     ``non_trainable_variables``) are all that ``encode`` and ``decode_step`` read.
     """
 
+    def search_states(self, source_ids, max_steps: int) -> list:
+        """The states a search of at most ``max_steps`` steps starts from: ``encode``'s.
+
+        A model whose states hold a slot per output position (the Transformer's key/value
+        caches) sizes them to ``max_steps`` here.
+        """
+        return self.encode(source_ids)
+
     def generate(
         self,
         source_ids,
@@ -126,7 +134,7 @@ class Generator:
         source_len = ops.sum(ops.cast(ops.not_equal(source_ids, PAD_ID), "float32"), axis=1)  # (B,)
         per_sentence = ops.cast(max_length_a * source_len + max_length_b, "int32")  # (B,)
         steps = int(max_length_a * width + max_length_b)  # static buffer width
-        states = self.encode(source_ids)
+        states = self.search_states(source_ids, steps)
         common = dict(bos_id=BOS_ID, eos_id=EOS_ID, pad_id=PAD_ID, max_steps=steps,
                       return_attention=return_attention)
         if beam_size == 1:

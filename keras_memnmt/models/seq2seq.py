@@ -13,7 +13,8 @@ The seams a new architecture uses (see docs/extending.md):
   every layer's final states for a layer-by-layer hand-off).
 - :meth:`Seq2Seq.make_cell` builds the decoder cell, a
   :class:`~keras_memnmt.layers.DecoderCell`, which turns that ``EncoderOutput``
-  into its initial states.
+  into its initial states (:meth:`Seq2Seq.make_decoder` runs it over the target
+  with ``keras.layers.RNN``; a decoder without a cell replaces that method).
 - :meth:`Seq2Seq.warm_start` starts a model from a trained one (default: the
   same model, weights copied).
 - Options are the constructor's keyword arguments (read by
@@ -122,11 +123,7 @@ class Seq2Seq(Generator, keras.Model):
                                               embeddings_initializer=embedding_initializer(self.target_scale),
                                               name="target_embedding")
             self.target_dropout = keras.layers.Dropout(dropout)
-            self.cell = self.make_cell()
-            if tie_embeddings and self.cell.readout_units != embedding_dim:
-                raise ValueError(f"tie_embeddings needs readout_units == embedding_dim, got "
-                                 f"readout_units={self.cell.readout_units}, embedding_dim={embedding_dim}")
-            self.decoder_rnn = keras.layers.RNN(self.cell, return_sequences=True, name="decoder")
+            self.make_decoder()
 
     def build_weights(self) -> None:
         """Creates every weight by one call on a dummy batch (before weights are copied in)."""
@@ -142,6 +139,20 @@ class Seq2Seq(Generator, keras.Model):
         return BidirectionalEncoder(self.source_vocab_size, self.embedding_dim, self.encoder_units,
                                     self.dropout, annotation_dropout=self.annotation_dropout,
                                     name="encoder")
+
+    def make_decoder(self) -> None:
+        """Creates the decoder's layers (once in ``__init__``, after the target embedding).
+
+        Default: the cell of :meth:`make_cell` (``self.cell``), run over the target by
+        ``keras.layers.RNN`` (``self.decoder_rnn``). A model whose decoder is no recurrent
+        cell (:class:`~keras_memnmt.models.Transformer`) makes its own layers here and
+        overrides :meth:`encode`, :meth:`call`, :meth:`decode_step` and :meth:`readout`.
+        """
+        self.cell = self.make_cell()
+        if self.tie_embeddings and self.cell.readout_units != self.embedding_dim:
+            raise ValueError(f"tie_embeddings needs readout_units == embedding_dim, got "
+                             f"readout_units={self.cell.readout_units}, embedding_dim={self.embedding_dim}")
+        self.decoder_rnn = keras.layers.RNN(self.cell, return_sequences=True, name="decoder")
 
     def make_cell(self) -> DecoderCell:
         """The decoder cell (see keras_memnmt/layers); subclasses override this.

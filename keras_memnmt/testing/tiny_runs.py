@@ -25,6 +25,7 @@ TINY_OPTIONS = {
                   output_dropout=0.0),
     "ylstm": dict(embedding_dim=8, encoder_units=10, decoder_units=10, num_layers=2, tracker_layer=1,
                   output_dropout=0.0),
+    "transformer": dict(embedding_dim=8, num_layers=2, num_heads=2, feedforward_units=16, dropout=0.0),
 }
 
 
@@ -120,11 +121,12 @@ def write_tiny_run(out_dir: str, vocab: SubwordVocab, model: str = "rnnsearch", 
 
 
 def write_ensemble_runs(root: str, checkpoints: int) -> dict[str, str]:
-    """Three tiny runs under ``root``: ``a`` (RNNsearch, ``checkpoints`` kept checkpoints) and
-    ``b`` (MemDec) on one vocabulary, and ``other`` (RNNsearch) on another."""
+    """Four tiny runs under ``root``: ``a`` (RNNsearch, ``checkpoints`` kept checkpoints), ``b``
+    (MemDec) and ``t`` (a Transformer) on one vocabulary, and ``other`` (RNNsearch) on another."""
     vocab = synthetic_vocab()
     return {
         "a": write_tiny_run(os.path.join(root, "a"), vocab, "rnnsearch", seed=1, checkpoints=checkpoints),
         "b": write_tiny_run(os.path.join(root, "b"), vocab, "memdec", seed=2),
+        "t": write_tiny_run(os.path.join(root, "t"), vocab, "transformer", seed=4),
         "other": write_tiny_run(os.path.join(root, "other"), synthetic_vocab(size=50, seed=1), "rnnsearch", seed=3),
     }

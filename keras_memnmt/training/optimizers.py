@@ -144,11 +144,40 @@ class FusedAdam(GradientNormTracking, _Adam):
         )
 
 
+@keras.saving.register_keras_serializable(package="keras_memnmt")
+class InverseSqrtSchedule(keras.optimizers.schedules.LearningRateSchedule):
+    """A linear warm-up to ``peak`` over ``warmup_steps`` updates, then decay as
+    ``1/sqrt(step)`` (Vaswani et al. 2017, §5.3, with the peak given instead of derived
+    from ``d_model``)::
+
+        rate(n) = peak · min(n / warmup_steps, sqrt(warmup_steps / n)),  n = step + 1
+
+    Keras's own schedules have a warm-up only in front of a cosine decay, hence this one.
+    """
+
+    def __init__(self, peak: float, warmup_steps: int):
+        if warmup_steps < 1:
+            raise ValueError(f"warmup_steps={warmup_steps!r}: expected an int >= 1")
+        self.peak, self.warmup_steps = float(peak), int(warmup_steps)
+
+    def __call__(self, step):
+        n = keras.ops.cast(step, "float32") + 1.0
+        w = float(self.warmup_steps)
+        return self.peak * keras.ops.minimum(n / w, keras.ops.sqrt(w / n))
+
+    def get_config(self) -> dict:
+        return {"peak": self.peak, "warmup_steps": self.warmup_steps}
+
+
 def build_optimizer(config) -> keras.optimizers.Optimizer:
-    """The optimizer a ``TrainConfig`` names, at its learning rate, with global-norm clipping."""
+    """The optimizer a ``TrainConfig`` names, at its learning rate, with global-norm
+    clipping; with ``warmup_steps`` > 0 the rate follows :class:`InverseSqrtSchedule`."""
+    rate = config.learning_rate
+    if config.warmup_steps:
+        rate = InverseSqrtSchedule(config.learning_rate, config.warmup_steps)
     if config.optimizer == "adadelta":  # the paper's setting
-        return keras.optimizers.Adadelta(learning_rate=config.learning_rate, rho=0.95, epsilon=1e-6,
+        return keras.optimizers.Adadelta(learning_rate=rate, rho=0.95, epsilon=1e-6,
                                          global_clipnorm=config.clipnorm)
     # One fused kernel per variable on TensorFlow (see above), Keras's update elsewhere; on
     # every backend it keeps the gradients' global norm (TensorBoard's train/gradient_norm).
-    return FusedAdam(learning_rate=config.learning_rate, global_clipnorm=config.clipnorm)
+    return FusedAdam(learning_rate=rate, global_clipnorm=config.clipnorm)

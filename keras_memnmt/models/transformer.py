@@ -1,0 +1,255 @@
+"""The Transformer (Vaswani et al. 2017), built from keras-hub's layers: the attention-only baseline."""
+
+from __future__ import annotations
+
+import keras
+from keras import ops
+
+from keras_memnmt.data.vocab import PAD_ID
+from keras_memnmt.models.encoder import embedding_initializer
+from keras_memnmt.models.registry import register_model
+from keras_memnmt.models.seq2seq import Seq2Seq
+
+LAYER_NORM_EPSILON = 1e-5  # keras-hub's TransformerEncoder / TransformerDecoder default
+CACHE_LENGTH = 256  # the positions of `Transformer.encode`'s self-attention caches, by default
+
+# keras-hub is imported where its layers are made, not at the top of this module: importing it
+# takes about 3 s, and every command imports the model registry.
+
+
+def _sine_positions(name: str) -> keras.layers.Layer:
+    """keras-hub's ``SinePositionEncoding`` (Vaswani et al. 2017, §3.5), computed in float32.
+
+    keras-hub computes the positions and angles in the layer's compute dtype: under
+    ``mixed_bfloat16`` (8 significant bits) position 300 and the angle of position 100
+    would be rounded by whole units. The encoding is made in float32 and cast to the
+    embeddings' dtype where it is added.
+    """
+    from keras_hub.layers import SinePositionEncoding
+
+    return SinePositionEncoding(dtype="float32", name=name)
+
+
+def _add_positions(positions: keras.layers.Layer, embedded, start_index=0):
+    """``embedded (B, T, D)`` plus the sine encoding of positions ``start_index .. start_index + T - 1``."""
+    return ops.add(embedded, ops.cast(positions(embedded, start_index=start_index), embedded.dtype))
+
+
+@keras.saving.register_keras_serializable(package="keras_memnmt")
+class TransformerEncoderStack(keras.layers.Layer):
+    """Source embedding + sine positions + ``num_layers`` keras-hub ``TransformerEncoder``
+    layers (pre-norm) + a final layer normalization.
+
+    Args:
+        vocab_size: source vocabulary size (``0`` = padding).
+        model_dim: embedding and model size ``d_model``.
+        num_layers: encoder layers.
+        num_heads: attention heads (``model_dim`` divisible by it).
+        feedforward_units: hidden size of each layer's feed-forward network.
+        dropout: dropout on the embeddings plus positions, the attention weights and each
+            sub-layer's output (Vaswani et al. 2017, §5.4).
+
+    Call arguments:
+        source_ids: ``(B, Tx)`` int ids, ``0`` = padding.
+
+    Returns:
+        ``(memory (B, Tx, model_dim), mask (B, Tx) bool)``: the encoder's output and
+        ``source_ids != PAD_ID``; padded positions are never attended to.
+    """
+
+    def __init__(self, vocab_size: int, model_dim: int = 256, num_layers: int = 3, num_heads: int = 4,
+                 feedforward_units: int = 1024, dropout: float = 0.1, **kwargs):
+        super().__init__(**kwargs)
+        from keras_hub.layers import TransformerEncoder
+
+        self.vocab_size = vocab_size
+        self.model_dim = model_dim
+        self.num_layers = num_layers
+        self.num_heads = num_heads
+        self.feedforward_units = feedforward_units
+        self.dropout = dropout
+        self.embedding = keras.layers.Embedding(vocab_size, model_dim, name="source_embedding",
+                                                embeddings_initializer=embedding_initializer())
+        self.positions = _sine_positions("source_positions")
+        self.embedding_dropout = keras.layers.Dropout(dropout)
+        self.encoder_layers = [
+            TransformerEncoder(feedforward_units, num_heads, dropout=dropout, normalize_first=True,
+                               layer_norm_epsilon=LAYER_NORM_EPSILON, name=f"encoder_layer_{i}")
+            for i in range(num_layers)]
+        self.norm = keras.layers.LayerNormalization(epsilon=LAYER_NORM_EPSILON, name="encoder_norm")
+
+    def call(self, source_ids, training=False):
+        mask = ops.not_equal(source_ids, PAD_ID)  # (B, Tx)
+        x = _add_positions(self.positions, self.embedding(source_ids))  # (B, Tx, D)
+        x = self.embedding_dropout(x, training=training)
+        for layer in self.encoder_layers:
+            x = layer(x, padding_mask=mask, training=training)
+        return self.norm(x), mask
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "vocab_size": self.vocab_size, "model_dim": self.model_dim,
+                "num_layers": self.num_layers, "num_heads": self.num_heads,
+                "feedforward_units": self.feedforward_units, "dropout": self.dropout}
+
+
+@register_model("transformer")
+class Transformer(Seq2Seq):
+    """The Transformer (Vaswani et al. 2017) from keras-hub's ``TransformerEncoder`` and
+    ``TransformerDecoder`` layers, sine positions (``SinePositionEncoding``, §3.5), the
+    base model's shape at the sizes of the options.
+
+    Why a :class:`Seq2Seq`: the base's contract holds without a recurrent cell. Its options
+    (``embedding_dim`` is ``d_model``, ``dropout``, ``tie_embeddings``), the target embedding
+    (tied: ``N(0, 1/d)`` rows, lookups scaled by ``sqrt(d)``, §3.4), ``get_config`` /
+    ``from_config``, ``unused_options``, ``free_options``, ``warm_start`` and
+    ``build_weights`` apply as they are; the registry reads a model's options from the
+    constructors of its :class:`Seq2Seq` classes. The decoder replaces
+    :meth:`Seq2Seq.make_decoder` (no cell, no ``keras.layers.RNN``), and :meth:`call`,
+    :meth:`encode`, :meth:`decode_step` and :meth:`readout` are its own. The RNN options
+    (``encoder_units``, ``decoder_units``, ``output_dropout``, ``attention_remat``,
+    ``annotation_dropout``) are ``unused_options``.
+
+    Decisions:
+
+    - Pre-norm (keras-hub's ``normalize_first=True``): each sub-layer reads a layer-normed
+      input and adds its output to the residual stream, and a final layer norm closes each
+      stack (Wang et al. 2019; Xiong et al. 2020: trains without the warm-up that the
+      printed post-norm layers need). The paper normalizes after each residual sum.
+    - The output projection has no bias (fairseq's Transformer); tied, it is the target
+      embedding matrix (``logits = h E^T``, Press & Wolf 2017), untied a ``Dense`` layer.
+      Source and target embeddings are never shared (two vocabularies).
+    - Dropout: on the sum of embeddings and positions, on the attention weights and on
+      each sub-layer's output before the residual sum (keras-hub's one ``dropout``).
+    - Decoding (:meth:`decode_step`) runs one position per step over key/value caches:
+      each decoder layer's self-attention keys and values of the positions so far, in a
+      buffer of a fixed number of positions (greedy and beam search size it to their own
+      step bound, :meth:`search_states`; :meth:`encode` takes it as ``cache_length``), and
+      its cross-attention keys and values of the source, projected once. All of it goes
+      through keras-hub's own cache arguments, so training and decoding run the same layers.
+    - keras-hub's ``TransformerDecoder`` does not return its attention weights:
+      :meth:`decode_step` returns no attention (as the Cho et al. model), so alignments
+      and attention pictures are not available.
+
+    Args (beyond :class:`Seq2Seq`, whose ``embedding_dim`` is ``d_model`` here and whose
+    ``dropout`` is every dropout above):
+        num_layers: encoder and decoder layers (paper base: 6).
+        num_heads: attention heads (paper base: 8); ``embedding_dim`` must be divisible by it.
+        feedforward_units: hidden size of the feed-forward networks (paper base: 2048).
+
+    Example:
+        >>> model = Transformer(8000, 8000, embedding_dim=256, num_layers=3)  # doctest: +SKIP
+        >>> logits = model((source_ids, target_in_ids))  # (B, T, 8000)  # doctest: +SKIP
+    """
+
+    unused_options = ("encoder_units", "decoder_units", "output_dropout", "attention_remat", "annotation_dropout")
+    free_options = ("dropout",)
+
+    def __init__(self, source_vocab_size: int, target_vocab_size: int, num_layers: int = 3, num_heads: int = 4,
+                 feedforward_units: int = 1024, dropout: float = 0.1, **kwargs):
+        for name, value in (("source_vocab_size", source_vocab_size), ("num_layers", num_layers),
+                            ("num_heads", num_heads), ("feedforward_units", feedforward_units)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+        self.num_layers = num_layers
+        self.num_heads = num_heads
+        self.feedforward_units = feedforward_units
+        super().__init__(source_vocab_size, target_vocab_size, dropout=dropout, **kwargs)
+        # keras-hub's layers take head size embedding_dim // num_heads without checking it divides.
+        if not isinstance(self.embedding_dim, int) or self.embedding_dim < 1 or self.embedding_dim % num_heads:
+            raise ValueError(f"embedding_dim must be a positive multiple of num_heads, got "
+                             f"embedding_dim={self.embedding_dim!r}, num_heads={num_heads}")
+
+    def make_encoder(self) -> keras.layers.Layer:
+        return TransformerEncoderStack(self.source_vocab_size, self.embedding_dim, self.num_layers, self.num_heads,
+                                       self.feedforward_units, self.dropout, name="encoder")
+
+    def make_decoder(self) -> None:
+        from keras_hub.layers import TransformerDecoder
+
+        self.target_positions = _sine_positions("target_positions")
+        self.decoder_layers = [
+            TransformerDecoder(self.feedforward_units, self.num_heads, dropout=self.dropout, normalize_first=True,
+                               layer_norm_epsilon=LAYER_NORM_EPSILON, name=f"decoder_layer_{i}")
+            for i in range(self.num_layers)]
+        self.decoder_norm = keras.layers.LayerNormalization(epsilon=LAYER_NORM_EPSILON, name="decoder_norm")
+        self.output_layer = None if self.tie_embeddings else keras.layers.Dense(
+            self.target_vocab_size, use_bias=False, name="output")
+
+    def call(self, inputs, training=False):
+        """Teacher forcing: ``(source_ids (B, Tx), target_in_ids (B, T))`` → logits ``(B, T, V)``.
+
+        Each target position attends to itself and the positions before it (keras-hub's
+        causal mask) and to the real source positions.
+        """
+        source_ids, target_in = inputs
+        memory, mask = self.encoder(source_ids, training=training)  # (B, Tx, D), (B, Tx)
+        x = self.target_dropout(_add_positions(self.target_positions, self.embed_target(target_in)),
+                                training=training)  # (B, T, D)
+        for layer in self.decoder_layers:
+            x = layer(x, memory, encoder_padding_mask=mask, training=training)
+        return self.readout(x, training=training)
+
+    def readout(self, outputs, training=False):
+        """The last decoder layer's outputs ``(..., D)`` → logits ``(..., V)`` (final layer norm,
+        then the output projection: the target embedding's transpose when tied)."""
+        hidden = self.decoder_norm(outputs)
+        if self.tie_embeddings:
+            return self.target_embedding(hidden, reverse=True)
+        return self.output_layer(hidden)
+
+    def encode(self, source_ids, training=False, cache_length: int = CACHE_LENGTH) -> list:
+        """Source ids → the decoding states, all batch first:
+
+        ``[memory (B, Tx, D), mask (B, Tx) bool, step (B, 1) int32]``, then for each decoder
+        layer its self-attention cache ``(B, 2, L, H, D/H)`` (keys and values, zeros until
+        written) and its cross-attention keys and values ``(B, 2, Tx, H, D/H)``. ``step`` is
+        the next position (0: bos), the same in every row; ``L`` is ``cache_length``, the
+        most steps :meth:`decode_step` may take from these states.
+        """
+        memory, mask = self.encoder(source_ids, training=training)
+        length = int(cache_length)
+        batch, width = ops.shape(memory)[0], ops.shape(memory)[1]
+        head_dim = self.embedding_dim // self.num_heads
+        states = [memory, mask, ops.zeros((batch, 1), "int32")]
+        first = ops.zeros_like(memory[:, :1])  # (B, 1, D)
+        for layer in self.decoder_layers:
+            cache = ops.zeros((batch, 2, length, self.num_heads, head_dim), memory.dtype)
+            cross = ops.zeros((batch, 2, width, self.num_heads, head_dim), memory.dtype)
+            # keras-hub fills a cross-attention cache only in a call that also runs a decoder
+            # position (cross_attention_cache_update_index=0); that position's output and
+            # self-attention cache are thrown away.
+            _, _, cross = layer(first, memory, encoder_padding_mask=mask, self_attention_cache=cache,
+                                self_attention_cache_update_index=0, cross_attention_cache=cross,
+                                cross_attention_cache_update_index=0)
+            states += [cache, cross]
+        return states
+
+    def search_states(self, source_ids, max_steps: int) -> list:
+        """:meth:`encode`'s states with caches of the search's ``max_steps`` positions."""
+        return self.encode(source_ids, cache_length=max_steps)
+
+    def decode_step(self, tokens, states):
+        """One position: previous tokens ``(B,)`` → ``(logits (B, V), states, None)``.
+
+        The layers of :meth:`call`, on the position ``step`` only: its keys and values are
+        written into each self-attention cache at ``step``, and it attends to the cached
+        positions ``0..step`` and to the source. Memory, mask and cross-attention keys and
+        values are returned as given (beam search then leaves them in place).
+        """
+        memory, mask, step = states[:3]
+        index = step[0, 0]  # every row is at the same position
+        x = _add_positions(self.target_positions, self.embed_target(tokens[:, None]), start_index=index)  # (B,1,D)
+        new_states = [memory, mask, step + 1]
+        for i, layer in enumerate(self.decoder_layers):
+            cache, cross = states[3 + 2 * i], states[4 + 2 * i]
+            x, cache, _ = layer(x, memory, encoder_padding_mask=mask, self_attention_cache=cache,
+                                self_attention_cache_update_index=index, cross_attention_cache=cross,
+                                cross_attention_cache_update_index=None)
+            new_states += [cache, cross]
+        return self.readout(x)[:, 0], new_states, None
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "num_layers": self.num_layers, "num_heads": self.num_heads,
+                "feedforward_units": self.feedforward_units}

@@ -1,0 +1,152 @@
+"""Transformer model: cached stepping equals teacher forcing, the searches, padding, saving, options."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_memnmt.config import ConfigError, TrainConfig, validate
+from keras_memnmt.data import BOS_ID, EOS_ID, PAD_ID, synthetic_corpus
+from keras_memnmt.decoding import beam_search, greedy_search
+from keras_memnmt.models import Transformer, get_model, model_options
+from keras_memnmt.testing.utils import assert_model_round_trip, numpy, small_batch, word_ids
+from keras_memnmt.training.losses import MaskedCrossEntropy
+
+# The result can depend on KERAS_BACKEND: run on every backend (conftest.py).
+pytestmark = pytest.mark.backend
+
+SIZES = dict(embedding_dim=8, num_layers=2, num_heads=2, feedforward_units=16, dropout=0.0)
+
+
+@pytest.mark.parametrize("options", [dict(), dict(tie_embeddings=True, num_layers=1, num_heads=4)],
+                         ids=["untied", "tied_one_layer"])
+def test_teacher_forcing_equals_cached_stepping_and_round_trip(tmp_path, options):
+    model = Transformer(30, 25, **{**SIZES, **options})
+    assert_model_round_trip(model, *small_batch(), tmp_path)
+    assert (model.output_layer is None) == model.tie_embeddings
+    assert not hasattr(model, "cell")
+
+
+def test_the_caches_hold_one_slot_per_position_and_pass_the_source_through():
+    """encode's states: memory, mask, step, then per layer a (B, 2, L, H, D/H) self-attention
+    cache and the (B, 2, Tx, H, D/H) source keys and values; a step writes its own slot
+    only, advances the step, and returns the source states as the very tensors given."""
+    model = Transformer(30, 25, **SIZES)
+    src, tgt = small_batch()
+    states = model.encode(src, cache_length=5)
+    assert [tuple(s.shape) for s in states] == [(3, 6, 8), (3, 6), (3, 1)] + [(3, 2, 5, 2, 4), (3, 2, 6, 2, 4)] * 2
+    np.testing.assert_array_equal(numpy(states[1]), src != PAD_ID)
+    for t in range(3):
+        _, new, attention = model.decode_step(keras.ops.convert_to_tensor(tgt[:, t]), states)
+        assert attention is None
+        assert all(new[i] is states[i] for i in (0, 1, 4, 6))
+        np.testing.assert_array_equal(numpy(new[2]), t + 1)
+        written = np.abs(numpy(new[3])).sum(axis=(1, 3, 4))  # (B, L)
+        assert (written[:, : t + 1] > 0).all() and (written[:, t + 1:] == 0).all()
+        states = new
+
+
+def test_padding_in_the_source_changes_nothing():
+    """Extra pad columns change neither the logits of the real target positions nor the searches."""
+    model = Transformer(30, 25, **SIZES)
+    src, tgt = small_batch()
+    wide = np.pad(src, ((0, 0), (0, 5)))
+    np.testing.assert_allclose(numpy(model((wide, tgt))), numpy(model((src, tgt))), atol=1e-5)
+    for beam in (1, 2):
+        runs = [model.generate(x, beam_size=beam, max_length_a=1.0, max_length_b=3) for x in (src, wide)]
+        tokens = [numpy(r["tokens"]) for r in runs]
+        width = min(t.shape[-1] for t in tokens)
+        np.testing.assert_array_equal(tokens[1][..., :width], tokens[0][..., :width])
+        np.testing.assert_allclose(numpy(runs[1]["scores"]), numpy(runs[0]["scores"]), atol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    """A one-layer Transformer fitted for a few epochs on 400 synthetic pairs (word ids)."""
+    keras.utils.set_random_seed(0)
+    vocab, src, tgt_in, tgt_out = word_ids(synthetic_corpus(400, seed=0))
+    model = Transformer(vocab, vocab, embedding_dim=16, num_layers=1, num_heads=2, feedforward_units=32,
+                        dropout=0.0, tie_embeddings=True)
+    model.compile(keras.optimizers.Adam(3e-3), MaskedCrossEntropy())
+    history = model.fit((src, tgt_in), tgt_out, batch_size=50, epochs=4, verbose=0).history
+    return model, history["loss"], src[:6]
+
+
+def test_a_tiny_model_learns_the_synthetic_task(fitted):
+    _, losses, _ = fitted
+    assert losses[-1] < 0.8 * losses[0], losses
+
+
+def test_greedy_is_the_argmax_of_teacher_forcing_and_beam_one_is_greedy(fitted):
+    model, _, src = fitted
+    out = model.generate(src, beam_size=1, max_length_a=1.0, max_length_b=4)
+    tokens = numpy(out["tokens"])[:, 0]  # (B, L)
+    target_in = np.concatenate([np.full((len(src), 1), BOS_ID, "int32"), tokens[:, :-1]], axis=1)
+    logits = numpy(keras.ops.cast(model((src, target_in)), "float32"))
+    logits[..., [PAD_ID, BOS_ID]] = -np.inf  # never generated
+    for row, row_tokens in enumerate(tokens):
+        ended = np.flatnonzero(row_tokens == EOS_ID)
+        length = ended[0] + 1 if len(ended) else int((row_tokens != PAD_ID).sum())
+        np.testing.assert_array_equal(logits[row, :length].argmax(-1), row_tokens[:length])
+
+    steps = src.shape[1] + 4
+    common = dict(max_length=steps, max_steps=steps, bos_id=BOS_ID, eos_id=EOS_ID, pad_id=PAD_ID)
+    greedy = greedy_search(model.decode_step, model.search_states(src, steps), len(src), **common)
+    beam = beam_search(model.decode_step, model.search_states(src, steps), len(src), 1, **common)
+    np.testing.assert_array_equal(numpy(beam["tokens"])[:, 0], numpy(greedy["tokens"]))
+    np.testing.assert_allclose(numpy(beam["raw_scores"])[:, 0], numpy(greedy["scores"]), atol=1e-5)
+
+
+def test_mixed_bfloat16_trains_and_decodes():
+    """Weights in float32, logits and caches in bfloat16; the searches run."""
+    keras.config.set_dtype_policy("mixed_bfloat16")
+    try:
+        model = Transformer(30, 25, **SIZES)
+        src, tgt = small_batch()
+        assert keras.backend.standardize_dtype(model((src, tgt)).dtype) == "bfloat16"
+        assert {keras.backend.standardize_dtype(w.dtype) for w in model.weights} == {"float32"}
+        states = model.encode(src, cache_length=4)
+        assert keras.backend.standardize_dtype(states[3].dtype) == "bfloat16"
+        for beam in (1, 2):
+            out = model.generate(src, beam_size=beam, max_length_a=1.0, max_length_b=2)
+            assert np.isfinite(numpy(out["scores"])).all()
+    finally:
+        keras.config.set_dtype_policy("float32")
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("num_layers", 0, "num_layers must be a positive integer"),
+    ("num_heads", 3, "embedding_dim must be a positive multiple of num_heads"),
+    ("feedforward_units", 0, "feedforward_units must be a positive integer"),
+    ("dropout", 1.0, "dropout must be in"),
+    ("decoder_units", 64, "does not use decoder_units"),
+])
+def test_bad_options_are_errors_naming_them(option, value, message):
+    with pytest.raises(ValueError, match=message):
+        Transformer(30, 25, **{**SIZES, option: value})
+    with pytest.raises(ValueError, match="source_vocab_size"):
+        Transformer(0, 25, **SIZES)
+
+
+def test_registered_with_the_base_recipes_shape():
+    assert get_model("transformer") is Transformer
+    options = model_options(Transformer)
+    assert {k: options[k].default for k in ("num_layers", "num_heads", "feedforward_units", "embedding_dim",
+                                            "dropout")} == dict(num_layers=3, num_heads=4, feedforward_units=1024,
+                                                                embedding_dim=256, dropout=0.1)
+    assert not {"encoder_units", "decoder_units", "output_dropout", "attention_remat"} & set(options)
+    with pytest.raises(ConfigError, match="model 'transformer' has no option 'encoder_units'"):
+        validate(TrainConfig(model="transformer", model_options=dict(encoder_units=8)))
+
+
+def test_an_ensemble_sizes_its_transformers_caches_to_the_search():
+    """A one-member ensemble decodes as its member, and asks it for caches of the search's length."""
+    from keras_memnmt.models import Ensemble
+
+    model = Transformer(30, 25, **SIZES)
+    src, _ = small_batch()
+    ensemble = Ensemble([model])
+    assert tuple(ensemble.search_states(src, 7)[3].shape) == (3, 2, 7, 2, 4)
+    alone = model.generate(src, beam_size=2, max_length_a=1.0, max_length_b=3)
+    together = ensemble.generate(src, beam_size=2, max_length_a=1.0, max_length_b=3)
+    np.testing.assert_array_equal(numpy(together["tokens"]), numpy(alone["tokens"]))
+    np.testing.assert_allclose(numpy(together["scores"]), numpy(alone["scores"]), atol=1e-5)
