@@ -322,6 +322,10 @@ def _members(args) -> list[tuple[str, str | None]]:
                      "several with a single --model")
 
 
+class _EnsembleSpec(str):
+    """The text of a ``compare --ensemble``, kept in order among the ``--system`` texts."""
+
+
 def _model_files(members: list[tuple[str, str | None]]) -> list[str]:
     """The model files that the ``--checkpoint`` of ``members`` name, where they exist (a
     run's own best.keras is a file of the run: no output may be it anyway)."""
@@ -495,14 +499,16 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from keras_memnmt.compare import compare, parse_systems, print_table
+    from keras_memnmt.compare import compare, ensemble_system, parse_systems, print_table
 
     search = _search(args)
-    systems = parse_systems(args.runs, args.system or [])
+    systems = parse_systems(args.runs, [ensemble_system(s) if isinstance(s, _EnsembleSpec) else s
+                                        for s in args.system or []])
     if args.json:
         from keras_memnmt.outputs import check_output
 
-        check_output("--json", args.json)
+        members = [m for s in systems for m in s.members or []]
+        check_output("--json", args.json, inputs=[("the model file to compare", f) for f in _model_files(members)])
     log = (lambda msg: None) if args.quiet else \
         (lambda msg: print(f"memnmt compare: {msg}", file=sys.stderr, flush=True))
     result = compare(systems, split=args.split, beam_size=args.beam, data_dir=args.data_dir,
@@ -785,6 +791,12 @@ def build_parser() -> argparse.ArgumentParser:
                     help="a system of several runs (seeds): mean and standard deviation over them, "
                          "and a test of each run against the baseline's run of the same position "
                          "(or against the baseline's single run). Repeatable")
+    cp.add_argument("--ensemble", action="append", dest="system", type=_EnsembleSpec,
+                    metavar="NAME=RUN[:CHECKPOINT],...",
+                    help="a system that is one ensemble of these runs' models (each run's best.keras, "
+                         "or the CHECKPOINT named: a name in RUN/checkpoints, or `best`), translating "
+                         "as `memnmt evaluate --model ... --checkpoint ...` does; its translations are "
+                         "not stored. Repeatable; systems are taken in the order given")
     cp.add_argument("--split", default="test_2016_flickr", help=SPLIT_HELP)
     cp.add_argument("--data-dir")
     _add_search_args(cp)

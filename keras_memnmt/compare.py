@@ -1,9 +1,11 @@
 """Comparing systems on a test split: scores, confidence intervals and significance.
 
-A *system* is one run, or several runs of one recipe (seeds). Each run's default
-model (``best.keras``) translates the split once: hypotheses stored in the run's
-record for the same split and search settings are reused (see
-:mod:`keras_memnmt.records`), new ones are stored. Every system is then tested
+A *system* is one run, several runs of one recipe (seeds), or an ensemble: the models of
+several runs (or checkpoints) translating together (:func:`keras_memnmt.runs.load_ensemble`).
+Each run's default model (``best.keras``) translates the split once: hypotheses stored in
+the run's record for the same split and search settings are reused (see
+:mod:`keras_memnmt.records`), new ones are stored. An ensemble translates every time; its
+translations belong to no one run, so none is written. Every system is then tested
 against the first (the baseline) with sacreBLEU's own paired tests
 (:class:`sacrebleu.significance.PairedTest`), for cased BLEU, lowercased BLEU, chrF
 and TER:
@@ -165,6 +167,29 @@ def run_hypotheses(run_dir: str, test: ParallelCorpus, split: str, beam_size: in
             "reused": False}
 
 
+def ensemble_hypotheses(members: Sequence[tuple[str, str | None]], test: ParallelCorpus,
+                        beam_size: int = 5, length_penalty: str = "gnmt", alpha: float = 0.6,
+                        limit: int | None = None, models: dict | None = None,
+                        progress: bool = False) -> dict:
+    """An ensemble's translations of ``test`` (its first ``limit`` pairs), in the form of
+    :func:`run_hypotheses`; ``file`` is None: they are not stored. ``models``: a dict that
+    keeps the loaded ensemble (under its label) between calls."""
+    from keras_memnmt.inference import translate
+    from keras_memnmt.runs import load_ensemble
+
+    label = ensemble_label(members)
+    models = {} if models is None else models
+    if label not in models:
+        model, vocab, _ = load_ensemble(list(members))
+        models[label] = (model, vocab)
+    model, vocab = models[label]
+    wanted = test.take(limit)
+    hyps = translate(model, vocab, wanted.source, beam_size=beam_size, progress=progress,
+                     length_penalty=length_penalty, alpha=alpha)
+    return {"run": label, "hypotheses": hyps, "references": list(wanted.target), "file": None,
+            "reused": False}
+
+
 # ----- significance ---------------------------------------------------------------------------
 
 @contextlib.contextmanager
@@ -227,17 +252,47 @@ def paired_tests(baseline: Sequence[str], systems: Sequence[Sequence[str]], refe
 
 @dataclasses.dataclass
 class System:
-    """A name and its runs (several: seeds of one recipe)."""
+    """A name and its runs (several: seeds of one recipe); or, with ``members``, one
+    ensemble of those ``(run, checkpoint)`` models (``checkpoint`` None: the run's
+    best.keras), whose one "run" is its label (:func:`ensemble_label`)."""
 
     name: str
     runs: list[str]
+    members: list[tuple[str, str | None]] | None = None
 
 
-def parse_systems(runs: Sequence[str] = (), specs: Sequence[str] = ()) -> list[System]:
+def ensemble_label(members: Sequence[tuple[str, str | None]]) -> str:
+    """``RUN[:CHECKPOINT]+RUN[:CHECKPOINT]...``: the name of an ensemble's translations."""
+    return "+".join(run if checkpoint is None else f"{run}:{checkpoint}" for run, checkpoint in members)
+
+
+def parse_member(text: str) -> tuple[str, str | None]:
+    """``RUN`` or ``RUN:CHECKPOINT`` (a checkpoint name or ``best``) as ``(run, checkpoint)``;
+    a directory whose own name holds a colon is a run."""
+    run, sep, checkpoint = text.rpartition(":")
+    if not sep or not run or not checkpoint or "/" in checkpoint or os.path.isdir(text):
+        return text, None
+    return run, checkpoint
+
+
+def ensemble_system(spec: str) -> System:
+    """``NAME=RUN[:CHECKPOINT],RUN[:CHECKPOINT],...`` (``memnmt compare --ensemble``)."""
+    name, sep, rest = spec.partition("=")
+    members = [parse_member(m) for m in rest.split(",") if m]
+    if not sep or not name or not members:
+        raise ValueError(f"--ensemble expects NAME=RUN[:CHECKPOINT],RUN[:CHECKPOINT],..., got {spec!r}")
+    return System(name, [ensemble_label(members)], members)
+
+
+def parse_systems(runs: Sequence[str] = (), specs: Sequence[str | System] = ()) -> list[System]:
     """Systems from the command line: each positional run on its own (named by its path),
-    then each ``NAME=RUN1,RUN2,...``; the first is the baseline."""
+    then each ``NAME=RUN1,RUN2,...`` (or a :class:`System` made already: an ensemble), in
+    their order; the first is the baseline."""
     systems = [System(run, [run]) for run in runs]
     for spec in specs:
+        if isinstance(spec, System):
+            systems.append(spec)
+            continue
         name, sep, rest = spec.partition("=")
         found = [r for r in rest.split(",") if r]
         if not sep or not name or not found:
@@ -337,7 +392,10 @@ def compare(systems: Sequence[System], split: str = DEFAULT_TEST_SPLIT, beam_siz
         raise ValueError(f"--limit must be >= 1, got {limit}")
     for system in systems[1:]:
         pairing(len(systems[0].runs), len(system.runs))
-    runs = list(dict.fromkeys(r for s in systems for r in s.runs))
+    # What translates: each run alone, and each ensemble (its label) of its members.
+    ensembles = {s.runs[0]: s.members for s in systems if s.members}
+    labels = list(dict.fromkeys(r for s in systems for r in s.runs))
+    runs = list(dict.fromkeys(run for label in labels for run, _ in ensembles.get(label, [(label, None)])))
     for run in runs:
         if not os.path.isdir(run):
             raise FileNotFoundError(f"model directory not found: {run}")
@@ -351,17 +409,22 @@ def compare(systems: Sequence[System], split: str = DEFAULT_TEST_SPLIT, beam_siz
     models: dict = {}
     results = []
     for test, split_name, corpus_name in sets:
-        hyps, files = {}, {}
-        for run in runs:
-            own = test if run == first else load_test_set(configs[run], split_name, data_dir)[0]
+        for run in runs[1:]:
+            own = load_test_set(configs[run], split_name, data_dir)[0]
             if own.target != test.target or own.source != test.source:
                 raise ValueError(f"{first} and {run} have different {split_name} test sets "
                                  "(another language pair, or another synthetic corpus)")
-            got = run_hypotheses(run, test, split_name, beam_size, length_penalty, alpha, limit,
-                                 corpus_name=corpus_name, store=store, models=models)
+        hyps, files = {}, {}
+        for label in labels:
+            if label in ensembles:
+                got = ensemble_hypotheses(ensembles[label], test, beam_size, length_penalty, alpha, limit,
+                                          models=models)
+            else:
+                got = run_hypotheses(label, test, split_name, beam_size, length_penalty, alpha, limit,
+                                     corpus_name=corpus_name, store=store, models=models)
             if log:
-                log(f"{run}: {'reused ' + got['file'] if got['reused'] else 'translated'} ({split_name})")
-            hyps[run], files[run], references = got["hypotheses"], got["file"], got["references"]
+                log(f"{label}: {'reused ' + got['file'] if got['reused'] else 'translated'} ({split_name})")
+            hyps[label], files[label], references = got["hypotheses"], got["file"], got["references"]
         result = compare_hypotheses(systems, hyps, references, seed=seed, bootstrap=bootstrap,
                                     trials=trials)
         for system in result["systems"]:

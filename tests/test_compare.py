@@ -182,11 +182,38 @@ def test_seeds_are_paired_with_the_baselines_seeds(runs, tmp_path, capsys):
     (["{a}", "{b}", "--seed", "0"], "seed must be an int > 0"),
     (["{a}", "{a}"], "system names must differ"),
     (["{a}", "--system", "x={a}"], "a run may appear once"),
+    (["{a}", "--ensemble", "{b}"], "--ensemble expects NAME=RUN[:CHECKPOINT],RUN[:CHECKPOINT]"),
+    (["{a}", "--ensemble", "x={a}:step999"], "step999"),
 ])
 def test_compare_errors(runs, capsys, args, message):
     names = {"a": runs["a"], "b": runs["b"], "c": runs["c0"]}
     assert main(["compare", *(arg.format(**names) for arg in args), "--beam", "1", "--quiet"]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_an_ensemble_is_a_system_translating_as_evaluate_does(runs, tmp_path, capsys):
+    """``--ensemble NAME=RUN[:CHECKPOINT],...``: one system of several runs' models (of two
+    architectures here), tested against the baseline like any run; it translates as
+    `memnmt evaluate` does with the same members, and writes into none of its runs."""
+    from keras_memnmt.testing.tiny_runs import run_fingerprint
+
+    a, b, c = runs["a"], runs["b"], runs["c0"]
+    out = tmp_path / "ensemble.json"
+    untouched = {run: run_fingerprint(run) for run in (b, c)}
+    assert main(["compare", a, "--ensemble", f"ab={a}:best,{b}", "--system", f"c={c}", "--beam", "2",
+                 "--limit", "60", "--trials", "100", "--bootstrap", "100", "--json", str(out), "--quiet"]) == 0
+    table = capsys.readouterr().out
+    result = json.loads(out.read_text())
+    assert [s["name"] for s in result["systems"]] == [a, "ab", "c"]  # in the order given
+    (ensemble,) = result["systems"][1]["runs"]
+    assert ensemble["run"] == f"{a}:best+{b}" and ensemble["hypotheses"] is None
+    assert ensemble["tests"][0]["baseline_run"] == a and f"{a}:best+{b}" in table
+    assert main(["evaluate", "--model", a, "--model", b, "--beam", "2", "--limit", "60", "--quiet"]) == 0
+    evaluated = json.loads(capsys.readouterr().out)
+    assert evaluated["ensemble"] == [a, b]
+    assert round(ensemble["bleu"]["score"], 2) == evaluated["bleu"]
+    assert ensemble["bleu"]["score"] != result["systems"][0]["runs"][0]["bleu"]["score"]
+    assert {run: run_fingerprint(run) for run in (b, c)} == untouched
 
 
 def test_runs_with_different_test_sets_cannot_be_compared(runs, tmp_path, vocab, capsys):
