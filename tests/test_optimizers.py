@@ -150,6 +150,15 @@ def test_warmup_schedule_steps_adam_at_the_papers_rates():
     assert restored._learning_rate.get_config() == {"peak": 0.01, "warmup_steps": 2}
 
 
+@pytest.mark.backend_independent
+def test_the_training_log_names_the_warmup_schedule():
+    from keras_memnmt.training.distribution import Placement
+
+    line = Placement(["cpu:0"]).describe(TrainConfig(learning_rate=1e-3, warmup_steps=1000, lr_decay=1.0), 1e-6)
+    assert line.endswith("learning rate 1e-06 (a linear warm-up to 0.001 over 1000 updates, then 1/sqrt(step))")
+    assert Placement(["cpu:0"]).describe(TrainConfig(learning_rate=1e-3)).endswith("learning rate 0.001")
+
+
 def test_warmup_with_a_plateau_decay_is_an_error_naming_both():
     with pytest.raises(ConfigError, match="warmup_steps=100 and lr_decay=0.5"):
         TrainConfig(warmup_steps=100, lr_decay=0.5).replace()

@@ -107,19 +107,24 @@ class Placement:
 
     def describe(self, config: TrainConfig, learning_rate: float | None = None) -> str:
         """The log line: devices, global and per-device batch, learning rate (``learning_rate``:
-        the optimizer's, e.g. a resumed run's decayed rate; default the config's)."""
+        the optimizer's, e.g. a resumed run's decayed rate; default the config's) and, with
+        ``warmup_steps``, the schedule (the rate at the first update is peak / warmup_steps)."""
         rate = config.learning_rate if learning_rate is None else learning_rate
+        rate_text = f"learning rate {rate:g}"
+        if config.warmup_steps:
+            rate_text += (f" (a linear warm-up to {config.learning_rate:g} over {config.warmup_steps} updates, "
+                          "then 1/sqrt(step))")
         unit = "sentences" if config.batch_by == "sentences" else "tokens"
         if config.distribution == "none":
             return (f"distribution: none (the backend's default device); batch {config.batch_size} {unit}; "
-                    f"learning rate {rate:g}")
+                    f"{rate_text}")
         n = len(self.devices)
         hosts = f" in {self.processes} processes (this is process {self.process})" if self.processes > 1 else ""
         per = config.batch_size / n
         per_text = f"{per:g}" if per == int(per) else f"about {per:.1f}"
         return (f"distribution: {config.distribution} on {n} device{'s' if n > 1 else ''} "
                 f"({', '.join(self.devices)}){hosts}; global batch {config.batch_size} {unit}, {per_text} per "
-                f"device; learning rate {rate:g}")
+                f"device; {rate_text}")
 
 
 def placement(config: TrainConfig) -> Placement:
