@@ -794,7 +794,8 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--ensemble", action="append", dest="system", type=_EnsembleSpec,
                     metavar="NAME=RUN[:CHECKPOINT],...",
                     help="a system that is one ensemble of these runs' models (each run's best.keras, "
-                         "or the CHECKPOINT named: a name in RUN/checkpoints, or `best`), translating "
+                         "or the CHECKPOINT named: a name in RUN/checkpoints, `best`, or a path to a "
+                         ".keras file such as `memnmt average` writes), translating "
                          "as `memnmt evaluate --model ... --checkpoint ...` does; its translations are "
                          "not stored. Repeatable; systems are taken in the order given")
     cp.add_argument("--split", default="test_2016_flickr", help=SPLIT_HELP)

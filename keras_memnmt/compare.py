@@ -267,10 +267,11 @@ def ensemble_label(members: Sequence[tuple[str, str | None]]) -> str:
 
 
 def parse_member(text: str) -> tuple[str, str | None]:
-    """``RUN`` or ``RUN:CHECKPOINT`` (a checkpoint name or ``best``) as ``(run, checkpoint)``;
+    """``RUN`` or ``RUN:CHECKPOINT`` as ``(run, checkpoint)``: CHECKPOINT a name in
+    RUN/checkpoints, ``best``, or a path to a .keras file (:func:`keras_memnmt.runs.checkpoint_path`);
     a directory whose own name holds a colon is a run."""
     run, sep, checkpoint = text.rpartition(":")
-    if not sep or not run or not checkpoint or "/" in checkpoint or os.path.isdir(text):
+    if not sep or not run or not checkpoint or os.path.isdir(text):
         return text, None
     return run, checkpoint
 

@@ -12,7 +12,7 @@ import sacrebleu
 from sacrebleu.significance import PairedTest
 
 from keras_memnmt.cli import main
-from keras_memnmt.compare import paired_tests, pairing, parse_systems
+from keras_memnmt.compare import ensemble_system, paired_tests, pairing, parse_member, parse_systems
 
 # The same on every backend: CI runs it on one (conftest.py).
 pytestmark = pytest.mark.backend_independent
@@ -214,6 +214,19 @@ def test_an_ensemble_is_a_system_translating_as_evaluate_does(runs, tmp_path, ca
     assert round(ensemble["bleu"]["score"], 2) == evaluated["bleu"]
     assert ensemble["bleu"]["score"] != result["systems"][0]["runs"][0]["bleu"]["score"]
     assert {run: run_fingerprint(run) for run in (b, c)} == untouched
+
+
+def test_ensemble_members_name_a_run_and_optionally_its_checkpoint(tmp_path):
+    assert parse_member("runs/t") == ("runs/t", None)
+    assert parse_member("runs/t:step4610") == ("runs/t", "step4610")
+    assert parse_member("runs/t:best") == ("runs/t", "best")
+    assert parse_member("runs/t:runs/t_average.keras") == ("runs/t", "runs/t_average.keras")
+    odd = tmp_path / "run:1"
+    odd.mkdir()
+    assert parse_member(str(odd)) == (str(odd), None)  # a run whose own name holds a colon
+    system = ensemble_system("both=runs/t:step4610,runs/l")
+    assert (system.name, system.runs, system.members) == \
+        ("both", ["runs/t:step4610+runs/l"], [("runs/t", "step4610"), ("runs/l", None)])
 
 
 def test_runs_with_different_test_sets_cannot_be_compared(runs, tmp_path, vocab, capsys):
