@@ -1,0 +1,1 @@
+2026-11-27T23:11:35Z memnmt compare docs/records/attentive_general_e45 docs/records/rnnsearch_e19 docs/records/transformer_full --ensemble transformer_avg5+luong+rnnsearch=runs/transformer:runs/transformer_avg5.keras,runs/luong_new,runs/rnnsearch --data-dir $MEMNMT_DATA --json docs/records/compare_ensemble.json

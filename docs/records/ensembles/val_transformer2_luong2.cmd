@@ -1,0 +1,1 @@
+2026-11-27T22:03:19Z memnmt evaluate --model runs/transformer --checkpoint best --model runs/transformer --checkpoint runs/transformer_avg5.keras --model runs/luong_new --checkpoint best --model runs/luong_new --checkpoint step9220 --split val --beam 5 --quiet

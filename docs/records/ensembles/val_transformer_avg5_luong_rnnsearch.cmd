@@ -1,0 +1,1 @@
+2026-11-27T23:08:53Z memnmt evaluate --model runs/transformer --checkpoint runs/transformer_avg5.keras --model runs/luong_new --checkpoint best --model runs/rnnsearch --checkpoint best --split val --beam 5 --quiet

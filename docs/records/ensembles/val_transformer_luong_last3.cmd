@@ -1,0 +1,1 @@
+2026-11-27T22:02:07Z memnmt evaluate --model runs/transformer --checkpoint best --model runs/luong_new --checkpoint best --model runs/luong_new --checkpoint step8298 --model runs/luong_new --checkpoint step8759 --model runs/luong_new --checkpoint step9220 --split val --beam 5 --quiet
