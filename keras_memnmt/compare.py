@@ -144,16 +144,10 @@ def run_hypotheses(run_dir: str, test: ParallelCorpus, split: str, beam_size: in
                 f"{run_dir} holds no model file ({' or '.join(records.MODEL_FILES)}) to translate "
                 f"with, and no stored translations for {key}; it holds: {', '.join(held) or 'none'}"
             ) from None
-    from keras_memnmt.inference import score, translate
-    from keras_memnmt.runs import load_run
+    from keras_memnmt.inference import score
 
-    models = {} if models is None else models
-    if run_dir not in models:
-        model, vocab, _ = load_run(run_dir)
-        models[run_dir] = (model, vocab)
-    model, vocab = models[run_dir]
-    hyps = translate(model, vocab, wanted.source, beam_size=beam_size, progress=progress,
-                     length_penalty=length_penalty, alpha=alpha)
+    hyps = ensemble_hypotheses([(run_dir, None)], test, beam_size, length_penalty, alpha, limit,
+                               models=models, progress=progress)["hypotheses"]
     path = None
     if store and not limit:
         try:
@@ -171,9 +165,10 @@ def ensemble_hypotheses(members: Sequence[tuple[str, str | None]], test: Paralle
                         beam_size: int = 5, length_penalty: str = "gnmt", alpha: float = 0.6,
                         limit: int | None = None, models: dict | None = None,
                         progress: bool = False) -> dict:
-    """An ensemble's translations of ``test`` (its first ``limit`` pairs), in the form of
-    :func:`run_hypotheses`; ``file`` is None: they are not stored. ``models``: a dict that
-    keeps the loaded ensemble (under its label) between calls."""
+    """The translations of ``test`` (its first ``limit`` pairs) by the ensemble of
+    ``members`` (one member: that model), in the form of :func:`run_hypotheses`; ``file``
+    is None: they are not stored. ``models``: a dict that keeps the loaded models (under
+    their label) between calls."""
     from keras_memnmt.inference import translate
     from keras_memnmt.runs import load_ensemble
 
