@@ -388,6 +388,35 @@ def check_run_dir(run_dir: str) -> list[str]:
     return names
 
 
+DATA_DIR = "$MEMNMT_DATA"
+
+
+def portable_command(argv: Sequence[str]) -> list[str]:
+    """A recorded command line with the folder given to ``--data-dir`` as ``$MEMNMT_DATA``:
+    where the corpus lay on the machine that made the run says nothing to a reader, who
+    gives their own copy."""
+    words, data_dir_next = [], False
+    for arg in argv:
+        if data_dir_next:
+            words.append(DATA_DIR)
+        elif arg.startswith("--data-dir="):
+            words.append(f"--data-dir={DATA_DIR}")
+        else:
+            words.append(arg)
+        data_dir_next = arg == "--data-dir"
+    return words
+
+
+def _portable(value):
+    """``value`` (a record's JSON) with every ``command`` list in it made portable."""
+    if isinstance(value, dict):
+        return {k: portable_command(v) if k == "command" and isinstance(v, list) else _portable(v)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_portable(v) for v in value]
+    return value
+
+
 def archive_files(run_dir: str, out_dir: str, overwrite: bool = False) -> list[str]:
     """What :func:`archive_run` would copy from ``run_dir`` to ``out_dir`` (paths relative
     to both), after every check it makes; copies nothing."""
@@ -418,7 +447,8 @@ def archive_run(run_dir: str, out_dir: str, overwrite: bool = False) -> list[str
     the copied paths, relative to both folders.
 
     Copied: ``config.json``, ``record.json``, ``results.json`` and ``validations.json``
-    where present, and every ``hyps/*.txt``. Not copied: models, checkpoints, the
+    where present, and every ``hyps/*.txt``; the record's command lines name the data
+    folder as ``$MEMNMT_DATA`` (:func:`portable_command`). Not copied: models, checkpoints, the
     vocabulary, TensorBoard logs. An existing ``out_dir`` that holds anything is refused
     unless ``overwrite``, and even then when it holds what only a run holds (a model
     file, ``vocab/``, ``checkpoints/``, ...: a run, not an archive); with ``overwrite``
@@ -429,5 +459,8 @@ def archive_run(run_dir: str, out_dir: str, overwrite: bool = False) -> list[str
         with open(os.path.join(run_dir, name), "rb") as f:
             data = f.read()
         os.makedirs(os.path.dirname(os.path.join(out_dir, name)), exist_ok=True)
-        write_bytes(os.path.join(out_dir, name), data)
+        if name == RECORD_FILE:
+            write_json(os.path.join(out_dir, name), _portable(json.loads(data)))
+        else:
+            write_bytes(os.path.join(out_dir, name), data)
     return names

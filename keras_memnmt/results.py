@@ -18,7 +18,13 @@ import re
 import shlex
 from collections.abc import Callable, Sequence
 
-from keras_memnmt.records import best_validation, hypotheses_key, read_record
+from keras_memnmt.records import (
+    DATA_DIR,
+    best_validation,
+    hypotheses_key,
+    portable_command,
+    read_record,
+)
 
 MISSING = "—"
 SCORES = ("bleu", "bleu_lowercase", "chrf", "ter")
@@ -31,33 +37,22 @@ def _read_json(path: str):
         return json.load(f)
 
 
-DATA_DIR = "$MEMNMT_DATA"
-
-
 def command_text(argv: Sequence[str] | None) -> str | None:
     """A recorded command line as a shell command (``memnmt ...`` for the CLI's own entry points).
 
-    The folder given to ``--data-dir`` is shown as ``$MEMNMT_DATA``: where the corpus lay
-    on the machine that made the run says nothing to a reader, who gives their own copy.
+    The folder given to ``--data-dir`` is shown as ``$MEMNMT_DATA``
+    (:func:`keras_memnmt.records.portable_command`).
 
     >>> command_text(["/venv/bin/memnmt", "train", "x", "--data-dir", "/data/m30k", "--out", "a b"])
     "memnmt train x --data-dir $MEMNMT_DATA --out 'a b'"
     """
     if not argv:
         return None
-    argv = list(argv)
+    argv = portable_command(argv)
     if os.path.basename(argv[0]) in ("memnmt", "cli.py", "__main__.py"):
         argv[0] = "memnmt"
-    words, data_dir_next = [], False
-    for arg in argv:
-        if data_dir_next:
-            words.append(DATA_DIR)
-        elif arg.startswith("--data-dir="):
-            words.append(f"--data-dir={DATA_DIR}")
-        else:
-            words.append(shlex.quote(arg))
-        data_dir_next = arg == "--data-dir"
-    return " ".join(words)
+    unquoted = (DATA_DIR, f"--data-dir={DATA_DIR}")
+    return " ".join(arg if arg in unquoted else shlex.quote(arg) for arg in argv)
 
 
 def recipe_of(argv: Sequence[str] | None) -> str | None:

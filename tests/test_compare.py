@@ -325,6 +325,23 @@ def test_archives_are_compared_on_their_stored_translations(runs, tmp_path, caps
         {k: v for k, v in row_run.items() if k != "run"}
 
 
+def test_an_archived_record_names_the_data_folder_as_memnmt_data(runs, tmp_path, capsys):
+    """The run keeps its own record; the archive's commands give ``--data-dir`` as
+    ``$MEMNMT_DATA`` (both spellings, every command of the record)."""
+    run = str(tmp_path / "run")
+    shutil.copytree(runs["a"], run)
+    record = {"format": 1, "command": ["memnmt", "train", "x", "--data-dir", "/corpora/m30k", "--out", "r"],
+              "resumes": [{"command": ["memnmt", "train", "x", "--data-dir=/corpora/m30k", "--resume"]}]}
+    with open(os.path.join(run, "record.json"), "w") as f:
+        json.dump(record, f)
+    assert main(["archive", run, "--out", str(tmp_path / "shelf")]) == 0
+    capsys.readouterr()
+    archived = json.load(open(tmp_path / "shelf" / "record.json"))
+    assert archived["command"] == ["memnmt", "train", "x", "--data-dir", "$MEMNMT_DATA", "--out", "r"]
+    assert archived["resumes"][0]["command"] == ["memnmt", "train", "x", "--data-dir=$MEMNMT_DATA", "--resume"]
+    assert json.load(open(os.path.join(run, "record.json"))) == record
+
+
 def test_archive_refuses_to_replace_what_it_should_not(runs, tmp_path, capsys):
     out = tmp_path / "kept"
     assert main(["archive", runs["a"], "--out", str(out)]) == 0
