@@ -1,1 +1,1 @@
-2026-11-26T20:33:22Z memnmt compare docs/records/rnnsearch_deen docs/records/attentive_dot_deen docs/records/attentive_general_deen --data-dir ../shared/data/multi30k --json docs/records/compare_rnnsearch_attentive_deen.json
+2026-11-26T20:33:22Z memnmt compare docs/records/rnnsearch_deen docs/records/attentive_dot_deen docs/records/attentive_general_deen --data-dir $MEMNMT_DATA --json docs/records/compare_rnnsearch_attentive_deen.json

@@ -1,1 +1,1 @@
-2026-11-26T21:18:17Z memnmt compare docs/records/rnnsearch docs/records/attentive_general docs/records/attentive_general_e45 --data-dir ../shared/data/multi30k --json docs/records/compare_rnnsearch_attentive_e45.json
+2026-11-26T21:18:17Z memnmt compare docs/records/rnnsearch docs/records/attentive_general docs/records/attentive_general_e45 --data-dir $MEMNMT_DATA --json docs/records/compare_rnnsearch_attentive_e45.json

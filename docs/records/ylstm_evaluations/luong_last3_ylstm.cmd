@@ -1,1 +1,1 @@
-2026-11-26T06:06:02Z memnmt evaluate --model runs/luong --checkpoint step12908 --model runs/luong --checkpoint step13369 --model runs/luong --checkpoint step13830 --model runs/ylstm --checkpoint best --data-dir ../shared/data/multi30k --beam 5 --quiet
+2026-11-26T06:06:02Z memnmt evaluate --model runs/luong --checkpoint step12908 --model runs/luong --checkpoint step13369 --model runs/luong --checkpoint step13830 --model runs/ylstm --checkpoint best --data-dir $MEMNMT_DATA --beam 5 --quiet
