@@ -15,16 +15,17 @@ untied model), so the figures are those of the training in docs/results.md
 label smoothing, no embedding dropout, untied).
 
 Figures, per model (``--model rnnsearch,memdec,rmn`` benchmarks several in one run,
-each line prefixed by the model's name): training sentence pairs/s and target
+each line prefixed by the model's name; default: the recipe's model): training sentence pairs/s and target
 tokens/s (steady state, after the warm-up steps that compile each bucket shape),
 the training cost per target token (µs), memory, the fraction of 100 GFLOP/s
-reached (analytic matmul FLOPs: forward ×3 for forward+backward), and
-translation time of test_2016_flickr (greedy, beam 5), first pass (with
-compilation) and second pass. With RNNsearch and another model, the other's cost
-per token relative to RNNsearch's (``memdec_cost_per_token_vs_rnnsearch``, from the
-timed wall clock) and its median step relative to RNNsearch's on the same batches
-(``memdec_median_step_vs_rnnsearch``, which one slow stretch of the machine does not
-move). ``_train_steps_share_of_wall`` is the part of the wall clock spent inside
+reached (analytic matmul FLOPs, the model's own count, ``Seq2Seq.matmul_macs``:
+forward ×3 for forward+backward; a model that declares none prints
+``{name}_matmul_flops=not_counted`` instead), and translation time of test_2016_flickr
+(greedy, beam 5), first pass (with compilation) and second pass. With several models,
+each one's cost per token relative to the first one's (``--model rnnsearch,memdec``:
+``memdec_cost_per_token_vs_rnnsearch``, from the timed wall clock) and its median step
+relative to the first one's on the same batches (``memdec_median_step_vs_rnnsearch``,
+which one slow stretch of the machine does not move). ``_train_steps_share_of_wall`` is the part of the wall clock spent inside
 training steps (the rest is ``fit``'s own work and the input pipeline).
 
 Memory: the kernel's peak-RSS mark is reset (``/proc/self/clear_refs``) after
@@ -55,83 +56,14 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-# The models whose matmul FLOPs `train_flops_per_batch` counts.
-BENCHMARKED = ("rnnsearch", "cho", "memdec", "rmn", "rmr", "attentive", "luong", "ylstm", "transformer")
-
-
-def train_flops_per_batch(c, src_tokens: int, tgt_tokens: int, model: str) -> float:
-    """Matmul FLOPs (forward ×3) for one batch with the given padded token counts."""
-    e, h, d, v = c.embedding_dim, c.encoder_units, c.decoder_units, c.target_vocab_size
-    enc = 2 * 3 * h * (e + h)  # two GRU directions, 3 gates, per source token (MACs)
-    keys = 0
-    if model == "rnnsearch":
-        a = c.attention_units
-        dec = 3 * d * (e + 2 * h + d)  # GRU on [e, c] with state d
-        dec += d * d + e * d  # feedback-attention query s~
-        dec += a * d  # W_a s~
-        keys = 2 * h * a  # U_a h_j, per source token
-    elif model == "memdec":
-        a, cell = c.attention_units, c.cell
-        n, m, am = cell.memory_size, cell.memory_dim, cell.address_units
-        dec = 3 * d * (e + 2 * h + m + d)  # GRU on [e, c, r] with state d
-        dec += (m + e) * d + a * d  # pre-state s~ (Eq. 5), W_a s~
-        heads = 1 if cell.addressing == "shared_weights" else 2  # addressings per step
-        dec += n * m * am + heads * (d * am + d)  # memory projected once; U_a s and gate per head
-        dec += 2 * d * m  # erase and add
-        keys = 2 * h * a
-    elif model in ("rmn", "rmr"):
-        a, cell = c.attention_units, c.cell
-        n, m = cell.memory_size, cell.memory_dim
-        lstm_in = e + (0 if cell.context_once == "output" else 2 * h)
-        dec = 4 * d * (lstm_in + d)  # LSTM on [e, c] with state d
-        dec += (d + e) * d + a * d  # feedback-attention query, W_a q
-        dec += (0 if m == d else d * m) + 2 * n * m  # memory query, Eq. 16 scores, Eq. 17 read
-        dec += 3 * d * (m + d)  # the gated merge (a GRU step on s_t with state z_t)
-        if cell.top_lstm:
-            dec += 4 * d * (2 * d)  # RMR's top LSTM
-        keys = 2 * h * a
-    elif model in ("attentive", "luong"):  # stacked LSTMs of h (encoder) and d (decoder) units
-        cell, layers = c.cell, c.num_layers
-        bottom = 2 * 4 * (h // 2) * (e + h // 2) if c.bidirectional_bottom else 4 * h * (e + h)
-        enc = bottom + (layers - 1) * 4 * h * 2 * h
-        keys = {"dot": 0, "general": h * d, "concat": h * (cell.concat_units or 0)}[cell.score]
-        fed = c.readout_units if model == "luong" and cell.input_feeding else 0  # h~_{t-1}
-        dec = 4 * d * (e + fed + d) + (layers - 1) * 4 * d * 2 * d  # the decoder stack
-        if model == "attentive":
-            a = cell.self_attention_units
-            dec += d * a * (2 if cell.self_score == "combined" else 1)  # W_s h_t (and U_s h_t)
-            dec += 2 * d * d + (d + h) * d  # Eq. 14 and Eq. 10 merges
-        else:
-            dec += (d + h) * c.readout_units  # h~_t = tanh(W_att [h_t; k_t])
-    elif model == "ylstm":  # two tracked stacks of h and d units, trackers of t units
-        layers, t = c.num_layers, c.cell.tracker_units
-        enc = 4 * h * (e + h) + (layers - 1) * 4 * h * 2 * h + 4 * h * t + 4 * t * (h + t)
-        enc += h * c.source_vocab_size if c.encoder_lm_weight > 0 else 0  # the language model's softmax
-        dec = 4 * d * (e + d) + (layers - 1) * 4 * d * 2 * d + 4 * d * t + 4 * t * (d + t)
-        keys = t * t if c.cell.score == "general" else 0
-    elif model == "transformer":  # per layer, d_model = e: the projections and the feed-forward
-        # network; the attention's own products (2·T·e per token and layer, about 3% here
-        # at Multi30k's lengths) are left out
-        layers, f = c.num_layers, c.feedforward_units
-        enc = layers * (4 * e * e + 2 * e * f)  # Q, K, V, O; W1, W2
-        keys = layers * 2 * e * e  # the cross-attention's K and V of each source token
-        dec = layers * (4 * e * e + 2 * e * e + 2 * e * f)  # self-attention; cross Q and O; W1, W2
-    else:  # cho: GRU on [e, c] plus the fixed context
-        dec = 3 * d * (e + 2 * h + d)
-    if model in ("rmn", "rmr"):  # the deep output reads [h_t; c_t] (or h_t)
-        readout_in = d + (0 if c.cell.context_once == "input" else 2 * h)
-    elif model == "attentive":  # Eq. 16 reads [h''_t; h'_t]
-        readout_in = 2 * d
-    else:
-        readout_in = d + 2 * h + e
-    if model == "ylstm":  # the softmax reads h^L_t
-        readout = d * v
-    elif model == "transformer":  # the (tied) output projection of the top layer, no bias
-        readout = e * v
-    else:
-        readout = c.readout_units * (0 if model == "luong" else readout_in) + c.readout_units * v  # Luong: W_out h~
-    macs = src_tokens * (enc + keys) + tgt_tokens * (dec + readout)
-    return 3 * 2 * macs
+def train_flops_per_batch(model, src_tokens: int, tgt_tokens: int) -> float | None:
+    """Matmul FLOPs (forward ×3) for one batch with the given padded token counts, from the
+    model's own count (``Seq2Seq.matmul_macs``); None for a model that declares none."""
+    macs = model.matmul_macs()
+    if macs is None:
+        return None
+    per_source, per_target = macs
+    return 3 * 2 * (src_tokens * per_source + tgt_tokens * per_target)
 
 
 def matmul_rate(m: int, k: int, n: int, dtype: str = "float32", calls: int = 1, repeats: int = 5) -> float:
@@ -233,8 +165,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data-dir", default=os.environ.get("MEMNMT_DATA"),
                    help="local Multi30k folder (default: $MEMNMT_DATA, else the cache, else a download)")
-    p.add_argument("--model", default="rnnsearch",
-                   help="model(s), comma-separated: " + ", ".join(BENCHMARKED))
+    p.add_argument("--model", default="",
+                   help="registered model name(s), comma-separated; the others are compared with the "
+                        "first (default: --recipe's model)")
     p.add_argument("--model-recipes", default="",
                    help="comma-separated recipes, one per --model entry, whose model settings that "
                         "model takes (e.g. multi30k_rnnsearch,multi30k_attentive_general); the data "
@@ -261,9 +194,6 @@ def main() -> None:
     if args.peak < 0:
         p.error(f"--peak: {args.peak} is negative")
     models = [m.strip() for m in args.model.split(",") if m.strip()]
-    unknown = sorted(set(models) - set(BENCHMARKED))
-    if not models or unknown:
-        p.error(f"--model: unknown model(s) {unknown or args.model!r}; choose from {', '.join(BENCHMARKED)}")
 
     from keras_memnmt.runtime import import_tensorflow_without_jax, tune_malloc
 
@@ -287,6 +217,12 @@ def main() -> None:
                                                      batch_size=args.batch_size), args.set)
     except ConfigError as error:
         p.error(str(error))
+    models = models or [config.model]
+    from keras_memnmt.models import model_names
+
+    unknown = sorted(set(models) - set(model_names()))
+    if unknown:
+        p.error(f"--model: unknown model(s) {unknown}; choose from {', '.join(model_names())}")
     print(f"recipe={args.recipe}")
     if not args.load_batches:  # loaded batches print their own (batches_bucket_width=)
         print(f"bucket_width={config.bucket_width}")
@@ -337,13 +273,13 @@ def main() -> None:
         else:
             model_config = apply_overrides(config, [f"model={model_name}"])
         cost[model_name] = benchmark(model_name, model_config, vocab, batches, args.warmup_steps, test, peaks)
-    if "rnnsearch" in cost:
-        for name, (value, median) in cost.items():
-            if name != "rnnsearch":
-                print(f"{name}_cost_per_token_vs_rnnsearch={value / cost['rnnsearch'][0]:.2f}")
-                # The same batches for both models, so the ratio of median steps estimates the
-                # same cost ratio, without the slow stretches of this machine that move a mean.
-                print(f"{name}_median_step_vs_rnnsearch={median / cost['rnnsearch'][1]:.2f}")
+    first = models[0]  # the others are compared with it
+    for name, (value, median) in cost.items():
+        if name != first:
+            print(f"{name}_cost_per_token_vs_{first}={value / cost[first][0]:.2f}")
+            # The same batches for both models, so the ratio of median steps estimates the
+            # same cost ratio, without the slow stretches of this machine that move a mean.
+            print(f"{name}_median_step_vs_{first}={median / cost[first][1]:.2f}")
 
 
 def benchmark(name: str, config, vocab, batches: list, warmup_steps: int, test, peaks: dict) -> tuple:
@@ -387,16 +323,20 @@ def benchmark(name: str, config, vocab, batches: list, warmup_steps: int, test, 
     wall = time.perf_counter() - t0
     pairs = sum(len(b[1]) for b in timed)
     tokens = sum(int((b[1] != 0).sum()) for b in timed)
-    flops = sum(train_flops_per_batch(model, b[0][0].size, b[1].size, name) for b in timed)
+    counted = model.matmul_macs() is not None
+    flops = sum(train_flops_per_batch(model, b[0][0].size, b[1].size) for b in timed) if counted else 0.0
     peak = _proc_status_mb("VmHWM") if exact_peak else (
         resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     print(f"{name}_train_pairs_per_second={pairs / wall:.1f}")
     print(f"{name}_train_target_tokens_per_second={tokens / wall:.0f}")
     print(f"{name}_train_microseconds_per_target_token={1e6 * wall / tokens:.1f}")
-    print(f"{name}_train_gflops_per_second={flops / wall / 1e9:.1f}")
-    print(f"{name}_train_fraction_of_100_gflops={flops / wall / 1e11:.2f}")
+    if not counted:  # the model declares no matmul_macs: timings without a FLOP rate
+        print(f"{name}_matmul_flops=not_counted")
+    else:
+        print(f"{name}_train_gflops_per_second={flops / wall / 1e9:.1f}")
+        print(f"{name}_train_fraction_of_100_gflops={flops / wall / 1e11:.2f}")
     compute = keras.config.dtype_policy().compute_dtype
-    if compute in peaks:
+    if counted and compute in peaks:
         print(f"{name}_fraction_of_peak={flops / wall / 1e9 / peaks[compute]:.4f}")
     median = float(np.median(timer.times))
     print(f"{name}_train_median_step_ms={1000 * median:.1f}")

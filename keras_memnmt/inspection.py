@@ -3,11 +3,12 @@
 :func:`inspect_pair` runs a :class:`~keras_memnmt.models.Seq2Seq` over a source sentence
 and a target, teacher-forced on a given reference or on the model's own greedy
 translation, and keeps the named details of every step of its cell
-(:meth:`~keras_memnmt.layers.DecoderCell.step_details`: the source attention, MemDec's
-read and write weights, RMN's attention over the recent words, ...), with the subword
+(:meth:`~keras_memnmt.layers.DecoderCell.step_details`) that the model's pictures draw,
+the details its class lists in ``Seq2Seq.panels`` (the source attention, a memory's
+read and write weights, an attention over the recent words, ...), with the subword
 tokens of both sides for axis labels. :mod:`keras_memnmt.plots` draws them. A model
-whose decoder is no cell (the Transformer) is stepped by its ``decode_step``: the target
-probabilities, and the attention where the step returns one.
+whose decoder is no cell is stepped by its ``decode_step``: the target probabilities,
+and the attention where the step returns one.
 """
 
 from __future__ import annotations
@@ -21,22 +22,7 @@ from keras import ops
 
 from keras_memnmt.data.vocab import BOS_ID, EOS_ID, PAD_ID, SubwordVocab
 from keras_memnmt.inference import encode_sources
-
-# The details kept, each with what its last axis indexes (see DecoderCell.step_details):
-# "source" positions, MemDec's "memory" cells, a "window" of the most recent decoder
-# positions (slot 0 the newest; `WINDOW_LAG` says how far back slot 0 is), or a "scalar".
-DETAILS = {
-    "attention": "source",
-    "read_weights": "memory",
-    "write_weights": "memory",
-    "erase_mean": "scalar",
-    "add_mean": "scalar",
-    "memory_attention": "window",
-    "past_attention": "window",
-}
-# How many steps back slot 0 of a window is: RMN's memory holds the step's own input
-# word y_{t-1} (lag 0); Attentive NMT's past states start with the previous step's (lag 1).
-WINDOW_LAG = {"memory_attention": 0, "past_attention": 1}
+from keras_memnmt.models.panels import Panel
 
 
 @dataclasses.dataclass
@@ -52,10 +38,13 @@ class Inspection:
             eos last when the sentence ends.
         input_tokens: each step's input, ``<s>, y_1 .. y_{T-1}``.
         details: name → ``(T, k)`` weights or ``(T,)`` values, one row per step (the
-            names of :data:`DETAILS` that the model's cell computes).
+            details of ``panels`` that the model's step computes).
         target_probability: ``(T,)`` the probability the model gives each target subword
             at its step (with every cell, attention or not).
         model_name: the model's class name.
+        panels: the model's :class:`~keras_memnmt.models.Panel` list (``Seq2Seq.panels``):
+            each detail's axis and labels, in the order the pictures draw them.
+        curves_title: the title of the pictures' per-step curves (``Seq2Seq.curves_title``).
     """
 
     source: str
@@ -67,6 +56,15 @@ class Inspection:
     details: dict[str, np.ndarray]
     target_probability: np.ndarray
     model_name: str
+    panels: tuple[Panel, ...] = ()
+    curves_title: str = "per target step"
+
+    def panel(self, name: str) -> Panel:
+        """The panel of detail ``name``."""
+        for panel in self.panels:
+            if panel.detail == name:
+                return panel
+        raise KeyError(f"{self.model_name} has no panel {name!r}")
 
     def by_position(self, name: str) -> np.ndarray:
         """A window detail (``memory_attention``, ``past_attention``) as ``(T, T)`` weights
@@ -74,7 +72,7 @@ class Inspection:
         position ``j`` (input word ``input_tokens[j]``) left in the window; 0 outside it."""
         weights = self.details[name]  # (T, K), slot 0 the newest
         steps, slots = weights.shape
-        lag = WINDOW_LAG[name]
+        lag = self.panel(name).lag
         out = np.zeros((steps, steps), np.float32)
         for t in range(steps):
             for k in range(slots):
@@ -127,19 +125,23 @@ def inspect_pair(model, vocab: SubwordVocab, source: str, reference: str | None 
         target_ids = greedy_target(model, source_ids)
     inputs = [BOS_ID] + target_ids[:-1]
     with _no_gradients():
-        rows, probabilities = _step_through(model, source_ids, inputs, target_ids)
+        rows, probabilities = _step_through(model, source_ids, inputs, target_ids,
+                                            [panel.detail for panel in model.panels])
     target = reference.strip() if reference is not None else vocab.target.decode([target_ids])[0]
     return Inspection(
         source=source.strip(), target=target, teacher_forced=reference is not None,
         source_tokens=_pieces(vocab.source, source_ids), target_tokens=_pieces(vocab.target, target_ids),
         input_tokens=_pieces(vocab.target, inputs),
         details={name: np.stack(values) for name, values in rows.items()},
-        target_probability=np.asarray(probabilities, np.float32), model_name=type(model).__name__)
+        target_probability=np.asarray(probabilities, np.float32), model_name=type(model).__name__,
+        panels=tuple(model.panels), curves_title=model.curves_title)
 
 
-def _step_through(model, source_ids: list[int], inputs: list[int], target_ids: list[int]) -> tuple:
-    """``(details by name, target probabilities)``: the cell's ``step_details`` on each input
-    (a model without a cell: its ``decode_step``, whose only detail is the attention)."""
+def _step_through(model, source_ids: list[int], inputs: list[int], target_ids: list[int],
+                  names: list[str]) -> tuple:
+    """``(details by name, target probabilities)``: the details ``names`` of the cell's
+    ``step_details`` on each input (a model without a cell: its ``decode_step``, whose only
+    detail is the attention)."""
     source = ops.convert_to_tensor(np.asarray([source_ids], np.int32))
     cell = getattr(model, "cell", None)
     states = model.encode(source) if cell is not None else model.search_states(source, len(inputs))
@@ -157,7 +159,7 @@ def _step_through(model, source_ids: list[int], inputs: list[int], target_ids: l
         states = details["states"]
         logits = ops.convert_to_numpy(ops.cast(logits, "float32"))[0]
         probabilities.append(_softmax(logits)[following])
-        for name in DETAILS:
+        for name in names:
             if details.get(name) is not None:
                 value = ops.convert_to_numpy(ops.cast(details[name], "float32"))[0]
                 rows.setdefault(name, []).append(value)

@@ -1,17 +1,17 @@
 """Pictures of what a decoder reads and writes: one panel per step detail of an
 :class:`~keras_memnmt.inspection.Inspection` (``memnmt plot``, TensorBoard images).
 
-Drawn with matplotlib's Agg canvas (no display, no pyplot state). Panels, each present
-when the model's cell computes it:
+Drawn with matplotlib's Agg canvas (no display, no pyplot state). The panels are the
+model's own (``Seq2Seq.panels``, :class:`~keras_memnmt.models.Panel`: each detail's axis,
+title and label), each present when the model's step computes it, drawn by their axis:
 
-- the source attention, target subwords (rows) against source subwords (columns);
-  the Y-LSTM's is its tracker's attention over the source positions;
-- MemDec's read and write weights over the ``n`` memory cells;
-- RMN's attention over the most recent target words and Attentive NMT's over its past
-  states, both against the decoder's input words (``<s>, y_1, ...``): a band below the
-  diagonal, as wide as the window;
-- one value per step: the probability the model gives each target subword (every
-  model, the Cho encoder-decoder's only panel) and MemDec's mean erase and add.
+- "source": target subwords (rows) against source subwords (columns), the source
+  attention of most models;
+- "memory": against the memory cells, numbered from 1 (a memory's read and write weights);
+- "window": an attention over the most recent decoder positions, against the decoder's
+  input words (``<s>, y_1, ...``): a band below the diagonal, as wide as the window;
+- "scalar": one value per step, a curve beside the probability the model gives each
+  target subword (every model; a model without panels draws those alone).
 
 The size of the picture follows from the numbers of subwords alone (:func:`figure_size`),
 so the same sentence pair gives the same size at every validation.
@@ -23,31 +23,31 @@ import io
 
 import numpy as np
 
-from keras_memnmt.inspection import DETAILS, Inspection
+from keras_memnmt.inspection import Inspection
 
 DPI = 100
 CELL_INCHES = 0.22  # one heatmap row or column
 CHAR_INCHES = 0.075  # one character of a tick label
 MAX_TITLE = 90  # characters of the source and target in the title
-CURVES = (("target_probability", "p(target subword)"), ("erase_mean", "mean erase"),
-          ("add_mean", "mean add"))
+PROBABILITY_LABEL = "p(target subword)"  # the curve every picture has
+
+
+def _drawn(inspection: Inspection, axes: tuple[str, ...]) -> list[str]:
+    """The details of the model's panels on one of ``axes`` that the step computed, in order."""
+    return [p.detail for p in inspection.panels if p.axis in axes and p.detail in inspection.details]
 
 
 def layout(inspection: Inspection) -> list[list[str]]:
-    """The rows of panels: the source attention; the other heatmaps side by side (MemDec's
-    read and write weights, RMN's or Attentive NMT's window); the per-step curves."""
-    d = inspection.details
-    rows = [["attention"]] if "attention" in d else []
-    middle = [n for n in DETAILS if n in d and DETAILS[n] in ("memory", "window")]
-    if middle:
-        rows.append(middle)
+    """The rows of panels: the source heatmaps (the source attention); the other heatmaps
+    side by side (memory cells, windows); the per-step curves."""
+    rows = [row for row in (_drawn(inspection, ("source",)), _drawn(inspection, ("memory", "window"))) if row]
     return rows + [["curves"]]
 
 
 def _columns(inspection: Inspection, name: str) -> int:
     if name == "curves":
         return len(inspection.target_tokens)
-    if DETAILS[name] == "window":
+    if inspection.panel(name).axis == "window":
         return len(inspection.input_tokens)
     return inspection.details[name].shape[-1]
 
@@ -91,35 +91,26 @@ def _heatmap(fig, ax, weights: np.ndarray, rows: list[str], columns: list[str], 
 
 def _draw(fig, ax, inspection: Inspection, name: str) -> None:
     d, rows = inspection.details, inspection.target_tokens
-    if name == "attention":
-        what = "tracker attention over the source" if inspection.model_name == "YLSTM" else "source attention"
-        _heatmap(fig, ax, d[name], rows, inspection.source_tokens, what, "source")
-    elif name in ("read_weights", "write_weights"):
-        n = d[name].shape[-1]
-        title = f"memory {name.split('_')[0]} weights ({n} cells)"
-        _heatmap(fig, ax, d[name], rows, [str(i + 1) for i in range(n)], title, "memory cell")
-    elif name == "memory_attention":
-        size = d[name].shape[-1]
-        _heatmap(fig, ax, inspection.by_position(name), rows, inspection.input_tokens,
-                 f"attention over the {size} most recent target words", "previous word")
-    elif name == "past_attention":
-        size = d[name].shape[-1]
-        _heatmap(fig, ax, inspection.by_position(name), rows, inspection.input_tokens,
-                 f"attention over the past decoder states (window {size})",
-                 "past state, by the word its step read")
-    else:  # "curves": one value per step
+    if name == "curves":  # one value per step
         steps = np.arange(len(rows))
-        values = {"target_probability": inspection.target_probability, **d}
-        for key, label in CURVES:
-            if key in values:
-                ax.plot(steps, values[key], marker="o", markersize=3, label=label)
+        ax.plot(steps, inspection.target_probability, marker="o", markersize=3, label=PROBABILITY_LABEL)
+        for detail in _drawn(inspection, ("scalar",)):
+            ax.plot(steps, d[detail], marker="o", markersize=3, label=inspection.panel(detail).title)
         ax.set_ylim(-0.02, 1.02)
         ax.set_xticks(steps, labels=rows, rotation=90, fontsize=8)
         ax.set_xlim(-0.5, len(rows) - 0.5)
-        ax.set_title("per target step" + (": the memory write's erase and add vectors"
-                                          if "erase_mean" in d else ""), fontsize=10)
+        ax.set_title(inspection.curves_title, fontsize=10)
         ax.legend(fontsize=8, loc="upper right")
         ax.grid(alpha=0.3)
+        return
+    panel = inspection.panel(name)
+    title = panel.title.format(size=d[name].shape[-1])
+    if panel.axis == "source":
+        _heatmap(fig, ax, d[name], rows, inspection.source_tokens, title, panel.xlabel)
+    elif panel.axis == "memory":
+        _heatmap(fig, ax, d[name], rows, [str(i + 1) for i in range(d[name].shape[-1])], title, panel.xlabel)
+    else:  # "window"
+        _heatmap(fig, ax, inspection.by_position(name), rows, inspection.input_tokens, title, panel.xlabel)
 
 
 def figure(inspection: Inspection):

@@ -157,19 +157,83 @@ def test_gpu_batches_smoke_run_prints_every_figure(tmp_path):
     assert int(figures["compilation_cache_writes"]) == int(figures["compilation_cache_entries_after"]) > 0
 
 
-def test_the_matmul_count_knows_every_library_model():
-    """``throughput.py`` counts the matmul FLOPs of every model the library registers, and the
-    Transformer's count is its projections, feed-forward networks and output layer."""
+# Analytic matmul FLOPs of one training batch of 14 source and 15 target tokens (vocabularies
+# of 40 and 50), per model and options over the model's tiny options: the numbers of the
+# per-model count as it stood in ``throughput.py`` before each model declared its own
+# (``Seq2Seq.matmul_macs``), one row per branch of that count.
+FLOPS = [
+    ("rnnsearch", {}, 207108),
+    ("rnnsearch", {"feedback_attention": False}, 207108),
+    ("cho", {}, 173736),
+    ("memdec", {}, 250308),
+    ("memdec", {"addressing": "separate"}, 259308),
+    ("memdec", {"addressing": "shared_parameters"}, 259308),
+    ("memdec", {"memory_dim": 7, "address_units": 3}, 247068),
+    ("memdec", {"memory_size": 3, "addressing": "separate"}, 255258),
+    ("rmn", {}, 290268),
+    ("rmn", {"context_once": "input"}, 282708),
+    ("rmn", {"context_once": "output"}, 247068),
+    ("rmn", {"memory_dim": 5}, 277668),
+    ("rmr", {}, 362268),
+    ("rmr", {"context_once": "output"}, 319068),
+    ("rmr", {"memory_dim": 5, "context_once": "input"}, 342108),
+    ("attentive", {}, 222780),
+    ("attentive", {"self_score": "combined", "self_attention_units": 4}, 220980),
+    ("attentive", {"score": "concat", "concat_units": 5}, 218580),
+    ("attentive", {"bidirectional_bottom": True, "num_layers": 2}, 345180),
+    ("attentive", {"score": "dot"}, 214380),
+    ("luong", {}, 194580),
+    ("luong", {"input_feeding": False}, 169380),
+    ("luong", {"score": "general", "num_layers": 2}, 342180),
+    ("luong", {"score": "concat", "concat_units": 3}, 197100),
+    ("ylstm", {}, 551880),
+    ("ylstm", {"encoder_lm_weight": 0.0}, 518280),
+    ("ylstm", {"score": "general", "tracker_units": 4}, 411240),
+    ("ylstm", {"num_layers": 3, "tracker_layer": 2}, 691080),
+    ("transformer", {}, 258720),
+    ("transformer", {"num_layers": 3}, 370080),
+]
+
+
+def test_every_library_model_counts_its_matmul_flops():
+    """Each model the library registers declares its matmul count (``matmul_macs``), and
+    ``throughput.py`` reads it; the Transformer's is its projections, feed-forward networks
+    and output layer."""
     import throughput
 
     from keras_memnmt.models import get_model
-    from keras_memnmt.testing.tiny_runs import TINY_OPTIONS, library_models
+    from keras_memnmt.testing.tiny_runs import library_models, tiny_options
 
-    assert set(throughput.BENCHMARKED) == set(library_models())
+    assert set(library_models()) <= {name for name, _, _ in FLOPS}, "a library model without FLOPS rows"
     for name in library_models():
-        model = get_model(name)(40, 50, **TINY_OPTIONS[name])
-        assert throughput.train_flops_per_batch(model, 14, 15, name) > 0, name
-    model = get_model("transformer")(40, 50, **TINY_OPTIONS["transformer"])  # d 8, 2 layers, FFN 16
+        model = get_model(name)(40, 50, **tiny_options(name))
+        source, target = model.matmul_macs()
+        assert source > 0 and target > 0, name
+        assert throughput.train_flops_per_batch(model, 14, 15) == 6 * (14 * source + 15 * target)
+    model = get_model("transformer")(40, 50, **tiny_options("transformer"))  # d 8, 2 layers, FFN 16
     per_source = 2 * (4 * 64 + 2 * 8 * 16) + 2 * 2 * 64
     per_target = 2 * (6 * 64 + 2 * 8 * 16) + 8 * 50
-    assert throughput.train_flops_per_batch(model, 14, 15, "transformer") == 6 * (14 * per_source + 15 * per_target)
+    assert throughput.train_flops_per_batch(model, 14, 15) == 6 * (14 * per_source + 15 * per_target)
+
+
+@pytest.mark.parametrize("name, options, flops", FLOPS, ids=[f"{n}-{i}" for i, (n, _, _) in enumerate(FLOPS)])
+def test_matmul_counts_are_unchanged(name, options, flops):
+    import throughput
+
+    from keras_memnmt.models import get_model
+    from keras_memnmt.testing.tiny_runs import tiny_options
+
+    model = get_model(name)(40, 50, **{**tiny_options(name), **options})
+    assert throughput.train_flops_per_batch(model, 14, 15) == flops
+
+
+def test_a_model_without_a_matmul_count_has_no_flops():
+    """A model that declares no ``matmul_macs`` (the base's default) is timed without a FLOP rate."""
+    import types
+
+    import throughput
+
+    from keras_memnmt.models import Seq2Seq
+
+    assert Seq2Seq.matmul_macs(types.SimpleNamespace()) is None
+    assert throughput.train_flops_per_batch(types.SimpleNamespace(matmul_macs=lambda: None), 14, 15) is None

@@ -69,8 +69,12 @@ def test_the_doc_model_registers_trains_one_step_and_translates(example):
     with pytest.raises(ConfigError, match=f"memory_size: .*model '{MODEL_NAME}' has no such option"):
         apply_overrides(config, ["memory_size=4"])
 
-    model = cls(30, 25, embedding_dim=8, encoder_units=6, decoder_units=10, attention_units=7,
-                readout_units=9, output_dropout=0.0)
+    # What the model declares for the library's tools: its tiny sizes, its pictures, its matmul count.
+    assert cls.tiny_options == dict(embedding_dim=8, encoder_units=6, decoder_units=10, attention_units=7,
+                                    readout_units=9, output_dropout=0.0)
+    assert [panel.detail for panel in cls.panels] == ["attention"]
+    model = cls(30, 25, **cls.tiny_options)
+    assert model.matmul_macs() == (2 * 3 * 6 * 14 + 2 * 6 * 7, 3 * 10 * 30 + 7 * 10 + 9 * 30 + 9 * 25)
     source, target = small_batch()
     model.compile(optimizer=keras.optimizers.SGD(0.5),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))

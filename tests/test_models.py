@@ -103,8 +103,35 @@ def test_bad_arguments():
 
 def test_every_library_model_has_tiny_test_sizes():
     """The shared tests (mixed precision, plots, fit from an unbuilt model) run every model
-    the library registers, at the sizes of ``TINY_OPTIONS``: a model without them fails here."""
+    the library registers at its class's ``tiny_options``: each is one of the model's options,
+    and the tests' mapping reads them from the models."""
+    from keras_memnmt.models import model_options
+
     assert sorted(library_models()) == sorted(TINY_OPTIONS)
+    for name in library_models():
+        cls = MODELS[name]
+        assert set(cls.tiny_options) <= set(model_options(cls)), name
+        assert TINY_OPTIONS[name] == cls.tiny_options and TINY_OPTIONS[name] is not cls.tiny_options
+    assert any(MODELS[name].fast_tier for name in library_models())
+
+
+def test_a_model_that_declares_nothing_gets_the_defaults():
+    """A model that declares none of the tools' knowledge builds at the base's tiny sizes, is
+    left to the slow tier, draws the source attention where its step computes one and has
+    no matmul count (the benchmarks time it without a FLOP rate)."""
+    from keras_memnmt.layers import ChoDecoderCell
+    from keras_memnmt.models import SOURCE_ATTENTION, Seq2Seq
+
+    class Plain(Seq2Seq):
+        def make_cell(self):
+            return ChoDecoderCell(self.decoder_units, self.target_vocab_size, readout_units=7,
+                                  annotation_units=self.encoder.annotation_units)
+
+    model = Plain(30, 25, **Plain.tiny_options)
+    src, tgt = batch()
+    assert keras.ops.convert_to_numpy(model((src, tgt))).shape == (3, 5, 25)
+    assert not Plain.fast_tier and Plain.panels == (SOURCE_ATTENTION,)
+    assert Plain.curves_title == "per target step" and model.matmul_macs() is None
 
 
 @pytest.mark.parametrize("name", library_model_params())

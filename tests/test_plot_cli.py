@@ -20,12 +20,14 @@ pytestmark = pytest.mark.backend_independent
 SOURCE = "the big cat that sleeps sees a small dog"
 REFERENCE = "le granda kato ke dormi vidi-a un hundo malgranda"
 ARCHITECTURES = library_models()
-# The step details each architecture's pictures show (Cho: the target probabilities only);
-# a library model missing here fails test_plot_draws_every_panel.
-PANELS = {"rnnsearch": ["attention"], "cho": [], "luong": ["attention"], "ylstm": ["attention"],
-          "memdec": ["add_mean", "attention", "erase_mean", "read_weights", "write_weights"],
-          "rmn": ["attention", "memory_attention"], "rmr": ["attention", "memory_attention"],
-          "attentive": ["attention", "past_attention"], "transformer": []}
+
+
+def panels(architecture: str) -> list[str]:
+    """The step details the architecture's pictures show, as its class declares them
+    (``Seq2Seq.panels``; none: the target probabilities only)."""
+    from keras_memnmt.models import get_model
+
+    return sorted(panel.detail for panel in get_model(architecture).panels)
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +55,8 @@ def test_plot_draws_every_panel(architecture, runs, tmp_path, capsys):
         extra = ["--reference", reference] if reference else []
         assert main(["plot", "--model", run, "--source", SOURCE, *extra, "--out", out]) == 0
         report = json.loads(capsys.readouterr().out)
-        assert report["panels"] == PANELS[architecture] and report["teacher_forced"] == bool(reference)
+        # Every panel the model declares is drawn: its step computes each detail.
+        assert report["panels"] == panels(architecture) and report["teacher_forced"] == bool(reference)
         model, vocab, _ = load_run(run)
         inspection = inspect_pair(model, vocab, SOURCE, reference)
         assert report["target"] == inspection.target
@@ -87,15 +90,20 @@ def test_inspection_matches_the_models_steps(runs):
 
 @pytest.mark.backend
 def test_windows_by_position(runs):
+    """Every "window" panel of every library model, laid out by decoder position with the
+    panel's lag: weights only on the positions the window has seen, summing to 1."""
     from keras_memnmt.inspection import inspect_pair
+    from keras_memnmt.models import get_model
     from keras_memnmt.runs import load_run
 
-    for name, lag in (("rmn", 0), ("attentive", 1)):
+    windows = [(name, panel) for name in ARCHITECTURES for panel in get_model(name).panels
+               if panel.axis == "window"]
+    assert {panel.lag for _, panel in windows} == {0, 1}  # both kinds of window are covered
+    for name, panel in windows:
         model, vocab, _ = load_run(runs[name])
         inspection = inspect_pair(model, vocab, SOURCE, REFERENCE)
-        detail = "memory_attention" if name == "rmn" else "past_attention"
-        square = inspection.by_position(detail)
-        steps = len(inspection.target_tokens)
+        square = inspection.by_position(panel.detail)
+        steps, lag = len(inspection.target_tokens), panel.lag
         assert square.shape == (steps, steps)
         assert np.all(np.triu(square, 1 - lag) == 0.0)  # only positions the window has seen
         np.testing.assert_allclose(square.sum(-1)[lag:], 1.0, atol=1e-5)

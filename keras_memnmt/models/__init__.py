@@ -9,6 +9,7 @@ from keras_memnmt.models.encoder import BidirectionalEncoder, StackedLSTMEncoder
 from keras_memnmt.models.ensemble import Ensemble
 from keras_memnmt.models.luong import LuongNMT
 from keras_memnmt.models.memdec import MemDec, memdec_from_rnnsearch
+from keras_memnmt.models.panels import SOURCE_ATTENTION, Panel
 from keras_memnmt.models.registry import (
     MODELS,
     Option,
@@ -25,8 +26,8 @@ from keras_memnmt.models.transformer import Transformer, TransformerEncoderStack
 from keras_memnmt.models.ylstm import YLSTM
 
 __all__ = [
-    "MODELS", "RMN", "RMR", "AttentiveNMT", "LuongNMT", "StackedLSTMEncoder", "BidirectionalEncoder", "ChoEncoderDecoder", "Ensemble", "MemDec", "Option", "RNNsearch",
-    "Seq2Seq", "StackedSeq2Seq", "Transformer", "TransformerEncoderStack", "YLSTM", "YLSTMEncoder",
+    "MODELS", "RMN", "RMR", "AttentiveNMT", "LuongNMT", "StackedLSTMEncoder", "BidirectionalEncoder", "ChoEncoderDecoder", "Ensemble", "MemDec", "Option", "Panel", "RNNsearch",
+    "SOURCE_ATTENTION", "Seq2Seq", "StackedSeq2Seq", "Transformer", "TransformerEncoderStack", "YLSTM", "YLSTMEncoder",
     "get_model", "memdec_from_rnnsearch", "model_names", "model_options", "option_differences",
     "register_model",
 ]

@@ -24,6 +24,9 @@ class LuongNMT(StackedSeq2Seq):
     See :class:`~keras_memnmt.layers.LuongCell` for every paper decision.
     """
 
+    tiny_options = dict(embedding_dim=8, encoder_units=10, decoder_units=10, readout_units=7, num_layers=1,
+                        output_dropout=0.0)
+
     def __init__(self, source_vocab_size: int, target_vocab_size: int, num_layers: int = 4,
                  score: str = "dot", input_feeding: bool = True, **kwargs):
         self.input_feeding = input_feeding
@@ -31,6 +34,12 @@ class LuongNMT(StackedSeq2Seq):
 
     def make_cell(self) -> keras.layers.Layer:
         return LuongCell(**self.stacked_cell_arguments(), input_feeding=self.input_feeding, name="luong_cell")
+
+    def matmul_macs(self) -> tuple[int, int]:
+        h, d, r = self.encoder_units, self.decoder_units, self.readout_units
+        fed = r if self.cell.input_feeding else 0  # h~_{t-1}
+        decoder = self.decoder_stack_macs(fed) + (d + h) * r  # h~_t = tanh(W_att [h_t; k_t])
+        return self.stacked_encoder_macs(), decoder + r * self.target_vocab_size  # W_out h~_t
 
     def get_config(self) -> dict:
         return {**super().get_config(), "input_feeding": self.input_feeding}

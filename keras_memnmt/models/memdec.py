@@ -7,6 +7,7 @@ import keras
 
 from keras_memnmt.layers._checks import check_choice
 from keras_memnmt.layers.memdec import MemDecCell, resolve_addressing
+from keras_memnmt.models.panels import SOURCE_ATTENTION, Panel
 from keras_memnmt.models.registry import register_model
 from keras_memnmt.models.rnnsearch import RNNsearch
 from keras_memnmt.models.seq2seq import Seq2Seq
@@ -24,6 +25,18 @@ class MemDec(Seq2Seq):
     in the attention query): see :class:`MemDecCell`, where each paper ambiguity is
     documented at its equation.
     """
+
+    tiny_options = dict(embedding_dim=8, encoder_units=6, decoder_units=10, attention_units=9,
+                        readout_units=7, output_dropout=0.0, memory_size=4, memory_dim=5)
+    fast_tier = True  # the memory decoders
+    panels = (
+        SOURCE_ATTENTION,
+        Panel("read_weights", "memory", "memory read weights ({size} cells)", "memory cell"),
+        Panel("write_weights", "memory", "memory write weights ({size} cells)", "memory cell"),
+        Panel("erase_mean", "scalar", "mean erase"),
+        Panel("add_mean", "scalar", "mean add"),
+    )
+    curves_title = "per target step: the memory write's erase and add vectors"
 
     def __init__(self, source_vocab_size: int, target_vocab_size: int, attention_units: int = 512,
                  readout_units: int = 256, memory_size: int = 8, memory_dim: int | None = None,
@@ -57,6 +70,17 @@ class MemDec(Seq2Seq):
             tied_output=self.tie_embeddings,
             attention_remat=self.attention_remat, name="memdec_cell",
         )
+
+    def matmul_macs(self) -> tuple[int, int]:
+        e, h, d, a = self.embedding_dim, self.encoder_units, self.decoder_units, self.attention_units
+        n, m, am = self.cell.memory_size, self.cell.memory_dim, self.cell.address_units
+        keys = 2 * h * a  # U_a h_j, per source token
+        decoder = 3 * d * (e + 2 * h + m + d)  # GRU on [e; c; r] with state d
+        decoder += (m + e) * d + a * d  # the pre-state s~ (Eq. 5), W_a s~
+        heads = 1 if self.cell.addressing == "shared_weights" else 2  # addressings per step
+        decoder += n * m * am + heads * (d * am + d)  # the memory projected once; U_a s and the gate per head
+        decoder += 2 * d * m  # erase and add
+        return self.gru_encoder_macs() + keys, decoder + self.deep_output_macs(d + 2 * h + e)
 
     @classmethod
     def warm_start(cls, pretrained: Seq2Seq, options: dict, log=print,

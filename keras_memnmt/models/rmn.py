@@ -5,6 +5,7 @@ from __future__ import annotations
 import keras
 
 from keras_memnmt.layers.rmn import RMNCell
+from keras_memnmt.models.panels import SOURCE_ATTENTION, Panel
 from keras_memnmt.models.registry import register_model
 from keras_memnmt.models.seq2seq import Seq2Seq
 
@@ -25,6 +26,13 @@ class RMN(Seq2Seq):
         >>> model = RMN(8000, 8000, memory_size=7)  # doctest: +SKIP
         >>> logits = model((source_ids, target_in_ids))  # doctest: +SKIP
     """
+
+    tiny_options = dict(embedding_dim=8, encoder_units=6, decoder_units=10, attention_units=9,
+                        readout_units=7, output_dropout=0.0, memory_size=4)
+    # The memory holds the step's own input word y_{t-1} in slot 0 (lag 0).
+    panels = (SOURCE_ATTENTION,
+              Panel("memory_attention", "window", "attention over the {size} most recent target words",
+                    "previous word", lag=0))
 
     def __init__(self, source_vocab_size: int, target_vocab_size: int, attention_units: int = 512,
                  readout_units: int = 256, feedback_attention: bool = True, memory_size: int = 7,
@@ -52,6 +60,21 @@ class RMN(Seq2Seq):
             feedback_attention=self.feedback_attention, attention_remat=self.attention_remat,
             output_dropout=self.output_dropout, tied_output=self.tie_embeddings, name="rmn_cell",
         )
+
+    def matmul_macs(self) -> tuple[int, int]:
+        e, h, d, a = self.embedding_dim, self.encoder_units, self.decoder_units, self.attention_units
+        cell = self.cell
+        n, m = cell.memory_size, cell.memory_dim
+        keys = 2 * h * a  # U_a h_j, per source token
+        lstm_inputs = e + (0 if cell.context_once == "output" else 2 * h)
+        decoder = 4 * d * (lstm_inputs + d)  # LSTM on [e; c] with state d
+        decoder += (d + e) * d + a * d  # the feedback-attention query, W_a q
+        decoder += (0 if m == d else d * m) + 2 * n * m  # the memory query, Eq. 16 scores, Eq. 17 read
+        decoder += 3 * d * (m + d)  # the gated merge (a GRU step on s_t with state z_t)
+        if cell.top_lstm:
+            decoder += 4 * d * (2 * d)  # RMR's top LSTM
+        readout_inputs = d + (0 if cell.context_once == "input" else 2 * h)  # [h_t; c_t] or h_t
+        return self.gru_encoder_macs() + keys, decoder + self.deep_output_macs(readout_inputs)
 
     def get_config(self) -> dict:
         return {**super().get_config(), "attention_units": self.attention_units,

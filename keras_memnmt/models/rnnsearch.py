@@ -26,6 +26,10 @@ class RNNsearch(Seq2Seq):
         >>> logits = model((source_ids, target_in_ids))  # doctest: +SKIP
     """
 
+    tiny_options = dict(embedding_dim=8, encoder_units=6, decoder_units=10, attention_units=9,
+                        readout_units=7, output_dropout=0.0)
+    fast_tier = True  # the attention-GRU family
+
     def __init__(self, source_vocab_size: int, target_vocab_size: int, attention_units: int = 512,
                  readout_units: int = 256, feedback_attention: bool = True, **kwargs):
         self.attention_units = attention_units
@@ -43,6 +47,14 @@ class RNNsearch(Seq2Seq):
             name="rnnsearch_cell",
         )
 
+    def matmul_macs(self) -> tuple[int, int]:
+        e, h, d, a = self.embedding_dim, self.encoder_units, self.decoder_units, self.attention_units
+        keys = 2 * h * a  # U_a h_j, per source token
+        decoder = 3 * d * (e + 2 * h + d)  # GRU on [e; c] with state d
+        decoder += d * d + e * d  # the feedback-attention query s~ (counted with or without it)
+        decoder += a * d  # W_a s~
+        return self.gru_encoder_macs() + keys, decoder + self.deep_output_macs(d + 2 * h + e)
+
     def get_config(self) -> dict:
         return {**super().get_config(), "attention_units": self.attention_units,
                 "readout_units": self.readout_units, "feedback_attention": self.feedback_attention}
@@ -59,6 +71,8 @@ class ChoEncoderDecoder(Seq2Seq):
 
     # No attention; the decoder reads the summary, taken before the annotations' dropout.
     unused_options = ("attention_remat", "annotation_dropout")
+    tiny_options = dict(embedding_dim=8, encoder_units=6, decoder_units=10, readout_units=7, output_dropout=0.0)
+    panels = ()  # no attention: its pictures show the target probabilities alone
 
     def __init__(self, source_vocab_size: int, target_vocab_size: int, readout_units: int = 256, **kwargs):
         self.readout_units = readout_units
@@ -71,6 +85,11 @@ class ChoEncoderDecoder(Seq2Seq):
             tied_output=self.tie_embeddings,
             name="cho_cell",
         )
+
+    def matmul_macs(self) -> tuple[int, int]:
+        e, h, d = self.embedding_dim, self.encoder_units, self.decoder_units
+        decoder = 3 * d * (e + 2 * h + d)  # GRU on [e; c] with the fixed context c
+        return self.gru_encoder_macs(), decoder + self.deep_output_macs(d + 2 * h + e)
 
     def get_config(self) -> dict:
         return {**super().get_config(), "readout_units": self.readout_units}

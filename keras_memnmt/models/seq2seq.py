@@ -20,6 +20,11 @@ The seams a new architecture uses (see docs/extending.md):
 - Options are the constructor's keyword arguments (read by
   :func:`~keras_memnmt.models.model_options`); :attr:`Seq2Seq.free_options`
   names those that shape no weight.
+- What only the model knows, which the library's tools ask it instead of naming it (each
+  with a default that a new model may keep): :attr:`Seq2Seq.tiny_options` (its sizes in
+  the shared tests), :attr:`Seq2Seq.fast_tier`, :attr:`Seq2Seq.panels` and
+  :attr:`Seq2Seq.curves_title` (its pictures), :meth:`Seq2Seq.matmul_macs` (the
+  benchmarks' analytic FLOPs).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 from collections.abc import Callable
+from typing import Any, ClassVar
 
 import keras
 from keras import ops
@@ -35,6 +41,7 @@ from keras_memnmt.data.vocab import BOS_ID
 from keras_memnmt.layers.base import DecoderCell, EncoderOutput
 from keras_memnmt.models.encoder import BidirectionalEncoder, embedding_initializer
 from keras_memnmt.models.generation import Generator
+from keras_memnmt.models.panels import SOURCE_ATTENTION, Panel
 
 
 class Seq2Seq(Generator, keras.Model):
@@ -78,6 +85,25 @@ class Seq2Seq(Generator, keras.Model):
     # default, they are a ValueError; a stored config's value (an older .keras file or
     # run), which never had an effect, is dropped when it loads.
     unused_options: tuple[str, ...] = ()
+
+    # What only the model knows, for the library's tools (none of which names a model).
+    #
+    # The options of a tiny instance, a few units per layer and no dropout on the output:
+    # the shared tests and the test helpers build every registered model with them
+    # (`keras_memnmt.testing.tiny_runs.tiny_options`). The default sizes the options of this
+    # base; a model with sizes of its own (an attention, a memory, layers) declares them all,
+    # and so does a model that leaves one of these in `unused_options`.
+    tiny_options: ClassVar[dict[str, Any]] = {
+        "embedding_dim": 8, "encoder_units": 6, "decoder_units": 10, "output_dropout": 0.0}
+    # True: the tests that repeat for every model run this one in the fast tier (the
+    # README's test command); the others run there only with the tests marked `slow`. One
+    # model per decoder family that the fast tier must cover sets it.
+    fast_tier: ClassVar[bool] = False
+    # The step details its pictures draw (`memnmt plot`, TensorBoard), in order, each with
+    # its axis and labels (see `Panel`); a detail the step does not compute is not drawn.
+    panels: ClassVar[tuple[Panel, ...]] = (SOURCE_ATTENTION,)
+    # The title of the pictures' per-step curves (the target probabilities and the "scalar" panels).
+    curves_title: ClassVar[str] = "per target step"
 
     def __init__(
         self,
@@ -203,6 +229,35 @@ class Seq2Seq(Generator, keras.Model):
         """The cell's deep output (Eq. 9), given the target embedding when the output is tied."""
         tied = self.target_embedding if self.tie_embeddings else None
         return self.cell.readout(outputs, training=training, output_embedding=tied)
+
+    def matmul_macs(self) -> tuple[int, int] | None:
+        """The multiply-accumulates of one forward pass's matrix products at this model's
+        sizes, ``(per source token, per target token)``: what ``benchmarks/throughput.py``
+        turns into analytic FLOPs (``3 * 2 * MACs`` for the forward and backward passes).
+
+        Counted: every kernel a token goes through, the encoder's (and the attention keys')
+        per source token, the decoder's and the output layer's per target token. Left out:
+        lookups, element-wise work, products that grow with the source length (attention
+        scores and weighted sums) and what runs once per sentence.
+
+        Default ``None``, not counted: the benchmarks then print the model's timings without
+        its FLOP rate, and say so. A count is not derived from the weights because a kernel's
+        shape says how large one product is, not how often it runs (per source token, per
+        target token, once per sentence): a guessed count would make the fraction-of-peak
+        figures wrong without a sign. :meth:`gru_encoder_macs` and
+        :meth:`deep_output_macs` count the parts that several models share.
+        """
+        return None
+
+    def gru_encoder_macs(self) -> int:
+        """Per source token: the default encoder's two GRU directions (3 gates, ``h`` units each)."""
+        e, h = self.embedding_dim, self.encoder_units
+        return 2 * 3 * h * (e + h)
+
+    def deep_output_macs(self, inputs: int) -> int:
+        """Per target token: a deep output of ``readout_units`` reading ``inputs`` features,
+        then the output layer over the target vocabulary (``readout_units x V``)."""
+        return self.readout_units * inputs + self.readout_units * self.target_vocab_size
 
     @classmethod
     def warm_start(cls, pretrained: Seq2Seq, options: dict, log: Callable[[str], None] = print) -> Seq2Seq:

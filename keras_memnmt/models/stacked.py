@@ -70,6 +70,21 @@ class StackedSeq2Seq(Seq2Seq):
                     attention_remat=self.attention_remat, output_dropout=self.output_dropout,
                     tied_output=self.tie_embeddings)
 
+    def stacked_encoder_macs(self) -> int:
+        """Per source token: the encoder's LSTM stack of ``h`` units, and the source
+        attention's keys (none for "dot")."""
+        e, h, d, layers = self.embedding_dim, self.encoder_units, self.decoder_units, self.num_layers
+        bottom = 2 * 4 * (h // 2) * (e + h // 2) if self.bidirectional_bottom else 4 * h * (e + h)
+        encoder = bottom + (layers - 1) * 4 * h * 2 * h
+        keys = {"dot": 0, "general": h * d, "concat": h * (self.cell.concat_units or 0)}[self.cell.score]
+        return encoder + keys
+
+    def decoder_stack_macs(self, fed: int = 0) -> int:
+        """Per target token: the decoder's LSTM stack of ``d`` units, its bottom layer reading
+        the embedding and ``fed`` more features."""
+        e, d, layers = self.embedding_dim, self.decoder_units, self.num_layers
+        return 4 * d * (e + fed + d) + (layers - 1) * 4 * d * 2 * d
+
     def get_config(self) -> dict:
         return {**super().get_config(), "num_layers": self.num_layers, "score": self.score,
                 "concat_units": self.concat_units, "layer_dropout": self.layer_dropout,

@@ -8,6 +8,7 @@ from keras import ops
 
 from keras_memnmt.layers.ylstm import YLSTMCell
 from keras_memnmt.models.encoder import YLSTMEncoder
+from keras_memnmt.models.panels import Panel
 from keras_memnmt.models.registry import register_model
 from keras_memnmt.models.seq2seq import Seq2Seq
 
@@ -68,6 +69,11 @@ class YLSTM(Seq2Seq):
     # encoder_lm_weight is not free: 0 builds no language-model softmax.
     free_options = (*Seq2Seq.free_options, "layer_dropout")
 
+    tiny_options = dict(embedding_dim=8, encoder_units=10, decoder_units=10, num_layers=2, tracker_layer=1,
+                        output_dropout=0.0)
+    # Its "attention" is the decoder tracker's, over the encoder tracker's states.
+    panels = (Panel("attention", "source", "tracker attention over the source", "source"),)
+
     def make_encoder(self) -> keras.layers.Layer:
         return YLSTMEncoder(self.source_vocab_size, self.embedding_dim, self.encoder_units, self.num_layers,
                             self.tracker_layer, self._tracker_units, dropout=self.dropout,
@@ -84,6 +90,16 @@ class YLSTM(Seq2Seq):
                          tracker_layer=self.tracker_layer, tracker_units=self._tracker_units, score=self.score,
                          layer_dropout=self.layer_dropout, same_step_context=self.same_step_context,
                          output_dropout=self.output_dropout, tied_output=self.tie_embeddings, name="ylstm_cell")
+
+    def matmul_macs(self) -> tuple[int, int]:
+        # Two tracked stacks of h and d units, trackers of t units.
+        e, h, d, layers, t = self.embedding_dim, self.encoder_units, self.decoder_units, self.num_layers, \
+            self.cell.tracker_units
+        encoder = 4 * h * (e + h) + (layers - 1) * 4 * h * 2 * h + 4 * h * t + 4 * t * (h + t)
+        encoder += h * self.source_vocab_size if self.encoder_lm_weight > 0 else 0  # the language model's softmax
+        keys = t * t if self.cell.score == "general" else 0
+        decoder = 4 * d * (e + d) + (layers - 1) * 4 * d * 2 * d + 4 * d * t + 4 * t * (d + t)
+        return encoder + keys, decoder + d * self.target_vocab_size  # the softmax reads h^L_t
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         """The total loss (Keras's: the compiled loss plus the encoder's added loss); records

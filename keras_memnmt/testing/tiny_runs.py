@@ -4,29 +4,38 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator, Mapping
 
 from keras_memnmt.data import SubwordVocab
-from keras_memnmt.models import get_model
+from keras_memnmt.models import MODELS, get_model
 from keras_memnmt.testing.utils import randomize_weights
 
-TINY_OPTIONS = {
-    "rnnsearch": dict(embedding_dim=8, encoder_units=6, decoder_units=10, attention_units=9,
-                      readout_units=7, output_dropout=0.0),
-    "memdec": dict(embedding_dim=8, encoder_units=6, decoder_units=10, attention_units=9,
-                   readout_units=7, output_dropout=0.0, memory_size=4, memory_dim=5),
-    "cho": dict(embedding_dim=8, encoder_units=6, decoder_units=10, readout_units=7, output_dropout=0.0),
-    "rmn": dict(embedding_dim=8, encoder_units=6, decoder_units=10, attention_units=9,
-                readout_units=7, output_dropout=0.0, memory_size=4),
-    "rmr": dict(embedding_dim=8, encoder_units=6, decoder_units=10, attention_units=9,
-                readout_units=7, output_dropout=0.0, memory_size=4),
-    "attentive": dict(embedding_dim=8, encoder_units=10, decoder_units=10, readout_units=7,
-                      num_layers=1, history_length=6, output_dropout=0.0),
-    "luong": dict(embedding_dim=8, encoder_units=10, decoder_units=10, readout_units=7, num_layers=1,
-                  output_dropout=0.0),
-    "ylstm": dict(embedding_dim=8, encoder_units=10, decoder_units=10, num_layers=2, tracker_layer=1,
-                  output_dropout=0.0),
-    "transformer": dict(embedding_dim=8, num_layers=2, num_heads=2, feedforward_units=16, dropout=0.0),
-}
+
+def tiny_options(name: str) -> dict:
+    """The options of a tiny ``name`` model (a few units per layer), as its class declares
+    them (``Seq2Seq.tiny_options``): what the shared tests build every model with."""
+    return dict(get_model(name).tiny_options)
+
+
+class _TinyOptions(Mapping):
+    """Model name → ``tiny_options(name)``, over the library's models (``library_models()``);
+    any registered name can be looked up."""
+
+    def __getitem__(self, name: str) -> dict:
+        if name not in MODELS:
+            raise KeyError(name)
+        return tiny_options(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(library_models())
+
+    def __len__(self) -> int:
+        return len(library_models())
+
+
+# Each library model's tiny options, read from the models (a mapping for the tests that
+# loop over every model).
+TINY_OPTIONS: Mapping[str, dict] = _TinyOptions()
 
 
 # A tiny `memnmt train` of the quickstart recipe (RNNsearch): a few seconds of training,
@@ -64,23 +73,23 @@ def run_fingerprint(run_dir: str) -> dict[str, str]:
 
 def library_models() -> list[str]:
     """The names of the models registered by the library itself (not by a test or a plugin)."""
-    from keras_memnmt.models import MODELS
-
     return [name for name, cls in MODELS.items() if cls.__module__.startswith("keras_memnmt.")]
 
 
-# The models the tests' fast tier (the README's test command) runs in the tests that repeat
-# for every model; the others run there with the tests marked `slow` (CI runs both).
-FAST_TIER_MODELS = ("rnnsearch", "memdec")
+def fast_tier_models() -> list[str]:
+    """The library models that the tests' fast tier (the README's test command) runs in the
+    tests that repeat for every model, those whose class sets ``fast_tier``; the others run
+    there with the tests marked ``slow`` (CI runs both)."""
+    return [name for name in library_models() if MODELS[name].fast_tier]
 
 
 def library_model_params() -> list:
     """``library_models()`` as ``pytest.param``s for ``parametrize``, those beyond
-    ``FAST_TIER_MODELS`` marked ``slow``."""
+    ``fast_tier_models()`` marked ``slow``."""
     import pytest
 
-    return [pytest.param(name, marks=() if name in FAST_TIER_MODELS else pytest.mark.slow)
-            for name in library_models()]
+    fast = fast_tier_models()
+    return [pytest.param(name, marks=() if name in fast else pytest.mark.slow) for name in library_models()]
 
 
 def synthetic_vocab(size: int = 60, pairs: int = 200, seed: int = 0) -> SubwordVocab:
@@ -91,17 +100,17 @@ def synthetic_vocab(size: int = 60, pairs: int = 200, seed: int = 0) -> SubwordV
     return SubwordVocab.train(corpus.source, corpus.target, size=size)
 
 
-def write_tiny_run(out_dir: str, vocab: SubwordVocab, model: str = "rnnsearch", seed: int = 0,
+def write_tiny_run(out_dir: str, vocab: SubwordVocab, model: str, seed: int = 0,
                    checkpoints: int = 0, synthetic_size: int = 200) -> str:
     """A run directory as ``memnmt train`` leaves it (config.json, vocab/, best.keras and
-    model.keras), with a tiny ``model`` (see ``TINY_OPTIONS``) of random weights drawn
+    model.keras), with a tiny ``model`` (see ``tiny_options``) of random weights drawn
     from ``seed``, on the synthetic corpus (``memnmt evaluate`` then needs no data).
 
     ``checkpoints``: also ``checkpoints/step{10 i}.keras`` for ``i = 1..checkpoints``,
     each with weights of its own (as ``keep_checkpoints=True`` keeps them).
     Returns ``out_dir``.
     """
-    options = dict(TINY_OPTIONS[model])
+    options = tiny_options(model)
     net = get_model(model)(vocab.source.vocab_size, vocab.target.vocab_size, **options)
     net.build_weights()
     os.makedirs(out_dir, exist_ok=True)
