@@ -7,6 +7,7 @@ both (on TensorFlow, two logical devices: ``keras_memnmt.runtime.split_tensorflo
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -290,3 +291,145 @@ def test_a_malformed_device_count_is_one_line_naming_xla_flags(monkeypatch, valu
     with pytest.raises(ValueError, match=f"^XLA_FLAGS: --xla_force_host_platform_device_count expects a "
                                          f"positive integer, got '{value}'$"):
         host_device_count()
+
+
+# ----- several processes that cannot go on together -------------------------------------------------
+
+# Each case starts `memnmt train` processes on 127.0.0.1 (tiny runs, one CPU device each) with
+# a short $MEMNMT_HOSTS_TIMEOUT; each process must end within that bound with one line on
+# stderr, exit code 2 (3 once training had started), and no lock left in its run directory.
+HOSTS_TIMEOUT = 10
+CLUSTER_ARGS = [*TINY, "--set", "distribution=data_parallel"]
+# What a process must never print: a Python traceback, the runtime's native log lines
+# (absl's "E1128 12:00:00.000000 ..."), an abort.
+NATIVE = re.compile(r"Traceback|^[IWEF]\d{4} \d\d:\d\d:\d\d|Fatal Python error|terminate called|Check failure"
+                    r"|Aborted", re.MULTILINE)
+
+
+def _start(work, index: int, count: int, port: int, args: list[str], recipe: str = "quickstart"):
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               KERAS_BACKEND="jax", KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{port}",
+               KERAS_DISTRIBUTION_NUM_PROCESSES=str(count), KERAS_DISTRIBUTION_PROCESS_ID=str(index),
+               MEMNMT_HOSTS_TIMEOUT=str(HOSTS_TIMEOUT))
+    for name in ("XLA_FLAGS", "TF_CPP_MIN_LOG_LEVEL"):  # the command's own: TensorFlow's start-up lines off
+        env.pop(name, None)
+    command = [sys.executable, "-m", "keras_memnmt.cli", "train", recipe, "--out", str(work / "run"), *args]
+    return subprocess.Popen(command, cwd=work, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+
+
+def _ended(procs, limit: float):
+    """``[(exit code, stderr)]`` of ``procs``, each ended within ``limit`` seconds (else killed)."""
+    import time
+
+    started, ended = time.monotonic(), []
+    for p in procs:
+        try:
+            _, err = p.communicate(timeout=max(1.0, limit - (time.monotonic() - started)))
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+            pytest.fail(f"a process of the cluster did not end within {limit} s")
+        ended.append((p.returncode, err))
+    return ended
+
+
+def _one_error_line(err: str, expected: str) -> str:
+    """The stderr ``err``'s error line (it must be the only one, and contain ``expected``)."""
+    errors = [line for line in err.splitlines() if line.startswith("memnmt: error:")]
+    assert len(errors) == 1 and expected in errors[0], err[-3000:]
+    assert not NATIVE.search(err), err[-3000:]
+    return errors[0]
+
+
+# Starting one process costs up to 30 s on a 2-core machine; joining waits HOSTS_TIMEOUT at most.
+_JOIN_LIMIT = 60 + HOSTS_TIMEOUT
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(keras.backend.backend() != "jax", reason="several processes train on JAX")
+def test_a_process_that_never_starts_stops_the_others_in_time(tmp_path):
+    port = _free_port()
+    procs = [_start(tmp_path, i, 3, port, CLUSTER_ARGS) for i in range(2)]  # process 2 never starts
+    for i, (code, err) in enumerate(_ended(procs, _JOIN_LIMIT)):
+        assert code == 2, err[-3000:]
+        assert err.strip() == _one_error_line(err, f"memnmt: error: process {i} of 3: the cluster did not form "
+                                                   f"within {HOSTS_TIMEOUT} s")
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(keras.backend.backend() != "jax", reason="several processes train on JAX")
+def test_a_coordinator_port_in_use_stops_every_process_in_time(tmp_path):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        procs = [_start(tmp_path, i, 2, port, CLUSTER_ARGS) for i in range(2)]
+        (code0, err0), (code1, err1) = _ended(procs, _JOIN_LIMIT)
+    assert code0 == code1 == 2, err0[-3000:] + err1[-3000:]
+    assert err0.strip() == _one_error_line(err0, f"process 0 of 2: cannot start the cluster's coordinator on "
+                                                 f"127.0.0.1:{port} (its port is in use")
+    assert err1.strip() == _one_error_line(err1, "process 1 of 2: the cluster did not form")
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(keras.backend.backend() != "jax", reason="several processes train on JAX")
+@pytest.mark.parametrize("case, second, expected", [
+    ("set values", ["--set", "max_steps=6"], "differ in max_steps (process 0: 3, process 1: 6)"),
+    ("recipes", ["--recipe", "multi30k_rnnsearch"], "differ in "),
+    ("process counts", ["--processes", "3"], "differ in $KERAS_DISTRIBUTION_NUM_PROCESSES (process 0: 2, "
+                                            "process 1: 3)"),
+])
+def test_processes_that_differ_stop_before_training(tmp_path, case, second, expected):
+    port = _free_port()
+    recipe = second[1] if second[0] == "--recipe" else "quickstart"
+    count = int(second[1]) if second[0] == "--processes" else 2
+    procs = [_start(tmp_path, 0, 2, port, CLUSTER_ARGS),
+             _start(tmp_path, 1, count, port, CLUSTER_ARGS + (second if second[0] == "--set" else []), recipe)]
+    for i, (code, err) in enumerate(_ended(procs, 120)):
+        assert code == 2, err[-3000:]
+        line = _one_error_line(err, f"memnmt: error: process {i} of ")
+        assert expected in line, line
+    assert not (tmp_path / "run").exists()  # no lock, no files: nothing was started
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(keras.backend.backend() != "jax", reason="several processes train on JAX")
+def test_a_process_killed_while_training_stops_the_other_and_the_run_resumes(tmp_path):
+    import signal
+    import time
+
+    port = _free_port()
+    args = [*CLUSTER_ARGS, "--set", "max_steps=30"]
+    procs = [_start(tmp_path, i, 2, port, args) for i in range(2)]
+    validations = tmp_path / "run" / "validations.json"
+    deadline = time.monotonic() + 400  # the first step compiles: minutes on a busy 2-core machine
+    while not (validations.exists() and json.loads(validations.read_text() or "[]")):
+        assert time.monotonic() < deadline and procs[0].poll() is None, "no validation"
+        time.sleep(0.2)
+    procs[1].send_signal(signal.SIGKILL)
+    killed = time.monotonic()
+    [(code, err)] = _ended(procs[:1], 30 + HOSTS_TIMEOUT)
+    procs[1].wait()
+    assert time.monotonic() - killed < HOSTS_TIMEOUT + 15
+    # 3: a collective step failed first; 6: the runtime aborted the process (its abort
+    # handler is libc's _exit) once the coordination service missed process 1's heartbeats.
+    assert code in (3, 6), err[-3000:]
+    _one_error_line(err, "memnmt: error: process 0 of 2: process 1 ")
+    assert not (tmp_path / "run" / ".lock").exists()
+    # Resumable: one process continues the run from its last model.keras.
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""), KERAS_BACKEND="jax")
+    from keras_memnmt.training import hosts
+
+    for name in hosts.ENVIRONMENT:
+        env.pop(name, None)
+    env.pop("XLA_FLAGS", None)
+    env.pop("TF_CPP_MIN_LOG_LEVEL", None)
+    done = subprocess.run([sys.executable, "-m", "keras_memnmt.cli", "train", "quickstart", "--out",
+                           str(tmp_path / "run"), *args, "--resume"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "resuming from" in done.stderr
