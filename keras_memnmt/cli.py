@@ -33,6 +33,10 @@ def _setup_process() -> None:
     tune_malloc()  # before the backends allocate; see its docstring
 
 
+# keras_memnmt.config.MAX_INT, here without importing the models (parsing stays fast).
+MAX_INT = 2**31 - 1
+
+
 def _int_at_least(minimum: int, why: str = ""):
     """An argparse ``type``: an integer >= ``minimum`` (``why``: a reason shown with the bound)."""
     def parse(text: str) -> int:
@@ -42,6 +46,8 @@ def _int_at_least(minimum: int, why: str = ""):
             raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be >= {minimum}{why}, got {value}")
+        if value > MAX_INT:  # as for config fields: TensorFlow's shapes hold 32 bits
+            raise argparse.ArgumentTypeError(f"must be <= {MAX_INT}, got {value}")
         return value
 
     return parse
@@ -146,9 +152,14 @@ def cmd_data_check(args) -> int:
 
 
 def cmd_vocab_build(args) -> int:
+    from keras_memnmt.data.vocab import VOCAB_NAMES, is_saved_vocabulary
     from keras_memnmt.outputs import check_output
 
     check_output("--out", args.out, directory=True, make_parents=True)
+    held = [n for n in VOCAB_NAMES if os.path.lexists(os.path.join(args.out, n))]
+    if held and not is_saved_vocabulary(args.out):  # an earlier vocabulary is replaced, a user's files never
+        raise ValueError(f"--out {args.out}: holds {held[0]}, which is not part of a vocabulary that "
+                         "`memnmt vocab build` saved; choose another --out")
     corpus = _load_corpus(args)
     t0 = time.perf_counter()
     vocab = _train_vocab("--size", corpus.source, corpus.target, args.size, model_type=args.model_type,

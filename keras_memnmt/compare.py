@@ -133,7 +133,7 @@ def run_hypotheses(run_dir: str, test: ParallelCorpus, split: str, beam_size: in
         if found is not None:
             hyps, entry = found
             return {"run": run_dir, "hypotheses": hyps, "references": list(wanted.target),
-                    "file": os.path.join(run_dir, entry["hypotheses"]), "reused": True}
+                    "file": records.hypotheses_path(run_dir, entry), "reused": True}
     if run_dir not in (models or {}):
         try:
             records.run_model_file(run_dir)
@@ -381,7 +381,8 @@ def compare(systems: Sequence[System], split: str = DEFAULT_TEST_SPLIT, beam_siz
     the result is then ``{"splits": [one result per split], "skipped": [...]}``. Every run
     must have the same test set (language pair, or synthetic corpus and seed).
     """
-    from keras_memnmt.runs import read_config
+    from keras_memnmt import records
+    from keras_memnmt.runs import check_ensemble, read_config
 
     _check_seed(seed)
     if limit is not None and limit < 1:
@@ -395,6 +396,13 @@ def compare(systems: Sequence[System], split: str = DEFAULT_TEST_SPLIT, beam_siz
     for run in runs:
         if not os.path.isdir(run):
             raise FileNotFoundError(f"model directory not found: {run}")
+    # Before any system translates: every ensemble's members (their checkpoints and
+    # vocabularies), and where each run's record says its stored translations are.
+    for members in ensembles.values():
+        check_ensemble(members)
+    for label in labels:
+        if label not in ensembles:
+            records.check_hypotheses_paths(label)
     configs = {run: read_config(run) for run in runs}
     first = runs[0]
     for run in runs[1:]:

@@ -279,11 +279,26 @@ def validate(config: TrainConfig) -> TrainConfig:
         if not _type_ok(value, declared[name].annotation):
             raise ConfigError(f"model {config.model!r} option {name}={value!r}: "
                               f"expected {declared[name].annotation}")
+        if _too_large(value, declared[name].annotation):
+            raise ConfigError(f"model {config.model!r} option {name}={value!r}: expected an int <= {MAX_INT}")
     try:
         cls(8, 8, **config.init_options())  # no weights are made: the model's own checks
     except (ValueError, TypeError) as e:
         raise ConfigError(f"model {config.model!r}: {e}") from None
     return config
+
+
+# The largest int a config field or a model option may hold, 2**31 - 1: TensorFlow's
+# shapes, SentencePiece's vocabulary size and NumPy's and the backends' seeds hold 32 bits,
+# and a larger value fails deep inside them (tf.data, NumPy) instead of here, by name.
+MAX_INT = 2**31 - 1
+
+
+def _too_large(value: Any, hint: Any) -> bool:
+    """Whether ``value`` of a field or option typed ``hint`` is an int above ``MAX_INT`` (a
+    float field may hold more)."""
+    return (int in (typing.get_args(hint) or (hint,)) and isinstance(value, int)
+            and not isinstance(value, bool) and value > MAX_INT)
 
 
 # Every number's range, checked before any work starts: (fields, test, what is expected).
@@ -305,6 +320,10 @@ _RANGES = (
 
 
 def _check_ranges(config: TrainConfig) -> None:
+    hints = typing.get_type_hints(TrainConfig)
+    for f in dataclasses.fields(config):  # every int field, at most MAX_INT
+        if _too_large(getattr(config, f.name), hints[f.name]):
+            raise ConfigError(f"config field {f.name}={getattr(config, f.name)!r}: expected an int <= {MAX_INT}")
     for names, ok, expected in _RANGES:
         for name in names:
             value = getattr(config, name)

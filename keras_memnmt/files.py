@@ -7,7 +7,8 @@ directory that a later command reads (models, checkpoints, configs, records, the
 vocabulary, translations) is written through these helpers. :func:`sha256_file` is the
 one file fingerprint (downloads checked against their pinned sums, model files in run
 records). :func:`set_writer` turns a process's writes off (the processes of a run on
-several hosts other than process 0).
+several hosts other than process 0). A file that is appended to (a run's ``log.csv``) is
+first made a file of its own (:func:`own_file`), so that no write reaches another name of it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -109,6 +111,23 @@ def save_with(save: Callable[[str], Any], path: str) -> None:
         return
     with replacing(path, suffix=os.path.splitext(path)[1]) as tmp:
         save(tmp)
+
+
+def own_file(path: str) -> bool:
+    """Makes ``path`` a file of its own before it is written in place (appended to): where it
+    has other names (hard links, ``st_nlink > 1``: a run copied with ``cp -al``) or is a
+    symbolic link, its content is copied to a new file renamed onto ``path``
+    (:func:`replacing`), so that the write leaves the other names' content as it was.
+    Returns whether it copied."""
+    try:
+        shared = os.path.islink(path) or os.stat(path).st_nlink > 1
+    except FileNotFoundError:
+        return False
+    if not shared or not writes():
+        return False
+    with replacing(path) as tmp:
+        shutil.copyfile(path, tmp)
+    return True
 
 
 def sha256_file(path: str) -> str:

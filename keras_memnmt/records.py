@@ -48,6 +48,9 @@ from keras_memnmt.files import sha256_file, write_bytes, write_json, write_text
 RECORD_FILE = "record.json"
 HYPS_DIR = "hyps"
 # The record files a run directory of `memnmt train` has from its start on (`results` reads them).
+# The fields every run's config.json holds (``TrainConfig.to_dict`` writes all of them,
+# and run directories made before it had these too): without them a file is no run's config.
+REQUIRED_CONFIG_FIELDS = ("model", "seed")
 RECORD_FILES = ("config.json", RECORD_FILE, "results.json", "validations.json")
 MODEL_FILES = ("best.keras", "model.keras")
 FORMAT = 1
@@ -205,6 +208,17 @@ def read_record(run_dir: str) -> dict | None:
         return json.load(f)
 
 
+def is_record(path: str) -> bool:
+    """Whether the file ``path`` is a run record (a JSON object with the record ``format``),
+    whatever its name: the content, not the name, tells a record from a user's file."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            record = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return isinstance(record, dict) and isinstance(record.get("format"), int)
+
+
 def write_record(run_dir: str, record: dict) -> None:
     """Writes ``RUN/record.json`` whole (a temporary file renamed into place)."""
     write_json(os.path.join(run_dir, RECORD_FILE), record)
@@ -338,6 +352,31 @@ def store_evaluation(run_dir: str, split: str, hypotheses: Sequence[str], refere
     return entry
 
 
+def hypotheses_path(run_dir: str, entry: dict) -> str:
+    """The translations file of the record's evaluation ``entry``: its ``hypotheses``, a
+    path relative to ``run_dir``. One that is absolute or leads out of ``run_dir`` (by
+    ``..`` or a symbolic link) is a ``ValueError`` naming the record and the path: a
+    record names a file of its own run or archive, never one elsewhere."""
+    relative = entry.get("hypotheses")
+    record = os.path.join(run_dir, RECORD_FILE)
+    if not isinstance(relative, str) or not relative:
+        raise ValueError(f"{record}: evaluation {entry.get('key')!r} names no translations file "
+                         f"(hypotheses={relative!r})")
+    path = os.path.join(run_dir, relative)
+    root = os.path.realpath(run_dir)
+    if os.path.isabs(relative) or os.path.commonpath([root, os.path.realpath(path)]) != root:
+        raise ValueError(f"{record}: evaluation {entry.get('key')!r} names translations outside "
+                         f"{run_dir}: {relative!r}; a record's hypotheses are a file of its own folder")
+    return path
+
+
+def check_hypotheses_paths(run_dir: str) -> None:
+    """:func:`hypotheses_path` of every evaluation in the run's record (a ``ValueError`` for
+    the first that leads out of ``run_dir``); a run without a record passes."""
+    for entry in ((read_record(run_dir) or {}).get("evaluations") or {}).values():
+        hypotheses_path(run_dir, entry)
+
+
 def stored_hypotheses(run_dir: str, split: str, beam_size: int, references: Sequence[str],
                       length_penalty: str = "gnmt", alpha: float = 0.6,
                       limit: int | None = None) -> tuple[list[str], dict] | None:
@@ -366,7 +405,7 @@ def stored_hypotheses(run_dir: str, split: str, beam_size: int, references: Sequ
         n = entry["sentences"]
         if entry.get("references_sha256") != sha256_lines(references[:n]):
             continue
-        path = os.path.join(run_dir, entry["hypotheses"])
+        path = hypotheses_path(run_dir, entry)
         if not os.path.isfile(path):
             continue
         with open(path, encoding="utf-8", newline="") as f:
@@ -439,7 +478,43 @@ def archive_files(run_dir: str, out_dir: str, overwrite: bool = False) -> list[s
         if os.listdir(out_dir) and not overwrite:
             raise FileExistsError(f"{out_dir} exists and is not empty (pass --overwrite to replace "
                                   "the archive in it)")
+        if os.listdir(out_dir):
+            why = not_an_archive(out_dir)
+            if why:
+                raise FileExistsError(f"{out_dir} is not an archive of a run ({why}): --overwrite "
+                                      "replaces only an earlier archive; choose another --out")
     return names
+
+
+def not_an_archive(folder: str) -> str | None:
+    """Why ``folder``, which holds files, is no archive that :func:`archive_run` wrote
+    (``None`` when it is one): an archive holds a run record, or a run's ``config.json``
+    (a run made before records), and every one of :data:`RECORD_FILES` in it is what its
+    name says. The files' content decides, never their names alone."""
+    record = os.path.join(folder, RECORD_FILE)
+    if os.path.lexists(record) and not is_record(record):
+        return f"its {RECORD_FILE} is no run record"
+    config = os.path.join(folder, "config.json")
+    if os.path.lexists(config):
+        if not _json_of(config, dict, REQUIRED_CONFIG_FIELDS):
+            return f"its config.json is no run's config (a JSON object with {', '.join(REQUIRED_CONFIG_FIELDS)})"
+    elif not os.path.lexists(record):
+        return f"it holds neither {RECORD_FILE} nor config.json"
+    for name in ("results.json", "validations.json"):
+        path = os.path.join(folder, name)
+        if os.path.lexists(path) and not _json_of(path, dict if name == "results.json" else list):
+            return f"its {name} is not what a run writes there"
+    return None
+
+
+def _json_of(path: str, kind: type, keys: Sequence[str] = ()) -> bool:
+    """Whether the file ``path`` holds JSON of type ``kind`` (a dict: with ``keys``)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            value = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return isinstance(value, kind) and all(k in value for k in keys)
 
 
 def archive_run(run_dir: str, out_dir: str, overwrite: bool = False) -> list[str]:

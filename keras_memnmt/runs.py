@@ -41,6 +41,7 @@ from keras_memnmt.config import ConfigError, TrainConfig, build_model
 from keras_memnmt.data import SubwordVocab
 from keras_memnmt.files import save_with, write_json
 from keras_memnmt.models import option_differences
+from keras_memnmt.records import RECORD_FILE, REQUIRED_CONFIG_FIELDS, is_record
 
 RUN_FILES = ("config.json", "vocab/vocab.json")
 
@@ -48,9 +49,6 @@ RUN_FILES = ("config.json", "vocab/vocab.json")
 WRITTEN_BY_TRAIN = ("model.keras", "best.keras", "checkpoints", "validations.json", "log.csv",
                     "results.json", "config.json", "tensorboard", "vocab", "record.json", "hyps")
 
-# The fields every run's config.json holds (``TrainConfig.to_dict`` writes all of them,
-# and run directories made before it had these too): without them a file is no run's config.
-REQUIRED_CONFIG_FIELDS = ("model", "seed")
 
 
 def read_config(run_dir: str) -> TrainConfig:
@@ -91,25 +89,67 @@ def prepare_run_dir(out_dir: str, resume: bool, overwrite: bool, log=print,
     An earlier run is any of the files a training writes (``written``), a run killed
     before its first validation (``config.json`` and ``vocab/`` only) included: its
     vocabulary is reused with ``--resume`` only, after its config is checked. With
-    ``overwrite``, removes the earlier run's files (``written``) and nothing else.
+    ``overwrite``, removes the earlier run's files (``written``) and nothing else. A
+    folder whose files of those names are not a run's (:func:`not_a_run`) is refused
+    either way: nothing in it is removed, continued or written over.
     """
     if resume and overwrite:
         raise ConfigError("resume and overwrite exclude each other")
-    found = [n for n in written if os.path.exists(os.path.join(out_dir, n))]
-    if not found or resume:
+    found = [n for n in written if os.path.lexists(os.path.join(out_dir, n))]
+    if not found:
+        return
+    why = not_a_run(out_dir, found)
+    if why:  # a user's files of those names: neither continued nor removed
+        raise FileExistsError(f"{out_dir} is not a run ({why}) but holds {', '.join(found)}, names "
+                              "that a run writes; --resume and --overwrite take only a run; choose another --out")
+    if resume:
         return
     if not overwrite:
         trained = [n for n in ("model.keras", "best.keras", "validations.json") if n in found]
         what = "a trained run" if trained else "the start of a run"
         raise FileExistsError(f"{out_dir} already holds {what} ({', '.join(trained or found)}); pass "
                               "--resume to continue it, --overwrite to start over, or another --out")
-    for name in written:
-        path = os.path.join(out_dir, name)
-        if os.path.isdir(path):
-            shutil.rmtree(path)
-        elif os.path.exists(path):
-            os.remove(path)
+    remove_run_files(out_dir, written)
     log(f"overwrite: removed the earlier run in {out_dir}")
+
+
+def remove_run_files(out_dir: str, names: Sequence[str] = WRITTEN_BY_TRAIN, keep: Sequence[str] = ()) -> None:
+    """Removes each of ``names`` (files or folders) from ``out_dir``, but those in ``keep``."""
+    for name in names:
+        path = os.path.join(out_dir, name)
+        if name in keep:
+            continue
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        elif os.path.lexists(path):
+            os.remove(path)
+
+
+def not_a_run(out_dir: str, found: Sequence[str]) -> str | None:
+    """Why ``out_dir``, which holds ``found`` (names a training writes), is not a run that
+    ``memnmt train`` made (``None`` when it is one). The files' content decides, never
+    their names alone: the run's ``config.json`` reads as a run config, its ``record.json``
+    (where present) is a run record and its ``vocab/`` (where it holds ``vocab.json``) a
+    saved vocabulary. A run killed while its vocabulary was written, before its
+    ``config.json``, holds ``vocab/`` alone, and is a run when that is a whole vocabulary.
+    """
+    from keras_memnmt.data.vocab import is_saved_vocabulary
+
+    vocab = os.path.join(out_dir, "vocab")
+    if "config.json" in found:
+        try:
+            read_config(out_dir)
+        except (ConfigError, OSError) as e:
+            return f"its config.json is no run's config: {e}"
+    elif list(found) != ["vocab"]:
+        return "it has no config.json"
+    elif not is_saved_vocabulary(vocab):
+        return "it has no config.json, and vocab/ holds no vocabulary that a run saved"
+    if RECORD_FILE in found and not is_record(os.path.join(out_dir, RECORD_FILE)):
+        return f"its {RECORD_FILE} is no run record"
+    if "vocab" in found and os.path.lexists(os.path.join(vocab, "vocab.json")) and not is_saved_vocabulary(vocab):
+        return "its vocab/vocab.json is not a saved vocabulary"
+    return None
 
 
 LOCK_FILE = ".lock"
@@ -247,7 +287,9 @@ def read_model_file(path: str, compile: bool = False) -> keras.Model:
     """``keras.saving.load_model(path, compile=compile)`` (``compile=True``: with its
     optimizer state, to train on), with a :class:`CheckpointError` that
     names the file when it is truncated or corrupt (Keras says "File not found" for a file
-    that is there but is not a whole zip archive)."""
+    that is there but is not a whole zip archive), or when its config names a class that
+    Keras cannot make (not a Keras or registered class, e.g. ``subprocess.Popen``: Keras
+    imports and calls nothing of it, and says "Could not locate class")."""
     if not os.path.isfile(path):
         raise FileNotFoundError(f"model file not found: {path}")
     if not zipfile.is_zipfile(path):
@@ -255,8 +297,10 @@ def read_model_file(path: str, compile: bool = False) -> keras.Model:
                               "whole .keras archive)")
     try:
         return keras.saving.load_model(path, compile=compile)
-    except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile) as e:
+    except (ValueError, KeyError, TypeError, OSError, EOFError, zipfile.BadZipFile) as e:
         reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+        if isinstance(e, TypeError):  # its first sentence: the rest repeats the whole config
+            reason = reason.split(". ", 1)[0]
         raise CheckpointError(f"{path} cannot be loaded ({reason})") from e
 
 
@@ -325,11 +369,7 @@ def load_run(run_dir: str, checkpoint: str | None = None):
 
     ``checkpoint``: see :func:`load_model` (default: ``best.keras``).
     """
-    if not os.path.isdir(run_dir):
-        raise FileNotFoundError(f"model directory not found: {run_dir}")
-    missing = [p for p in RUN_FILES if not os.path.isfile(os.path.join(run_dir, p))]
-    if missing:
-        raise FileNotFoundError(f"incomplete model directory {run_dir}: missing {', '.join(missing)}")
+    _check_run_files(run_dir)
     config = read_config(run_dir)
     return load_model(run_dir, checkpoint), SubwordVocab.load(os.path.join(run_dir, "vocab")), config
 
@@ -364,6 +404,35 @@ def load_ensemble(members: Sequence[str | tuple[str, str | None]]):
     if len(models) == 1:
         return models[0], vocab, config
     return Ensemble(models, name="ensemble"), vocab, config
+
+
+def _check_run_files(run_dir: str) -> None:
+    """A ``FileNotFoundError`` unless ``run_dir`` is a folder with a run's config and vocabulary."""
+    if not os.path.isdir(run_dir):
+        raise FileNotFoundError(f"model directory not found: {run_dir}")
+    missing = [p for p in RUN_FILES if not os.path.isfile(os.path.join(run_dir, p))]
+    if missing:
+        raise FileNotFoundError(f"incomplete model directory {run_dir}: missing {', '.join(missing)}")
+
+
+def check_ensemble(members: Sequence[str | tuple[str, str | None]]) -> None:
+    """What :func:`load_ensemble` would refuse in ``members``, found without loading a
+    model (only the vocabularies are read): a run without its config or vocabulary, a
+    checkpoint it does not hold, a run with no model file, and vocabularies that differ
+    from the first member's."""
+    pairs = [(m, None) if isinstance(m, str) else tuple(m) for m in members]
+    vocabs: dict[str, SubwordVocab] = {}
+    for run_dir, checkpoint in pairs:
+        _check_run_files(run_dir)
+        if checkpoint is not None:
+            checkpoint_path(run_dir, checkpoint)
+        elif not any(os.path.isfile(os.path.join(run_dir, n)) for n in ("best.keras", "model.keras")):
+            raise FileNotFoundError(f"no best.keras or model.keras in {run_dir}: is it a finished "
+                                    "`memnmt train` run directory?")
+        if run_dir not in vocabs:
+            vocabs[run_dir] = SubwordVocab.load(os.path.join(run_dir, "vocab"))
+            first = pairs[0][0]
+            check_same_vocab(first, vocabs[first], run_dir, vocabs[run_dir])
 
 
 def check_same_vocab(run_a: str, vocab_a: SubwordVocab, run_b: str, vocab_b: SubwordVocab) -> None:

@@ -108,6 +108,7 @@ def test_translate_into_a_closed_pipe_exits_quietly(run, tmp_path):
 @pytest.mark.parametrize("command, flag, value", [
     (["translate", "--model", "RUN"], "--beam", "0"),
     (["translate", "--model", "RUN"], "--beam", "-1"),
+    (["translate", "--model", "RUN"], "--beam", "10000000000000000000000"),  # above 2**31 - 1
     (["translate", "--model", "RUN"], "--chunk-size", "0"),
     (["translate", "--model", "RUN"], "--alpha", "nan"),
     (["translate", "--model", "RUN"], "--alpha", "inf"),
@@ -135,6 +136,12 @@ def test_bad_numbers_are_usage_errors(capsys, command, flag, value):
     line = error_line(captured.err)
     assert line.startswith(f"{prog}: error: argument {flag}: ") and value in line
     assert line == captured.err.splitlines()[-1] and captured.out == ""
+
+
+def test_the_flags_bound_is_the_config_fields_bound():
+    from keras_memnmt.config import MAX_INT
+
+    assert cli.MAX_INT == MAX_INT
 
 
 def test_n_best_above_the_beam(run, tmp_path, capsys):

@@ -216,6 +216,30 @@ def test_an_ensemble_is_a_system_translating_as_evaluate_does(runs, tmp_path, ca
     assert {run: run_fingerprint(run) for run in (b, c)} == untouched
 
 
+@pytest.mark.parametrize("fault", ["checkpoint", "vocabulary", "incomplete"])
+def test_every_ensemble_is_checked_before_any_translation(runs, tmp_path, monkeypatch, capsys, fault):
+    """A bad member of the last system (a checkpoint it does not hold, another vocabulary, a
+    run without its vocabulary) is found before the first system translates."""
+    import keras_memnmt.inference as inference
+    from keras_memnmt.testing.tiny_runs import synthetic_vocab
+
+    def translate(*args, **kwargs):
+        raise AssertionError("translated before every system was checked")
+
+    monkeypatch.setattr(inference, "translate", translate)
+    a, b = runs["a"], runs["b"]
+    other = _tiny_run(tmp_path / "other", synthetic_vocab(size=50, seed=1), "rnnsearch", 9)
+    if fault == "incomplete":
+        shutil.rmtree(os.path.join(other, "vocab"))
+    member, message = {"checkpoint": (f"{b}:step999", f"checkpoint 'step999' not found (tried step999, {b}/checkpoints/"),
+                       "vocabulary": (other, f"{a} and {other} have different target vocabularies"),
+                       "incomplete": (other, f"incomplete model directory {other}: missing vocab/vocab.json")}[fault]
+    assert main(["compare", a, "--system", f"b={b}", "--ensemble", f"x={a},{member}", "--beam", "3",
+                 "--limit", "4", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("memnmt: error: ") and message in err and err.count("\n") == 1
+
+
 def test_ensemble_members_name_a_run_and_optionally_its_checkpoint(tmp_path):
     assert parse_member("runs/t") == ("runs/t", None)
     assert parse_member("runs/t:step4610") == ("runs/t", "step4610")
@@ -323,6 +347,37 @@ def test_archives_are_compared_on_their_stored_translations(runs, tmp_path, caps
     row_run, row_archive = json.loads(capsys.readouterr().out)
     assert {k: v for k, v in row_archive.items() if k != "run"} == \
         {k: v for k, v in row_run.items() if k != "run"}
+
+
+@pytest.mark.parametrize("where", ["../../elsewhere/hyps.txt", "ABSOLUTE", "hyps/link.txt"])
+def test_a_record_naming_translations_outside_its_folder_is_refused(runs, tmp_path, capsys, where):
+    """An archive's record whose ``hypotheses`` leads out of the archive (by ``..``, an
+    absolute path, or a symbolic link in ``hyps/``) is refused by name: compare never reads
+    a file outside the run or archive as its translations."""
+    args = ["--beam", "1", "--trials", "100", "--bootstrap", "100", "--quiet"]
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    shutil.copytree(runs["a"], a)
+    shutil.copytree(runs["b"], b)
+    assert main(["compare", a, b, *args]) == 0  # stores their translations
+    shelf = tmp_path / "shelf"
+    assert main(["archive", a, b, "--out", str(shelf)]) == 0
+    capsys.readouterr()
+    stored = shelf / "b" / "hyps" / "synthetic-test.beam1.gnmt0.6.txt"
+    elsewhere = tmp_path / "elsewhere" / "hyps.txt"
+    elsewhere.parent.mkdir()
+    shutil.copy(stored, elsewhere)  # as many lines as the stored ones: they would be read
+    if where == "hyps/link.txt":
+        os.symlink(elsewhere, shelf / "b" / where)
+    where = str(elsewhere) if where == "ABSOLUTE" else where
+    record_file = shelf / "b" / "record.json"
+    record = json.loads(record_file.read_text())
+    (entry,) = record["evaluations"].values()
+    entry["hypotheses"] = where
+    record_file.write_text(json.dumps(record))
+    assert main(["compare", str(shelf / "a"), str(shelf / "b"), *args]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(record_file) in err and repr(where) in err
+    assert "outside" in err
 
 
 def test_an_archived_record_names_the_data_folder_as_memnmt_data(runs, tmp_path, capsys):

@@ -308,3 +308,96 @@ def test_a_recipe_that_cannot_be_loaded_is_one_line(tmp_path, capsys, body, mess
     line = refusal(["train", str(recipe), "--out", str(tmp_path / "out")], capsys, f"recipe {recipe}")
     assert line.startswith(f"memnmt: error: recipe {recipe}{message}"), line
     assert not (tmp_path / "out").exists()
+
+
+# ----- a user's folder holding every name a command writes -------------------------------------
+
+def _user_folder(path, names) -> dict[str, str]:
+    """``path`` made to hold a user's files (text of the user's) under each of ``names``
+    ("a/b": the file b in a folder a), and ``notes.txt``; returns its fingerprint."""
+    for name in [*names, "notes.txt"]:
+        file = path / name
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text(f"the user's {name}\n")
+    return run_fingerprint(str(path))
+
+
+# Every name `memnmt train` writes (WRITTEN_BY_TRAIN; folders as a file inside them).
+TRAIN_NAMES = ["model.keras", "best.keras", "checkpoints/epoch10.pt", "validations.json", "log.csv",
+               "results.json", "config.json", "tensorboard/events", "vocab/vocab.json",
+               "vocab/source.model", "vocab/target.model", "record.json", "hyps/test.txt"]
+
+
+@pytest.mark.parametrize("flag", ["--overwrite", "--resume", None])
+def test_train_takes_no_folder_that_is_not_a_run(tmp_path, capsys, flag):
+    """A folder whose files have the names of a run's but are not a run's is neither
+    cleared (--overwrite), continued (--resume) nor called "the start of a run"."""
+    from keras_memnmt.runs import WRITTEN_BY_TRAIN
+
+    assert {n.split("/")[0] for n in TRAIN_NAMES} == set(WRITTEN_BY_TRAIN)
+    folder = tmp_path / "userproj"
+    before = _user_folder(folder, TRAIN_NAMES)
+    line = refusal(["train", "quickstart", "--out", str(folder), *([flag] if flag else [])], capsys, str(folder))
+    assert "is not a run (its config.json is no run's config" in line
+    assert run_fingerprint(str(folder)) == before
+    # The same with only a config.json of the user's beside the names.
+    folder = tmp_path / "userproj2"
+    before = _user_folder(folder, ["config.json", "log.csv", "checkpoints/epoch10.pt", "vocab/vocab.txt"])
+    refusal(["train", "quickstart", "--out", str(folder), "--overwrite"], capsys, str(folder))
+    assert run_fingerprint(str(folder)) == before
+
+
+def test_train_overwrite_still_removes_an_earlier_run_and_only_it(shared_run, tmp_path, capsys):
+    from keras_memnmt.runs import prepare_run_dir
+
+    run = shutil.copytree(shared_run, str(tmp_path / "run"))
+    (tmp_path / "run" / "notes.txt").write_text("mine")
+    logged = []
+    prepare_run_dir(run, resume=False, overwrite=True, log=logged.append)
+    assert os.listdir(run) == ["notes.txt"] and logged == [f"overwrite: removed the earlier run in {run}"]
+    # A run killed while its vocabulary was written (vocab/ alone) is a run too.
+    half = shutil.copytree(os.path.join(shared_run, "vocab"), str(tmp_path / "half" / "vocab"))
+    prepare_run_dir(os.path.dirname(half), resume=False, overwrite=True, log=logged.append)
+    assert os.listdir(tmp_path / "half") == []
+
+
+ARCHIVE_NAMES = ["config.json", "record.json", "results.json", "validations.json", "hyps/test.txt"]
+
+
+@pytest.mark.parametrize("names", [ARCHIVE_NAMES, ["config.json"], ["record.json", "results.json"]],
+                         ids=["every name", "config.json", "record and results"])
+def test_archive_overwrite_takes_no_folder_that_is_not_an_archive(trained_run, tmp_path, capsys, names):
+    folder = tmp_path / "dir"
+    before = _user_folder(folder, names)
+    line = refusal(["archive", trained_run, "--out", str(folder), "--overwrite"], capsys, str(folder))
+    assert "is not an archive of a run" in line
+    assert run_fingerprint(str(folder)) == before
+
+
+EXPORT_NAMES = ["saved_model.pb", "fingerprint.pb", "variables/variables.index", "assets/source.model",
+                "assets.extra/memnmt_export.json"]
+
+
+def test_export_overwrite_takes_no_folder_that_is_not_only_an_export(shared_run, tmp_path, capsys):
+    folder = tmp_path / "exp"
+    before = _user_folder(folder, EXPORT_NAMES)
+    line = refusal(["export", "--model", shared_run, "--out", str(folder), "--overwrite"], capsys, "--out")
+    assert "holds no export" in line
+    assert run_fingerprint(str(folder)) == before
+    # An export of this library with a file beside it that no export writes (TensorFlow
+    # Serving's warm-up requests): replacing the export would lose it.
+    (folder / "assets.extra" / "memnmt_export.json").write_text(json.dumps({"library": "keras_memnmt"}))
+    (folder / "assets.extra" / "tf_serving_warmup_requests").write_text("requests")
+    (folder / "notes.txt").unlink()
+    before = run_fingerprint(str(folder))
+    line = refusal(["export", "--model", shared_run, "--out", str(folder), "--overwrite"], capsys, "--out")
+    assert "assets.extra/tf_serving_warmup_requests, which no export writes" in line
+    assert run_fingerprint(str(folder)) == before
+
+
+def test_vocab_build_takes_no_folder_of_a_users_files_of_its_names(tmp_path, capsys):
+    folder = tmp_path / "v"
+    before = _user_folder(folder, ["source.model", "target.model", "vocab.json"])
+    line = refusal(["vocab", "build", "--src-file", "x", "--tgt-file", "y", "--out", str(folder)], capsys, "--out")
+    assert "not part of a vocabulary" in line
+    assert run_fingerprint(str(folder)) == before

@@ -228,6 +228,10 @@ def test_max_steps_is_exact_and_validates_at_the_last_step(trained_run):
     ("validate_every=-2", "validate_every=-2: expected an int >= 0"),
     ("vocab_size=3", "vocab_size=3: expected an int >= 8"),
     ("max_loss=0", "max_loss=0.0: expected a finite number > 0, or None"),
+    ("batch_size=10000000000000000000000", "batch_size=10000000000000000000000: expected an int <= 2147483647"),
+    ("seed=99999999999", "seed=99999999999: expected an int <= 2147483647"),
+    ("embedding_dim=10000000000000000000000",
+     "option embedding_dim=10000000000000000000000: expected an int <= 2147483647"),
 ])
 def test_out_of_range_values_fail_before_any_work(tmp_path, capsys, override, message):
     out = str(tmp_path / "r")
@@ -235,6 +239,24 @@ def test_out_of_range_values_fail_before_any_work(tmp_path, capsys, override, me
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
     assert not os.path.exists(out)
+
+
+def test_every_int_field_and_option_has_an_upper_bound():
+    """2**31 - 1 at most (what TensorFlow's and SentencePiece's 32-bit counts and the
+    backends' seeds hold), checked with the other ranges before any work."""
+    import dataclasses
+    import typing
+
+    from keras_memnmt.config import ConfigError, TrainConfig, apply_overrides
+
+    hints = typing.get_type_hints(TrainConfig)
+    fields = [f.name for f in dataclasses.fields(TrainConfig) if int in (typing.get_args(hints[f.name]) or
+                                                                          (hints[f.name],))]
+    assert "batch_size" in fields and "max_steps" in fields and "seed" in fields
+    for name in [*fields, "embedding_dim", "decoder_units"]:
+        apply_overrides(TrainConfig(), [f"{name}=2147483647"])  # the bound itself is allowed
+        with pytest.raises(ConfigError, match=f"{name}=2147483648: expected an int <= 2147483647"):
+            apply_overrides(TrainConfig(), [f"{name}=2147483648"])
 
 
 def test_a_started_run_is_not_reused_silently(trained_run, capsys):
@@ -285,3 +307,67 @@ def test_a_resumed_run_ends_where_an_uninterrupted_run_ends(tmp_path):
     for va, vb in zip(a.weights, b.weights, strict=True):
         np.testing.assert_allclose(keras.ops.convert_to_numpy(vb.value), keras.ops.convert_to_numpy(va.value),
                                    rtol=1e-5, atol=1e-6, err_msg=va.path)
+
+
+def test_an_error_before_the_first_step_leaves_no_half_made_run(tmp_path, capsys):
+    """The vocabulary is trained and written before every pair is found too long: the
+    error removes what the command created (nothing of a folder it did not make), so a
+    plain rerun with the input fixed is not refused as "the start of a run"."""
+    out = tmp_path / "r"
+    assert _train(str(out), "--set", "max_length=1", "--set", "max_steps=1") == 2
+    assert "longer than max_length=1" in capsys.readouterr().err
+    assert not out.exists()
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    assert _train(str(out), "--set", "max_length=1", "--set", "max_steps=1") == 2
+    assert os.listdir(out) == ["notes.txt"]
+    assert _train(str(out), "--set", "max_steps=1") == 0  # no --overwrite needed
+
+
+def test_a_model_file_naming_a_class_outside_keras_is_refused_by_name(trained_run, capsys):
+    """A ``model.keras`` whose config names ``subprocess.Popen``: Keras runs nothing, and the
+    refusal is one line naming the file (exit 2), on ``--resume`` as on ``translate``."""
+    import zipfile
+
+    latest = os.path.join(trained_run, "model.keras")
+    with zipfile.ZipFile(latest) as archive:
+        entries = {name: archive.read(name) for name in archive.namelist()}
+    marker = os.path.join(trained_run, "ran")
+    config = json.loads(entries["config.json"])
+    config.update(module="subprocess", class_name="Popen", registered_name=None,
+                  config={"args": ["touch", marker]})
+    entries["config.json"] = json.dumps(config).encode()
+    with zipfile.ZipFile(latest, "w") as archive:
+        for name, data in entries.items():
+            archive.writestr(name, data)
+    capsys.readouterr()
+    assert main(["train", "quickstart", "--out", trained_run, *SHARED_RUN_ARGS, "--set", "max_steps=6",
+                 "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith(
+        f"memnmt: error: cannot resume {trained_run}: {latest} cannot be loaded (Could not locate class 'Popen')")
+    assert main(["translate", "--model", trained_run, "--checkpoint", "model.keras", "--quiet",
+                 "--input", os.path.join(trained_run, "config.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"memnmt: error: {latest} cannot be loaded (Could not locate class 'Popen')")
+    assert err.count("\n") == 1 and not os.path.exists(marker)
+
+
+def test_a_resume_never_writes_into_a_file_with_other_names(trained_run, tmp_path):
+    """A copy made of hard links (``cp -al``) resumed: every file it changes gets a name of
+    its own first (``log.csv`` is appended to), so the original run stays as it was."""
+    from keras_memnmt.testing.tiny_runs import run_fingerprint
+
+    copy = str(tmp_path / "copy")
+    for folder, _, names in os.walk(trained_run):
+        os.makedirs(os.path.join(copy, os.path.relpath(folder, trained_run)))
+        for name in names:
+            os.link(os.path.join(folder, name), os.path.join(copy, os.path.relpath(folder, trained_run), name))
+    before = run_fingerprint(trained_run)
+    assert main(["train", "quickstart", "--out", copy, *SHARED_RUN_ARGS, "--set", "max_steps=6", "--resume"]) == 0
+    assert run_fingerprint(trained_run) == before
+    with open(os.path.join(trained_run, "log.csv")) as f, open(os.path.join(copy, "log.csv")) as g:
+        original, continued = f.read().splitlines(), g.read().splitlines()
+    assert continued[:len(original)] == original and len(continued) > len(original)
+    assert os.stat(os.path.join(copy, "log.csv")).st_nlink == 1

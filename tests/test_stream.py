@@ -139,3 +139,46 @@ def test_a_run_on_a_prefix_streams_and_records_its_vocabulary_sample(corpus_file
     assert "trained on the first 120 pairs" in err and "298 training pairs (2 empty dropped), streamed" in err
     assert json.load(open(os.path.join(out, "vocab", "vocab.json")))["sample_pairs"] == 120
     assert np.isfinite(json.load(open(os.path.join(out, "validations.json")))[-1]["loss"])
+
+
+def test_a_truncated_gz_names_the_broken_file_and_the_line(tmp_path, capsys):
+    import zlib
+
+    from keras_memnmt.cli import main
+    from keras_memnmt.testing.tiny_runs import TINY_TRAIN_ARGS
+
+    whole = gzip.compress("".join(f"the cat number {i} sees a dog\n" for i in range(3000)).encode())
+    cut = whole[:len(whole) // 2]
+    readable = zlib.decompressobj(wbits=31).decompress(cut).count(b"\n")  # whole lines before the cut
+    (tmp_path / "train.en.gz").write_bytes(cut)
+    (tmp_path / "train.de").write_text("".join(f"le chat {i} voit un chien\n" for i in range(3000)))
+    files = CorpusFiles(str(tmp_path / "train.en.gz"), str(tmp_path / "train.de"))
+    with pytest.raises(CorpusError) as raised:
+        list(read_chunks(files, chunk=100))
+    assert str(raised.value).startswith(f"cannot read {files.source} after line {readable}: ")
+    assert files.target not in str(raised.value)
+    out = tmp_path / "run"
+    assert main(["train", "quickstart", "--out", str(out), *TINY_TRAIN_ARGS,
+                 "--set", f"train_prefix={tmp_path / 'train'}", "--set", "max_steps=1"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines()[-1].startswith(f"memnmt: error: cannot read {files.source} after line ")
+    assert "Traceback" not in err and f"{files.target}:" not in err and not out.exists()
+
+
+@pytest.mark.parametrize("content, message", [
+    ("", "empty corpus: {source} and {target} are empty"),
+    ("\n \n", "empty corpus: no sentence pair in {source} | {target} (2 pairs with an empty side were dropped)"),
+])
+def test_empty_training_files_are_named_not_the_vocabulary_size(tmp_path, capsys, content, message):
+    from keras_memnmt.cli import main
+    from keras_memnmt.testing.tiny_runs import TINY_TRAIN_ARGS
+
+    source, target = tmp_path / "train.en", tmp_path / "train.de"
+    source.write_text(content)
+    target.write_text(content)
+    out = tmp_path / "run"
+    assert main(["train", "quickstart", "--out", str(out), *TINY_TRAIN_ARGS,
+                 "--set", f"train_prefix={tmp_path / 'train'}", "--set", "max_steps=1"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines()[-1] == "memnmt: error: " + message.format(source=source, target=target)
+    assert "vocab_size" not in err and not out.exists()

@@ -6,6 +6,7 @@ lost: pairs with an empty side are dropped *and counted*, never silently.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gzip
 import os
@@ -62,8 +63,24 @@ def read_lines(path: str | os.PathLike) -> list[str]:
         with opener(path, "rb") as f:
             raw = f.read()
     except (OSError, EOFError) as e:  # gzip.BadGzipFile is an OSError
-        raise CorpusError(f"cannot read {path}: {e}") from e
+        raise unreadable(path, _whole_lines(opener, path), e) from e
     return decode_lines(raw, path)
+
+
+def unreadable(path: str, lines: int, error: BaseException) -> CorpusError:
+    """The error for a file that cannot be read past its first ``lines`` whole lines (a
+    truncated or corrupt ``.gz``, a failing disk): it names the file and that line."""
+    where = f" after line {lines}" if lines else ""
+    return CorpusError(f"cannot read {path}{where}: {getattr(error, 'strerror', None) or error}")
+
+
+def _whole_lines(opener, path: str) -> int:
+    """How many whole lines of ``path`` can be read before its read error."""
+    count = 0
+    with contextlib.suppress(OSError, EOFError), opener(path, "rb") as f:
+        for _ in f:
+            count += 1
+    return count
 
 
 def read_stream_lines(stream: BinaryIO, name: str = "<stdin>") -> list[str]:
@@ -134,11 +151,17 @@ def pair_lines(
         src.append(s)
         tgt.append(t)
     if not src:
-        raise CorpusError(
-            f"empty corpus: no sentence pair in {source_name} / {target_name}"
-            + (f" ({dropped} pairs with an empty side were dropped)" if dropped else "")
-        )
+        raise empty_corpus(source_name, target_name, dropped)
     return ParallelCorpus(src, tgt, dropped, name=f"{source_name} | {target_name}")
+
+
+def empty_corpus(source_name: str, target_name: str, dropped: int) -> CorpusError:
+    """The error for aligned files with no pair of two sides: ``dropped`` pairs had an empty
+    side (none: both files are empty)."""
+    if not dropped:
+        return CorpusError(f"empty corpus: {source_name} and {target_name} are empty")
+    return CorpusError(f"empty corpus: no sentence pair in {source_name} | {target_name} "
+                       f"({dropped} pairs with an empty side were dropped)")
 
 
 def read_parallel(source_file: str | os.PathLike, target_file: str | os.PathLike) -> ParallelCorpus:

@@ -34,7 +34,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from keras_memnmt.data.corpus import CorpusError
+from keras_memnmt.data.corpus import CorpusError, empty_corpus, unreadable
 from keras_memnmt.data.pipeline import PipelineStats
 from keras_memnmt.data.vocab import SubwordVocab
 
@@ -67,7 +67,22 @@ class CorpusFiles:
 
 
 def _open(path: str):
-    return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
+    try:
+        return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
+    except OSError as e:
+        raise unreadable(path, 0, e) from e
+
+
+def _next_lines(f, path: str, first: int, chunk: int) -> list[bytes]:
+    """Up to ``chunk`` lines of the open file ``f`` (line ``first`` of ``path`` first); one
+    that cannot be read (a truncated or corrupt ``.gz``) is a ``CorpusError`` naming
+    ``path`` and its last whole line read."""
+    lines: list[bytes] = []
+    try:
+        lines.extend(itertools.islice(f, chunk))  # the lines read before an error stay in the list
+    except (OSError, EOFError) as e:  # gzip.BadGzipFile is an OSError
+        raise unreadable(path, first + len(lines) - 1, e) from e
+    return lines
 
 
 def _decode(lines: list[bytes], path: str, first: int) -> list[str]:
@@ -89,31 +104,34 @@ def read_chunks(files: CorpusFiles, chunk: int = CHUNK) -> Iterator[tuple[list[s
     with an empty side included (the caller counts them).
 
     Raises:
-        CorpusError: a file is missing, unreadable, not UTF-8 (file and line named), or
-            the files' line counts differ.
+        CorpusError: a file is missing, unreadable (the file, and the line it cannot be read
+            past, named), not UTF-8 (file and line named), or the files' line counts differ.
     """
     files.check()
-    try:
-        with _open(files.source) as fs, _open(files.target) as ft:
-            number = 1
-            while True:
-                src, tgt = list(itertools.islice(fs, chunk)), list(itertools.islice(ft, chunk))
-                if len(src) != len(tgt):
-                    short, long_ = (files.source, files.target) if len(src) < len(tgt) else (files.target,
-                                                                                          files.source)
-                    raise CorpusError(f"source and target line counts differ: {short} ends at line "
-                                      f"{number + min(len(src), len(tgt)) - 1}, {long_} goes on")
-                if not src:
-                    return
-                yield _decode(src, files.source, number), _decode(tgt, files.target, number)
-                number += len(src)
-    except (OSError, EOFError) as e:  # gzip.BadGzipFile is an OSError
-        raise CorpusError(f"cannot read {files.name}: {e}") from e
+    with _open(files.source) as fs, _open(files.target) as ft:
+        number = 1
+        while True:
+            src = _next_lines(fs, files.source, number, chunk)
+            tgt = _next_lines(ft, files.target, number, chunk)
+            if len(src) != len(tgt):
+                short, long_ = (files.source, files.target) if len(src) < len(tgt) else (files.target,
+                                                                                      files.source)
+                raise CorpusError(f"source and target line counts differ: {short} ends at line "
+                                  f"{number + min(len(src), len(tgt)) - 1}, {long_} goes on")
+            if not src:
+                return
+            yield _decode(src, files.source, number), _decode(tgt, files.target, number)
+            number += len(src)
 
 
 def sample_pairs(files: CorpusFiles, n: int) -> tuple[list[str], list[str]]:
-    """The first ``n`` pairs with no empty side (the vocabulary's training sample)."""
-    source, target = [], []
+    """The first ``n`` pairs with no empty side (the vocabulary's training sample).
+
+    Raises:
+        CorpusError: as :func:`read_chunks`, and for files that hold no such pair (the
+            files named).
+    """
+    source, target, empty = [], [], 0
     for src, tgt in read_chunks(files):
         for s, t in zip(src, tgt):
             if s and t:
@@ -121,6 +139,10 @@ def sample_pairs(files: CorpusFiles, n: int) -> tuple[list[str], list[str]]:
                 target.append(t)
                 if len(source) >= min(n, files.limit or n):
                     return source, target
+            else:
+                empty += 1
+    if not source:
+        raise empty_corpus(files.source, files.target, empty)
     return source, target
 
 
@@ -196,8 +218,7 @@ def stream_stats(files: CorpusFiles, vocab: SubwordVocab, max_length: int, log=N
         if files.limit is not None and pairs >= files.limit:
             break
     if pairs == 0:
-        raise CorpusError(f"empty corpus: no sentence pair in {files.name}"
-                          + (f" ({empty} pairs with an empty side were dropped)" if empty else ""))
+        raise empty_corpus(files.source, files.target, empty)
     kept = int(hists[2].sum())
     return StreamStats(pairs=pairs, kept=kept, dropped_too_long=pairs - kept, dropped_empty=empty,
                        source_tokens=tokens_s, target_tokens=tokens_t, source_histogram=hists[0],

@@ -242,3 +242,19 @@ class SubwordVocab:
         tgt = src if protos["target"] == protos["source"] else SentencePieceVocab(protos["target"])
         keys = ("size", "model_type", "joint")
         return cls(src, tgt, {k: config[k] for k in keys if k in config})
+
+
+VOCAB_NAMES = ("source.model", "target.model", "vocab.json")  # what :meth:`SubwordVocab.save` writes
+
+
+def is_saved_vocabulary(directory: str) -> bool:
+    """Whether ``directory/vocab.json`` is the one :meth:`SubwordVocab.save` writes (a JSON
+    object with both sides' sizes and the special ids), whatever else the folder holds:
+    the content, not the file names, tells a vocabulary from a user's files."""
+    try:
+        with open(os.path.join(directory, "vocab.json"), encoding="utf-8") as f:
+            info = json.load(f)
+    except (OSError, ValueError):
+        return False
+    keys = ("source_vocab_size", "target_vocab_size", "pad_id", "unk_id", "bos_id", "eos_id")
+    return isinstance(info, dict) and all(k in info for k in keys)

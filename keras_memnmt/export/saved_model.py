@@ -62,24 +62,45 @@ class ExportError(ValueError):
     """A model that cannot be exported, or an export subprocess that failed."""
 
 
-def holds_export(path: str) -> bool:
-    """Whether the folder ``path`` holds an export (``saved_model.pb`` or :data:`METADATA_FILE`)
-    or nothing at all."""
-    if not os.path.isdir(path):
-        return False
-    return not os.listdir(path) or any(os.path.isfile(os.path.join(path, n))
-                                       for n in ("saved_model.pb", METADATA_FILE))
+# What an export folder holds: tf.saved_model.save's files and :data:`METADATA_FILE`.
+EXPORT_NAMES = ("saved_model.pb", "fingerprint.pb", "variables", "assets", "assets.extra")
+
+
+def not_an_export(path: str) -> str | None:
+    """Why the existing folder ``path`` is no export that this library wrote and nothing
+    else (``None`` when it is one, or is empty). An export is told by its
+    :data:`METADATA_FILE` (``"library": "keras_memnmt"``), not by file names alone; a
+    file beside it that the export did not write (a TensorFlow Serving warm-up file in
+    ``assets.extra/``, notes) makes the folder more than an export."""
+    names = os.listdir(path)
+    if not names:
+        return None
+    try:
+        with open(os.path.join(path, METADATA_FILE), encoding="utf-8") as f:
+            info = json.load(f)
+    except (OSError, ValueError):
+        info = None
+    if not isinstance(info, dict) or info.get("library") != "keras_memnmt":
+        return f"it holds no export (no {METADATA_FILE} written by keras_memnmt)"
+    extra = [n for n in sorted(names) if n not in EXPORT_NAMES]
+    extra += [os.path.join("assets.extra", n) for n in sorted(os.listdir(os.path.join(path, "assets.extra")))
+              if n != os.path.basename(METADATA_FILE)]
+    if extra:
+        return f"it holds {extra[0]}, which no export writes"
+    return None
 
 
 def check_export_destination(out_dir: str, overwrite: bool) -> None:
-    """A ``FileExistsError`` for an existing ``out_dir`` that holds no export (a run, a
-    dataset), ``overwrite`` or not: overwriting replaces an earlier export only; then
+    """A ``FileExistsError`` for an existing ``out_dir`` that is not an export and nothing
+    else (:func:`not_an_export`: a run, a dataset, a user's files), ``overwrite`` or not:
+    overwriting replaces an earlier export only; then
     :func:`~keras_memnmt.export.atomic.check_destination` (an earlier export needs
     ``overwrite``)."""
-    if os.path.lexists(out_dir) and not holds_export(out_dir) and (overwrite or os.path.isdir(out_dir)):
-        raise FileExistsError(f"{out_dir} holds no export (no saved_model.pb or {METADATA_FILE}): "
-                              "--overwrite (overwrite=True) replaces only an earlier export; "
-                              "choose another --out")
+    if os.path.lexists(out_dir):
+        why = not_an_export(out_dir) if os.path.isdir(out_dir) else "it is not a folder"
+        if why and (overwrite or os.path.isdir(out_dir)):
+            raise FileExistsError(f"{out_dir}: {why}; --overwrite (overwrite=True) replaces only an "
+                                  "earlier export; choose another --out")
     check_destination(out_dir, overwrite)
 
 

@@ -1,5 +1,5 @@
 """Training callbacks: BLEU validation with checkpoints, the plateau schedule and the early
-stop; the divergence stop."""
+stop; the divergence stop; the run's ``log.csv``."""
 
 from __future__ import annotations
 
@@ -9,10 +9,21 @@ import time
 
 import keras
 
-from keras_memnmt.files import save_with, write_json
+from keras_memnmt.files import own_file, save_with, write_json
 from keras_memnmt.inference import score, translate
 from keras_memnmt.training.distribution import save_model
 from keras_memnmt.training.resume import save_resumable
+
+
+class RunLog(keras.callbacks.CSVLogger):
+    """Keras's ``CSVLogger`` (a row per epoch; ``append``: continue the file, as ``--resume``
+    does), which never writes into a file that has other names: before each ``fit`` the
+    file is made one of its own (:func:`keras_memnmt.files.own_file`), so that a resumed
+    copy of a run made of hard links (``cp -al``) leaves the original's log as it was."""
+
+    def on_train_begin(self, logs=None):
+        own_file(self.filename)
+        super().on_train_begin(logs)
 
 
 class BleuValidation(keras.callbacks.Callback):

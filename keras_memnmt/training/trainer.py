@@ -36,6 +36,7 @@ from keras_memnmt.inference import score, translate
 from keras_memnmt.models import get_model
 from keras_memnmt.records import fail_record, finish_record, start_record
 from keras_memnmt.runs import (
+    LOCK_FILE,
     CheckpointError,
     check_resume,
     load_model,
@@ -43,6 +44,7 @@ from keras_memnmt.runs import (
     lock_run_dir,
     prepare_run_dir,
     read_model_file,
+    remove_run_files,
     share_vocab,
     write_config,
 )
@@ -51,6 +53,7 @@ from keras_memnmt.training import hosts
 from keras_memnmt.training.callbacks import (
     BleuValidation,
     DivergenceStop,
+    RunLog,
     TrainingDiverged,
     plateau_counters,
     save_validation_files,
@@ -139,24 +142,50 @@ def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=pr
     already holds a trained run is an error (nothing is touched) unless
     ``resume`` or ``overwrite`` (remove that run's files first) is given. While it
     trains, the directory is locked (:func:`~keras_memnmt.runs.lock_run_dir`): a second
-    training into it is refused.
+    training into it is refused. An error before the first training step ends removes
+    what this call created in ``out_dir`` (nothing that was there before).
     """
     cache = enable_compilation_cache()  # JAX: each batch shape's step compiled once per machine
     if cache:
         log(f"JAX compilation cache: {cache}")
     place = placement(config)  # before any model is built; refuses what the backend cannot do
-    with contextlib.ExitStack() as stack:
+    # Several processes: an error in one stops all, each with one line (hosts.failing_together).
+    with hosts.failing_together(place.processes > 1), contextlib.ExitStack() as stack:
+        if place.processes > 1:  # the same command in every process, before the run directory is taken
+            hosts.agree_on_run({**config.to_dict(), "--out": os.path.abspath(out_dir), "--resume": resume,
+                                "--overwrite": overwrite})
         stack.enter_context(set_writer(place.writer))  # several processes: process 0 alone writes
+        held: list[list[str]] = []  # once the run directory is taken: what it held then
 
         def take_run_dir():
             stack.enter_context(lock_run_dir(out_dir, log))
+            hosts.release_on_abort(os.path.join(out_dir, LOCK_FILE))  # several processes: see hosts
             for folder in ("", "checkpoints", "vocab", "hyps"):  # a killed writer's partial files
                 remove_temporaries(os.path.join(out_dir, folder))
             prepare_run_dir(out_dir, resume, overwrite, log)
+            held.append(os.listdir(out_dir))
 
         place.on_writer(take_run_dir)
         stack.enter_context(place.scope())
-        return _train(config, out_dir, data_dir, log, resume, place)
+        stepped = _FirstStep()
+        try:
+            return _train(config, out_dir, data_dir, log, resume, place, stepped)
+        except BaseException:
+            # An error before the first training step ended (bad input found late, a
+            # mismatch between processes, Ctrl-C) leaves no half-made run: what this
+            # command created goes, so that a plain rerun works once the input is fixed.
+            if held and not stepped.done:
+                remove_run_files(out_dir, keep=held[0])
+            raise
+
+
+class _FirstStep(keras.callbacks.Callback):
+    """Whether a training step has ended in this ``fit`` (the first of the callbacks)."""
+
+    done = False
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.done = True
 
 
 _SHARED_DIR = (": on several processes the run directory is one folder that every process reads at "
@@ -234,7 +263,7 @@ def _fit(model: keras.Model, dataset, callbacks: list, done: int, last_step: int
 
 
 def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume: bool,
-           place: Placement) -> dict:
+           place: Placement, stepped: keras.callbacks.Callback) -> dict:
     latest = os.path.join(out_dir, "model.keras")
     resuming = resume and os.path.isfile(latest)
     if resume and os.path.isfile(os.path.join(out_dir, "config.json")):
@@ -349,9 +378,9 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
     # First: a diverged step raises before any callback saves it. Keras's callback writes the
     # epoch_* scalars; the monitor everything else.
     divergence = DivergenceStop(out_dir, max_loss=config.max_loss, initial_step=validation.step)
-    callbacks = [divergence, validation]
+    callbacks = [stepped, divergence, validation]
     if place.writer:
-        callbacks += [keras.callbacks.CSVLogger(os.path.join(out_dir, "log.csv"), append=resume),
+        callbacks += [RunLog(os.path.join(out_dir, "log.csv"), append=resume),
                       keras.callbacks.TensorBoard(os.path.join(out_dir, "tensorboard"), update_freq="epoch")]
     callbacks.append(monitor)  # on every process: its values are computations of the model
     if state:  # after the other callbacks: just before the first step
@@ -360,6 +389,7 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
     callbacks.append(GeneratorsAcrossFits())  # last: a resumed epoch and the next are two fits
     try:
         if not finished:
+            hosts.training_started()  # several processes: a failure from here on exits 3
             _fit(model, dataset, callbacks, done, last_step, per_epoch)
     except TrainingDiverged as e:
         if place.writer:
