@@ -131,9 +131,10 @@ def not_a_run(out_dir: str, found: Sequence[str]) -> str | None:
     their names alone: the run's ``config.json`` reads as a run config, its ``record.json``
     (where present) is a run record and its ``vocab/`` (where it holds ``vocab.json``) a
     saved vocabulary. A run killed while its vocabulary was written, before its
-    ``config.json``, holds ``vocab/`` alone, and is a run when that is a whole vocabulary.
+    ``config.json``, holds ``vocab/`` alone, and is a run when that is a vocabulary, whole
+    or cut short (SentencePiece models, ``vocab.json`` last; nothing else).
     """
-    from keras_memnmt.data.vocab import is_saved_vocabulary
+    from keras_memnmt.data.vocab import is_saved_vocabulary, is_vocabulary_in_progress
 
     vocab = os.path.join(out_dir, "vocab")
     if "config.json" in found:
@@ -143,7 +144,7 @@ def not_a_run(out_dir: str, found: Sequence[str]) -> str | None:
             return f"its config.json is no run's config: {e}"
     elif list(found) != ["vocab"]:
         return "it has no config.json"
-    elif not is_saved_vocabulary(vocab):
+    elif not is_vocabulary_in_progress(vocab):
         return "it has no config.json, and vocab/ holds no vocabulary that a run saved"
     if RECORD_FILE in found and not is_record(os.path.join(out_dir, RECORD_FILE)):
         return f"its {RECORD_FILE} is no run record"

@@ -199,13 +199,15 @@ def test_cli_refuses_an_existing_out_before_loading(tmp_path, capsys):
 @pytest.mark.slow
 def test_overwrite_replaces_an_earlier_export(runs, tmp_path):
     out = tmp_path / "exported"
-    out.mkdir()
-    (out / "saved_model.pb").write_text("old")  # an earlier export: --overwrite replaces nothing else
-    (out / "old.txt").write_text("old")
+    (out / "variables").mkdir(parents=True)  # an earlier export (told by its metadata file)
+    (out / "saved_model.pb").write_text("old")
+    (out / "variables" / "old.index").write_text("old")
+    (out / "assets.extra").mkdir()
+    (out / "assets.extra" / "memnmt_export.json").write_text(json.dumps({"library": "keras_memnmt"}))
     assert main(["export", "--model", runs["a"], "--out", str(out), "--beam", "1", "--n-best", "1",
                  "--max-length", "20", "--overwrite"]) == 0
     assert sorted(os.listdir(tmp_path)) == ["exported"]  # no partial or moved-aside folder left
-    assert (out / "saved_model.pb").is_file() and not (out / "old.txt").exists()
+    assert (out / "saved_model.pb").read_bytes() != b"old" and not (out / "variables" / "old.index").exists()
     with open(out / "assets.extra" / "memnmt_export.json") as f:
         info = json.load(f)
     assert (info["model"], info["beam_size"], info["n_best"], info["max_length"]) == ("RNNsearch", 1, 1, 20)

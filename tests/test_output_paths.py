@@ -355,10 +355,19 @@ def test_train_overwrite_still_removes_an_earlier_run_and_only_it(shared_run, tm
     logged = []
     prepare_run_dir(run, resume=False, overwrite=True, log=logged.append)
     assert os.listdir(run) == ["notes.txt"] and logged == [f"overwrite: removed the earlier run in {run}"]
-    # A run killed while its vocabulary was written (vocab/ alone) is a run too.
+    # A run killed while its vocabulary was written (vocab/ alone, whole or cut short) is a run too.
     half = shutil.copytree(os.path.join(shared_run, "vocab"), str(tmp_path / "half" / "vocab"))
     prepare_run_dir(os.path.dirname(half), resume=False, overwrite=True, log=logged.append)
     assert os.listdir(tmp_path / "half") == []
+    os.makedirs(half)
+    shutil.copyfile(os.path.join(shared_run, "vocab", "source.model"), os.path.join(half, "source.model"))
+    prepare_run_dir(os.path.dirname(half), resume=False, overwrite=True, log=logged.append)
+    assert os.listdir(tmp_path / "half") == []
+    # ... but not a vocab/ of the user's files of those names.
+    before = _user_folder(tmp_path / "mine", ["vocab/source.model"])
+    with pytest.raises(FileExistsError, match="vocab/ holds no vocabulary that a run saved"):
+        prepare_run_dir(str(tmp_path / "mine"), resume=False, overwrite=True)
+    assert run_fingerprint(str(tmp_path / "mine")) == before
 
 
 ARCHIVE_NAMES = ["config.json", "record.json", "results.json", "validations.json", "hyps/test.txt"]

@@ -258,3 +258,23 @@ def is_saved_vocabulary(directory: str) -> bool:
         return False
     keys = ("source_vocab_size", "target_vocab_size", "pad_id", "unk_id", "bos_id", "eos_id")
     return isinstance(info, dict) and all(k in info for k in keys)
+
+
+def is_vocabulary_in_progress(directory: str) -> bool:
+    """Whether ``directory`` holds what :meth:`SubwordVocab.save` writes, whole or cut short
+    by a kill (``vocab.json`` is written last): nothing but :data:`VOCAB_NAMES`, each
+    ``.model`` a SentencePiece model and ``vocab.json``, where present, a saved
+    vocabulary's. An empty folder is one (nothing of it written yet)."""
+    import sentencepiece as spm
+
+    names = os.listdir(directory) if os.path.isdir(directory) else None
+    if names is None or any(n not in VOCAB_NAMES for n in names):
+        return False
+    for name in names:
+        if name.endswith(".model"):
+            try:
+                with open(os.path.join(directory, name), "rb") as f:
+                    spm.SentencePieceProcessor(model_proto=f.read())
+            except (OSError, RuntimeError, TypeError, ValueError):
+                return False
+    return "vocab.json" not in names or is_saved_vocabulary(directory)
