@@ -47,10 +47,10 @@ from keras_memnmt.files import sha256_file, write_bytes, write_json, write_text
 
 RECORD_FILE = "record.json"
 HYPS_DIR = "hyps"
-# The record files a run directory of `memnmt train` has from its start on (`results` reads them).
 # The fields every run's config.json holds (``TrainConfig.to_dict`` writes all of them,
 # and run directories made before it had these too): without them a file is no run's config.
 REQUIRED_CONFIG_FIELDS = ("model", "seed")
+# The record files a run directory of `memnmt train` has from its start on (`results` reads them).
 RECORD_FILES = ("config.json", RECORD_FILE, "results.json", "validations.json")
 MODEL_FILES = ("best.keras", "model.keras")
 FORMAT = 1
@@ -211,11 +211,7 @@ def read_record(run_dir: str) -> dict | None:
 def is_record(path: str) -> bool:
     """Whether the file ``path`` is a run record (a JSON object with the record ``format``),
     whatever its name: the content, not the name, tells a record from a user's file."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            record = json.load(f)
-    except (OSError, ValueError):
-        return False
+    record = _read_json(path)
     return isinstance(record, dict) and isinstance(record.get("format"), int)
 
 
@@ -509,12 +505,17 @@ def not_an_archive(folder: str) -> str | None:
 
 def _json_of(path: str, kind: type, keys: Sequence[str] = ()) -> bool:
     """Whether the file ``path`` holds JSON of type ``kind`` (a dict: with ``keys``)."""
+    value = _read_json(path)
+    return isinstance(value, kind) and all(k in value for k in keys)
+
+
+def _read_json(path: str):
+    """The JSON value in the file ``path``; ``None`` where it cannot be read as JSON."""
     try:
         with open(path, encoding="utf-8") as f:
-            value = json.load(f)
+            return json.load(f)
     except (OSError, ValueError):
-        return False
-    return isinstance(value, kind) and all(k in value for k in keys)
+        return None
 
 
 def archive_run(run_dir: str, out_dir: str, overwrite: bool = False) -> list[str]:

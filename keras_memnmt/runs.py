@@ -41,7 +41,7 @@ from keras_memnmt.config import ConfigError, TrainConfig, build_model
 from keras_memnmt.data import SubwordVocab
 from keras_memnmt.files import save_with, write_json
 from keras_memnmt.models import option_differences
-from keras_memnmt.records import RECORD_FILE, REQUIRED_CONFIG_FIELDS, is_record
+from keras_memnmt.records import RECORD_FILE, REQUIRED_CONFIG_FIELDS, is_record, run_model_file
 
 RUN_FILES = ("config.json", "vocab/vocab.json")
 
@@ -427,9 +427,8 @@ def check_ensemble(members: Sequence[str | tuple[str, str | None]]) -> None:
         _check_run_files(run_dir)
         if checkpoint is not None:
             checkpoint_path(run_dir, checkpoint)
-        elif not any(os.path.isfile(os.path.join(run_dir, n)) for n in ("best.keras", "model.keras")):
-            raise FileNotFoundError(f"no best.keras or model.keras in {run_dir}: is it a finished "
-                                    "`memnmt train` run directory?")
+        else:
+            run_model_file(run_dir)
         if run_dir not in vocabs:
             vocabs[run_dir] = SubwordVocab.load(os.path.join(run_dir, "vocab"))
             first = pairs[0][0]
