@@ -41,7 +41,7 @@ def untrained_members(count: int, data_dir: str, vocab_pairs: int):
     from keras_memnmt.data import SubwordVocab, load_multi30k
 
     sys.path.insert(0, REPO)  # the recipes folder
-    from recipes.multi30k_rnnsearch import CONFIG
+    from keras_memnmt.recipes.multi30k_rnnsearch import CONFIG
 
     train = load_multi30k(CONFIG.src, CONFIG.tgt, "train", data_dir=data_dir).take(vocab_pairs)
     vocab = SubwordVocab.train(train.source, train.target, size=CONFIG.vocab_size,
@@ -83,9 +83,9 @@ def main() -> int:
     import keras
 
     from keras_memnmt.data import CorpusError, DownloadError, load_multi30k
-    from keras_memnmt.inference import score, translate
+    from keras_memnmt.evaluation.translation import score, translate
     from keras_memnmt.models import Ensemble
-    from keras_memnmt.runs import load_ensemble
+    from keras_memnmt.rundir.runs import load_ensemble
 
     try:  # a missing run, mismatched vocabularies, a missing split: the message, not a traceback
         if args.run:

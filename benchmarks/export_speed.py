@@ -7,7 +7,7 @@ Exports ``--run`` (``keras_memnmt.export.export_runs``, beam 5 by default) into 
 temporary folder, loads it with ``tf.saved_model.load`` and translates the Multi30k
 ``--split`` source sentences (test_2016_flickr: 1,000) ``--batch-size`` at a time
 through its ``translate`` signature, then translates them with
-``keras_memnmt.inference.translate`` (which sorts the sentences by length before
+``keras_memnmt.evaluation.translation.translate`` (which sorts the sentences by length before
 batching them). The SavedModel is timed twice per pass: on the batches in input order
 (what a client sending requests gets) and on the same length-sorted batches as the
 Python path.
@@ -53,9 +53,9 @@ def main() -> int:
     import tensorflow_text  # noqa: F401  (registers the SentencePiece ops the SavedModel uses)
 
     from keras_memnmt.data import CorpusError, DownloadError, load_multi30k
+    from keras_memnmt.evaluation.translation import encode_sources, translate
     from keras_memnmt.export import export_runs
-    from keras_memnmt.inference import encode_sources, translate
-    from keras_memnmt.runs import load_run
+    from keras_memnmt.rundir.runs import load_run
 
     try:  # a missing or incomplete run, a missing split: the message, not a traceback
         model, vocab, config = load_run(args.run)

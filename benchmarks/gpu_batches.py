@@ -216,8 +216,8 @@ def main(argv: list[str] | None = None) -> None:
     import_tensorflow_without_jax()
     import keras
 
-    from keras_memnmt.cli import load_recipe
     from keras_memnmt.config import ConfigError, TrainConfig, apply_overrides
+    from keras_memnmt.recipes import load_recipe
 
     try:
         config = apply_overrides(TrainConfig() if args.recipe == "none" else load_recipe(args.recipe), args.set)

@@ -69,9 +69,9 @@ def main() -> int:
     import keras
     from keras import ops
 
-    from keras_memnmt.cli import load_recipe
     from keras_memnmt.config import ConfigError, TrainConfig, apply_overrides, build_model
     from keras_memnmt.data import SubwordVocab, load_multi30k, make_dataset
+    from keras_memnmt.recipes import load_recipe
     from keras_memnmt.training import compile_model
 
     try:  # an unknown recipe or a bad --set: the message, not a traceback

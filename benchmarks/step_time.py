@@ -32,8 +32,8 @@ def recipe_config(parser: argparse.ArgumentParser, recipe: str, overrides: list)
 
     tune_malloc()
     import_tensorflow_without_jax()
-    from keras_memnmt.cli import load_recipe
     from keras_memnmt.config import ConfigError, apply_overrides
+    from keras_memnmt.recipes import load_recipe
 
     try:
         return apply_overrides(load_recipe(recipe), overrides)

@@ -208,8 +208,8 @@ def main() -> None:
     print(f"backend={keras.backend.backend()}")
     print(f"malloc_tuned={int(malloc_tuned)}")
     print(f"tensorflow_imported_without_jax={int(tf_without_jax)}")
-    from keras_memnmt.cli import load_recipe
     from keras_memnmt.config import ConfigError
+    from keras_memnmt.recipes import load_recipe
 
     try:  # an unknown recipe or a bad --set: the message, not a traceback
         base = TrainConfig() if args.recipe == "none" else load_recipe(args.recipe)
@@ -290,7 +290,7 @@ def benchmark(name: str, config, vocab, batches: list, warmup_steps: int, test, 
     import numpy as np
 
     from keras_memnmt.config import build_model
-    from keras_memnmt.inference import translate
+    from keras_memnmt.evaluation.translation import translate
     from keras_memnmt.training import apply_precision, compile_model
 
     apply_precision(config)  # the dtype policy, before the build

@@ -45,8 +45,8 @@ def main() -> int:
     import keras
 
     from keras_memnmt.data import CorpusError, DownloadError, load_multi30k
-    from keras_memnmt.inference import score, translate
-    from keras_memnmt.runs import load_run
+    from keras_memnmt.evaluation.translation import score, translate
+    from keras_memnmt.rundir.runs import load_run
 
     try:  # a missing or incomplete run, an unknown or missing split: the message, not a traceback
         model, vocab, config = load_run(args.run)

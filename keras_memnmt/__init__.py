@@ -1,3 +1,3 @@
 """keras_memnmt: memory-augmented recurrent NMT for Keras 3 (TensorFlow, JAX, PyTorch)."""
 
-__version__ = "0.1.0.dev0"
+__version__ = "0.2.0.dev0"

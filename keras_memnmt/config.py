@@ -15,6 +15,7 @@ import math
 import typing
 from typing import Any
 
+from keras_memnmt.models.base import FORMER_BASE_OPTIONS
 from keras_memnmt.models.registry import get_model, model_names, model_options
 
 
@@ -87,6 +88,7 @@ class TrainConfig:
     log_every: int = 50  # training loss, rate, gradient norm and tokens/s every N steps
     val_loss_sentences: int = 512  # teacher-forced validation loss on the first N val pairs (0 = off)
     tensorboard_pictures: int = 2  # attention / memory pictures of N fixed val pairs per validation
+    # --- test and seed ---
     beam_size: int = 5  # beam for the final test evaluation
     test_split: str = "test_2016_flickr"  # split scored after training (Multi30k)
     seed: int = 0  # shuffle and initialization seed
@@ -138,7 +140,8 @@ class TrainConfig:
         """A config from :meth:`to_dict`'s output, or from the flat form of older run
         directories (one field per model option): a key that is neither a field nor an
         option of the model is dropped (it described how that run was staged), and so is
-        an option the model never read (its ``unused_options``: it had no effect)."""
+        a former base option that the model does not take (``FORMER_BASE_OPTIONS``: it had
+        no effect)."""
         fields = {f.name for f in dataclasses.fields(cls)}
         known = {k: v for k, v in raw.items() if k in fields}
         model = known.get("model", cls.model)
@@ -149,7 +152,7 @@ class TrainConfig:
         declared = model_options(model_cls)
         options = {k: v for k, v in raw.items() if k not in fields and k in declared}
         stored = {k: v for k, v in dict(known.get("model_options") or {}).items()
-                  if k not in model_cls.unused_options}
+                  if k in declared or k not in FORMER_BASE_OPTIONS}
         known["model_options"] = {**options, **stored}
         return validate(cls(**known))
 

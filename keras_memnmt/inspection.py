@@ -1,14 +1,14 @@
 """What a model's decoder computes for one sentence pair, step by step.
 
-:func:`inspect_pair` runs a :class:`~keras_memnmt.models.Seq2Seq` over a source sentence
-and a target, teacher-forced on a given reference or on the model's own greedy
-translation, and keeps the named details of every step of its cell
-(:meth:`~keras_memnmt.layers.DecoderCell.step_details`) that the model's pictures draw,
-the details its class lists in ``Seq2Seq.panels`` (the source attention, a memory's
-read and write weights, an attention over the recent words, ...), with the subword
-tokens of both sides for axis labels. :mod:`keras_memnmt.plots` draws them. A model
-whose decoder is no cell is stepped by its ``decode_step``: the target probabilities,
-and the attention where the step returns one.
+:func:`inspect_pair` runs a model (an :class:`~keras_memnmt.models.EncoderDecoder`) over
+a source sentence and a target, teacher-forced on a given reference or on the model's own
+greedy translation, and keeps the named details of every step
+(:meth:`~keras_memnmt.models.EncoderDecoder.step_details`: a recurrent model's are its
+cell's, :meth:`~keras_memnmt.layers.DecoderCell.step_details`; another model's, the
+attention its ``decode_step`` returns) that the model's pictures draw, the details its
+class lists in ``EncoderDecoder.panels`` (the source attention, a memory's read and write
+weights, an attention over the recent words, ...), with the subword tokens of both sides
+for axis labels. :mod:`keras_memnmt.plots` draws them.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_memnmt.data import encode_sources
 from keras_memnmt.data.vocab import BOS_ID, EOS_ID, PAD_ID, SubwordVocab
-from keras_memnmt.inference import encode_sources
 from keras_memnmt.models.panels import Panel
 
 
@@ -105,17 +105,17 @@ def inspect_pair(model, vocab: SubwordVocab, source: str, reference: str | None 
 
     The target is ``reference`` (teacher forcing: each step is fed the previous reference
     subword) or, without one, the model's own greedy translation (the same steps greedy
-    search took). Every step is the cell's ``step_details``, the code that training and
-    the searches run.
+    search took). Every step is the model's ``step_details``, the step that the searches
+    run.
 
     Args:
-        model: a :class:`~keras_memnmt.models.Seq2Seq` (not an ensemble).
+        model: an :class:`~keras_memnmt.models.EncoderDecoder` (not an ensemble).
         vocab: the run's vocabulary.
         source: one source sentence (truncated to the translator's 200 subwords).
         reference: its target, or None.
     """
-    if not hasattr(model, "embed_target"):
-        raise ValueError(f"inspecting needs one Seq2Seq model, got a {type(model).__name__}")
+    if not hasattr(model, "step_details"):
+        raise ValueError(f"inspecting needs one model, got a {type(model).__name__}")
     if not source.strip():
         raise ValueError("the source sentence is empty")
     source_ids = encode_sources(vocab, [source])[0]
@@ -139,25 +139,17 @@ def inspect_pair(model, vocab: SubwordVocab, source: str, reference: str | None 
 
 def _step_through(model, source_ids: list[int], inputs: list[int], target_ids: list[int],
                   names: list[str]) -> tuple:
-    """``(details by name, target probabilities)``: the details ``names`` of the cell's
-    ``step_details`` on each input (a model without a cell: its ``decode_step``, whose only
-    detail is the attention)."""
+    """``(details by name, target probabilities)``: the details ``names`` of the model's
+    ``step_details`` on each input."""
     source = ops.convert_to_tensor(np.asarray([source_ids], np.int32))
-    cell = getattr(model, "cell", None)
-    states = model.encode(source) if cell is not None else model.search_states(source, len(inputs))
+    states = model.search_states(source, len(inputs))
     rows: dict[str, list[np.ndarray]] = {}
     probabilities = []
     for token, following in zip(inputs, target_ids):
         tokens = ops.convert_to_tensor(np.asarray([token], np.int32))
-        if cell is not None:
-            step_inputs = cell.prepare_inputs(model.embed_target(tokens), tokens)
-            details = cell.step_details(step_inputs, states)
-            logits = model.readout(details["output"])
-        else:
-            logits, new_states, attention = model.decode_step(tokens, states)
-            details = {"states": new_states, "attention": attention}
+        details = model.step_details(tokens, states)
         states = details["states"]
-        logits = ops.convert_to_numpy(ops.cast(logits, "float32"))[0]
+        logits = ops.convert_to_numpy(ops.cast(details["logits"], "float32"))[0]
         probabilities.append(_softmax(logits)[following])
         for name in names:
             if details.get(name) is not None:

@@ -2,7 +2,7 @@
 :class:`~keras_memnmt.inspection.Inspection` (``memnmt plot``, TensorBoard images).
 
 Drawn with matplotlib's Agg canvas (no display, no pyplot state). The panels are the
-model's own (``Seq2Seq.panels``, :class:`~keras_memnmt.models.Panel`: each detail's axis,
+model's own (``EncoderDecoder.panels``, :class:`~keras_memnmt.models.Panel`: each detail's axis,
 title and label), each present when the model's step computes it, drawn by their axis:
 
 - "source": target subwords (rows) against source subwords (columns), the source

@@ -8,8 +8,8 @@ import pytest
 from keras_memnmt.cli import main
 from keras_memnmt.config import ConfigError
 from keras_memnmt.data import load_multi30k, read_lines
+from keras_memnmt.recipes.multi30k_backtranslation import Options, backtranslate, halves
 from keras_memnmt.testing.tiny_runs import TINY_SIZE_ARGS
-from recipes.multi30k_backtranslation import Options, backtranslate, halves
 
 # The same on every backend: CI runs it on one (conftest.py).
 pytestmark = pytest.mark.backend_independent

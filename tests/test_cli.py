@@ -90,9 +90,9 @@ def source_file(tmp_path):
 
 @pytest.mark.parametrize("second", ["b", "t"])  # MemDec; a Transformer (another architecture)
 def test_translate_with_two_models(tiny_runs, source_file, tmp_path, second):
-    from keras_memnmt.inference import translate
+    from keras_memnmt.evaluation.translation import translate
     from keras_memnmt.models import Ensemble
-    from keras_memnmt.runs import load_ensemble
+    from keras_memnmt.rundir.runs import load_ensemble
 
     out = tmp_path / "out.txt"
     assert main(["translate", "--model", tiny_runs["a"], "--model", tiny_runs[second], "--beam", "2",
@@ -133,7 +133,7 @@ def test_ensemble_members_must_share_the_vocabularies(tiny_runs, source_file, ca
 
 
 def test_translate_output_is_written_as_chunks_finish(tiny_runs, source_file, tmp_path, monkeypatch):
-    import keras_memnmt.inference as inference
+    import keras_memnmt.evaluation.translation as inference
 
     whole = tmp_path / "whole.txt"
     assert main(["translate", "--model", tiny_runs["a"], "--beam", "2", "--input", str(source_file),
@@ -153,7 +153,7 @@ def test_translate_output_is_written_as_chunks_finish(tiny_runs, source_file, tm
 
 
 def test_translate_resume_continues_a_partial_output(tiny_runs, source_file, tmp_path, monkeypatch, capsys):
-    import keras_memnmt.inference as inference
+    import keras_memnmt.evaluation.translation as inference
 
     whole = tmp_path / "whole.txt"
     assert main(["translate", "--model", tiny_runs["a"], "--beam", "2", "--input", str(source_file),

@@ -13,6 +13,7 @@ import sys
 import pytest
 
 import keras_memnmt.cli as cli
+import keras_memnmt.cli.results as results_command
 from keras_memnmt.cli import main
 
 # The same on every backend: CI runs it on one (conftest.py).
@@ -226,7 +227,7 @@ def test_compare_json_is_a_directory(tmp_path, capsys):
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
 def test_compare_json_that_cannot_be_written_goes_to_stdout(monkeypatch, capsys):
-    import keras_memnmt.compare as compare
+    import keras_memnmt.evaluation.significance as compare
 
     monkeypatch.setattr(compare, "compare", lambda systems, **kwargs: {"systems": [s.name for s in systems]})
     monkeypatch.setattr(compare, "print_table", lambda result, file=None: None)
@@ -289,7 +290,7 @@ def test_errors_are_one_line(monkeypatch, capsys, error, message):
     def fail(args):
         raise error
 
-    monkeypatch.setattr(cli, "cmd_results", fail)
+    monkeypatch.setattr(results_command, "cmd_results", fail)
     assert fails(["results", "RUN"], capsys) == f"memnmt: error: {message}"
 
 
@@ -297,7 +298,7 @@ def test_interrupt(monkeypatch, capsys):
     def interrupted(args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "cmd_results", interrupted)
+    monkeypatch.setattr(results_command, "cmd_results", interrupted)
     assert main(["results", "RUN"]) == 130
     err = capsys.readouterr().err
     assert "Traceback" not in err and err.splitlines()[-1] == "memnmt: interrupted"

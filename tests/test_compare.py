@@ -12,7 +12,13 @@ import sacrebleu
 from sacrebleu.significance import PairedTest
 
 from keras_memnmt.cli import main
-from keras_memnmt.compare import ensemble_system, paired_tests, pairing, parse_member, parse_systems
+from keras_memnmt.evaluation.significance import (
+    ensemble_system,
+    paired_tests,
+    pairing,
+    parse_member,
+    parse_systems,
+)
 
 # The same on every backend: CI runs it on one (conftest.py).
 pytestmark = pytest.mark.backend_independent
@@ -112,17 +118,17 @@ def test_compare_prints_json_on_stdout_and_the_table_on_stderr(runs, capsys):
 
 
 def test_stored_hypotheses_are_reused_while_the_model_is_unchanged(tmp_path, vocab, monkeypatch, capsys):
-    import keras_memnmt.inference as inference
+    import keras_memnmt.evaluation.splits as splits
 
     x, y = (_tiny_run(tmp_path / n, vocab, "rnnsearch", s) for n, s in (("x", 1), ("y", 2)))
     calls = []
-    translate = inference.translate
+    translate = splits.translate
 
     def spy(model, vocab, sentences, **kwargs):
         calls.append(len(sentences))
         return translate(model, vocab, sentences, **kwargs)
 
-    monkeypatch.setattr(inference, "translate", spy)
+    monkeypatch.setattr(splits, "translate", spy)
     args = ["compare", x, y, "--beam", "1", "--trials", "50", "--bootstrap", "50"]
     assert main(args) == 0
     first = json.loads(capsys.readouterr().out)
@@ -220,13 +226,13 @@ def test_an_ensemble_is_a_system_translating_as_evaluate_does(runs, tmp_path, ca
 def test_every_ensemble_is_checked_before_any_translation(runs, tmp_path, monkeypatch, capsys, fault):
     """A bad member of the last system (a checkpoint it does not hold, another vocabulary, a
     run without its vocabulary) is found before the first system translates."""
-    import keras_memnmt.inference as inference
+    import keras_memnmt.evaluation.splits as splits
     from keras_memnmt.testing.tiny_runs import synthetic_vocab
 
     def translate(*args, **kwargs):
         raise AssertionError("translated before every system was checked")
 
-    monkeypatch.setattr(inference, "translate", translate)
+    monkeypatch.setattr(splits, "translate", translate)
     a, b = runs["a"], runs["b"]
     other = _tiny_run(tmp_path / "other", synthetic_vocab(size=50, seed=1), "rnnsearch", 9)
     if fault == "incomplete":

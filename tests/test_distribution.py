@@ -65,7 +65,7 @@ def test_two_devices_train_like_one_on_the_same_global_batch(tmp_path):
     # batches weighted by their rows, padding rows included.)
     np.testing.assert_allclose(two[0], one[0], rtol=2e-5)
     # The weights after three clipped Adam steps: float sums in another order (the all-reduce).
-    from keras_memnmt.runs import read_model_file
+    from keras_memnmt.rundir.runs import read_model_file
 
     a, b = (read_model_file(str(tmp_path / name / "model.keras")) for name in ("one", "two"))
     initial = read_model_file(str(tmp_path / "one" / "checkpoints" / "step1.keras"))
@@ -209,7 +209,7 @@ def _two_processes_train_like_two_devices(tmp_path, args):
 
     assert files(work / "run") == files(tmp_path / "two")
     assert os.listdir(work) == ["run"]  # the processes' working folder: nothing else written
-    from keras_memnmt.runs import read_model_file
+    from keras_memnmt.rundir.runs import read_model_file
 
     a, b = (read_model_file(str(run / "model.keras")) for run in (tmp_path / "two", work / "run"))
     for va, vb in zip(a.weights, b.weights, strict=True):

@@ -12,7 +12,7 @@ import os
 import pytest
 
 from keras_memnmt.cli import main, marked_tables
-from keras_memnmt.results import TABLE_END, update_marked_tables
+from keras_memnmt.rundir.tables import TABLE_END, update_marked_tables
 
 # The same on every backend: CI runs it on one (conftest.py).
 pytestmark = pytest.mark.backend_independent

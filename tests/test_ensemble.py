@@ -10,7 +10,12 @@ import pytest
 from keras import ops
 
 from keras_memnmt.models import ChoEncoderDecoder, Ensemble, MemDec, RNNsearch
-from keras_memnmt.runs import average_checkpoints, check_same_vocab, last_checkpoints, load_ensemble
+from keras_memnmt.rundir.runs import (
+    average_checkpoints,
+    check_same_vocab,
+    last_checkpoints,
+    load_ensemble,
+)
 from keras_memnmt.testing.fake_decoder import (
     FakeDecoder,
     brute_force,

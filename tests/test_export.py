@@ -85,7 +85,7 @@ def runs(shared_folder):
 def exported(runs, shared_folder):
     """Two exports: run a, greedy, through the Python API; runs a + b + c (RNNsearch, MemDec and
     a Transformer), beam 3, through the CLI."""
-    from keras_memnmt.runs import load_run
+    from keras_memnmt.rundir.runs import load_run
 
     def build(root):
         model, vocab, _ = load_run(runs["a"])

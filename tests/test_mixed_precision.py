@@ -214,7 +214,7 @@ def test_train_and_translate_in_mixed_bfloat16(tmp_path, capsys):
     assert "precision='mixed_bfloat16' (now 'float32')" in capsys.readouterr().err
 
     keras.config.set_dtype_policy("float32")  # as in a new process
-    from keras_memnmt.runs import load_model
+    from keras_memnmt.rundir.runs import load_model
 
     assert load_model(out).dtype_policy.name == "mixed_bfloat16"
     source = tmp_path / "in.txt"

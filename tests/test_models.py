@@ -165,7 +165,7 @@ def test_overfits_twenty_pairs():
     """The model memorizes 20 sentence pairs: BLEU > 90 on them (greedy)."""
     from keras_memnmt.config import TrainConfig, build_model
     from keras_memnmt.data import SubwordVocab, make_dataset, synthetic_corpus
-    from keras_memnmt.inference import score, translate
+    from keras_memnmt.evaluation.translation import score, translate
     from keras_memnmt.training import compile_model
 
     keras.utils.set_random_seed(0)
@@ -185,7 +185,7 @@ def test_overfits_twenty_pairs():
 def test_translate_fills_a_short_last_batch_without_changing_results():
     """translate() pads the last batch with filler rows; outputs match one big batch."""
     from keras_memnmt.data import SubwordVocab, synthetic_corpus
-    from keras_memnmt.inference import translate
+    from keras_memnmt.evaluation.translation import translate
 
     corpus = synthetic_corpus(30, seed=2)
     vocab = SubwordVocab.train(corpus.source, corpus.target, size=60)
@@ -202,14 +202,14 @@ def test_translate_fills_a_short_last_batch_without_changing_results():
 
 @pytest.mark.parametrize("beam, sentences", [(1, 256), (2, 256), (3, 213), (5, 128), (16, 40), (641, 1)])
 def test_default_batch_size_keeps_the_rows_of_a_search_step_near_640(beam, sentences):
-    from keras_memnmt.inference import default_batch_size
+    from keras_memnmt.evaluation.translation import default_batch_size
 
     assert default_batch_size(beam) == sentences
 
 
 @pytest.mark.parametrize("bad", [0, -3, 2.5])
 def test_translate_names_a_bad_batch_size(bad):
-    from keras_memnmt.inference import translate
+    from keras_memnmt.evaluation.translation import translate
 
     with pytest.raises(ValueError, match="batch_size must be an integer >= 1"):
         translate(None, None, ["a b"], batch_size=bad)
@@ -263,17 +263,23 @@ def test_annotation_dropout_drops_annotations_in_training_only():
 @pytest.mark.parametrize("name, option, value", [("cho", "annotation_dropout", 0.2),
                                                  ("cho", "attention_remat", False),
                                                  ("ylstm", "annotation_dropout", 0.2),
-                                                 ("ylstm", "attention_remat", False)])
-def test_an_option_a_model_does_not_use_is_an_error_naming_both(name, option, value):
-    """Cho's decoder reads only the summary (taken before the annotations' dropout) and has
-    no attention; the Y-LSTM has neither annotation dropout nor a tanh attention. Setting
-    such an option fails, in the config and in the constructor; a stored config that holds
-    one (written when it was ignored) still loads, without it."""
+                                                 ("ylstm", "attention_remat", False),
+                                                 ("transformer", "decoder_units", 64),
+                                                 ("transformer", "output_dropout", 0.3)])
+def test_an_option_a_model_does_not_take_is_an_error_naming_both(name, option, value):
+    """Cho's decoder reads only the summary and has no attention, the Y-LSTM has neither
+    annotation dropout nor a tanh attention, the Transformer no recurrent sizes: their
+    classes do not take these options (the recurrent base without the source attention's,
+    the encoder-decoder base). Setting one fails, in the config and in the constructor; a
+    stored config that holds one (written when every model took them, without effect)
+    still loads, without it."""
     from keras_memnmt.config import ConfigError, TrainConfig, validate
+    from keras_memnmt.models.base import FORMER_BASE_OPTIONS
 
+    assert option in FORMER_BASE_OPTIONS
     with pytest.raises(ConfigError, match=f"model '{name}' has no option '{option}'"):
         validate(TrainConfig(model=name, model_options={option: value}))
-    with pytest.raises(ValueError, match=f"does not use {option}"):
+    with pytest.raises(ValueError, match=f"Unrecognized keyword arguments .*{option}"):
         MODELS[name](30, 25, **{**TINY_OPTIONS[name], option: value})
     stored = TrainConfig(model=name).to_dict()
     stored["model_options"] = {option: value}
@@ -341,8 +347,10 @@ CONSUMED_BY_THE_CONSTRUCTOR = {"memdec": {"shared_addressing"}}  # resolved into
 def test_every_option_of_a_model_is_read_by_it(name):
     """No setting is silently ignored: every option a model accepts (`model_options`, what
     `--set` and the config take) is read by the model while it is built and trains one
-    step; `get_config`, which lists them all, does not count. A base option that a model
-    does not use belongs in its `unused_options`, which makes setting it an error."""
+    step; `get_config`, which lists them all, does not count. An option is a keyword
+    argument of the model's constructor or of its base classes' (`EncoderDecoder`,
+    `RecurrentEncoderDecoder`, `Seq2Seq`): a model whose decoder would not read one of a
+    base's options is built on the base without it."""
     import sys
 
     from keras_memnmt.models.registry import model_options

@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 
-from keras_memnmt.cli import load_recipe
+from keras_memnmt.recipes import load_recipe
 
 # The result can depend on KERAS_BACKEND: run on every backend (conftest.py).
 pytestmark = pytest.mark.backend
@@ -66,7 +66,7 @@ def test_validation_scalars_samples_and_pictures(run_dir):
     from keras_memnmt.data import synthetic_splits
     from keras_memnmt.inspection import inspect_pair
     from keras_memnmt.plots import DPI, figure_size
-    from keras_memnmt.runs import load_run
+    from keras_memnmt.rundir.runs import load_run
     from keras_memnmt.training.monitor import picture_pairs
 
     validation = _events(os.path.join(run_dir, "tensorboard", "validation"))

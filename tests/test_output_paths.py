@@ -107,7 +107,7 @@ def test_an_output_is_never_the_command_input(trained_run, source_file, tmp_path
 
 
 def test_a_new_file_beside_a_run_is_an_output_like_any_other(trained_run):
-    from keras_memnmt.outputs import check_output
+    from keras_memnmt.rundir.outputs import check_output
 
     check_output("--out", os.path.join(trained_run, "avg.keras"))
     check_output("--json", os.path.join(trained_run, "compare.json"))
@@ -126,7 +126,7 @@ def test_compare_json_over_config_then_evaluate_refuses_the_config(trained_run, 
 
 
 def test_every_stored_run_record_config_loads():
-    from keras_memnmt.runs import read_config
+    from keras_memnmt.rundir.runs import read_config
 
     configs = glob.glob(os.path.join(ROOT, "docs", "records", "**", "config.json"), recursive=True)
     assert configs
@@ -137,7 +137,7 @@ def test_every_stored_run_record_config_loads():
 @pytest.mark.parametrize("content", [b"[1, 2]", b"not json", b"{\"model\": \"rnnsearch\"}"])
 def test_read_config_refuses_what_is_no_run_config(tmp_path, content):
     from keras_memnmt.config import ConfigError
-    from keras_memnmt.runs import read_config
+    from keras_memnmt.rundir.runs import read_config
 
     (tmp_path / "config.json").write_bytes(content)
     with pytest.raises(ConfigError, match=re.escape(f"{tmp_path / 'config.json'} is not a run's config")):
@@ -332,7 +332,7 @@ TRAIN_NAMES = ["model.keras", "best.keras", "checkpoints/epoch10.pt", "validatio
 def test_train_takes_no_folder_that_is_not_a_run(tmp_path, capsys, flag):
     """A folder whose files have the names of a run's but are not a run's is neither
     cleared (--overwrite), continued (--resume) nor called "the start of a run"."""
-    from keras_memnmt.runs import WRITTEN_BY_TRAIN
+    from keras_memnmt.rundir.runs import WRITTEN_BY_TRAIN
 
     assert {n.split("/")[0] for n in TRAIN_NAMES} == set(WRITTEN_BY_TRAIN)
     folder = tmp_path / "userproj"
@@ -348,7 +348,7 @@ def test_train_takes_no_folder_that_is_not_a_run(tmp_path, capsys, flag):
 
 
 def test_train_overwrite_still_removes_an_earlier_run_and_only_it(shared_run, tmp_path, capsys):
-    from keras_memnmt.runs import prepare_run_dir
+    from keras_memnmt.rundir.runs import prepare_run_dir
 
     run = shutil.copytree(shared_run, str(tmp_path / "run"))
     (tmp_path / "run" / "notes.txt").write_text("mine")

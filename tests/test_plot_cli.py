@@ -47,7 +47,7 @@ def test_plot_draws_every_panel(architecture, runs, tmp_path, capsys):
 
     from keras_memnmt.inspection import inspect_pair
     from keras_memnmt.plots import DPI, figure_size
-    from keras_memnmt.runs import load_run
+    from keras_memnmt.rundir.runs import load_run
 
     run = runs[architecture]
     for reference in (REFERENCE, None):
@@ -70,9 +70,9 @@ def test_plot_draws_every_panel(architecture, runs, tmp_path, capsys):
 def test_inspection_matches_the_models_steps(runs):
     """Teacher forcing through step_details gives the attention generate() records for the
     model's own greedy translation, and distributions that sum to 1."""
-    from keras_memnmt.inference import encode_sources
+    from keras_memnmt.data import encode_sources
     from keras_memnmt.inspection import inspect_pair
-    from keras_memnmt.runs import load_run
+    from keras_memnmt.rundir.runs import load_run
 
     model, vocab, _ = load_run(runs["memdec"])
     inspection = inspect_pair(model, vocab, SOURCE)
@@ -94,7 +94,7 @@ def test_windows_by_position(runs):
     panel's lag: weights only on the positions the window has seen, summing to 1."""
     from keras_memnmt.inspection import inspect_pair
     from keras_memnmt.models import get_model
-    from keras_memnmt.runs import load_run
+    from keras_memnmt.rundir.runs import load_run
 
     windows = [(name, panel) for name in ARCHITECTURES for panel in get_model(name).panels
                if panel.axis == "window"]
@@ -150,8 +150,8 @@ def test_progress_bars_stay_out_of_logs(runs, tmp_path, capsys):
 def test_progress_bars_on_a_terminal(runs, monkeypatch, capsys):
     import sys
 
-    from keras_memnmt.inference import translate
-    from keras_memnmt.runs import load_run
+    from keras_memnmt.evaluation.translation import translate
+    from keras_memnmt.rundir.runs import load_run
 
     model, vocab, _ = load_run(runs["rnnsearch"])
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)

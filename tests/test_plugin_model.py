@@ -200,7 +200,7 @@ def test_the_plugin_model_translates_and_evaluates(plugin_run, tmp_path, capsys)
 
 
 def test_the_plugin_model_reloads_with_the_same_outputs(plugin_run):
-    from keras_memnmt.runs import load_run
+    from keras_memnmt.rundir.runs import load_run
 
     model, vocab, config = load_run(plugin_run, "model.keras")
     assert isinstance(model, PluginLSTMTranslator) and config.encoder_layers == 2

@@ -3,10 +3,10 @@ and the benchmarks ask the registry and the model (``tiny_options``, ``panels``,
 ``matmul_macs``, ...) instead, so that adding a model touches only its own files and one
 registration line.
 
-Scanned: every module of ``keras_memnmt/`` outside ``models/`` and ``layers/``, and
-``benchmarks/``. A string constant equal to a registered model name, or to a registered
-model's class name, is a finding. Not scanned: ``recipes/`` (a recipe's job is to choose a
-model) and ``tests/`` (a test may pick the model it checks).
+Scanned: every module of ``keras_memnmt/`` outside ``models/``, ``layers/`` and
+``keras_memnmt/recipes/`` (a recipe's job is to choose a model), and ``benchmarks/``. A string constant
+equal to a registered model name, or to a registered model's class name, is a finding. Not
+scanned: ``tests/`` (a test may pick the model it checks).
 """
 
 import ast
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.backend_independent
 
 PACKAGE = os.path.dirname(keras_memnmt.__file__)
 REPO = os.path.dirname(PACKAGE)
-SKIPPED = (os.path.join("keras_memnmt", "models"), os.path.join("keras_memnmt", "layers"))
+SKIPPED = tuple(os.path.join("keras_memnmt", name) for name in ("models", "layers", "recipes"))
 
 # (file, name) → why that file names that model.
 ALLOWED = {

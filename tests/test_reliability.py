@@ -111,7 +111,7 @@ def test_a_kill_during_a_checkpoint_write_loses_nothing_and_resume_goes_on(tmp_p
 
 
 def test_a_broken_best_model_falls_back_to_the_latest_with_a_notice(trained_run, capsys):
-    from keras_memnmt.runs import CheckpointError, load_model
+    from keras_memnmt.rundir.runs import CheckpointError, load_model
 
     out = trained_run  # checkpoints/step2.keras and step4.keras kept
     best = os.path.join(out, "best.keras")
@@ -182,7 +182,7 @@ def test_a_second_training_into_a_directory_in_use_is_refused(tmp_path, capsys):
     out.mkdir()
     holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        from keras_memnmt.runs import LOCK_FILE, _process_start
+        from keras_memnmt.rundir.runs import LOCK_FILE, _process_start
 
         (out / LOCK_FILE).write_text(json.dumps({"host": os.uname().nodename, "pid": holder.pid,
                                                  "started": _process_start(holder.pid),
@@ -197,7 +197,7 @@ def test_a_second_training_into_a_directory_in_use_is_refused(tmp_path, capsys):
 
 
 def test_a_lock_whose_pid_was_reused_is_stale(tmp_path):
-    from keras_memnmt.runs import LOCK_FILE, lock_run_dir
+    from keras_memnmt.rundir.runs import LOCK_FILE, lock_run_dir
 
     # A live pid (the parent) with another start time: the locking process has ended.
     (tmp_path / LOCK_FILE).write_text(json.dumps({"host": os.uname().nodename, "pid": os.getppid(),

@@ -11,9 +11,9 @@ import keras
 import pytest
 
 import keras_memnmt
-from keras_memnmt import records
 from keras_memnmt.cli import main
-from keras_memnmt.results import results_table, run_summary
+from keras_memnmt.rundir import records
+from keras_memnmt.rundir.tables import results_table, run_summary
 from keras_memnmt.testing.tiny_runs import SHARED_RUN_ARGS
 
 # The same on every backend: CI runs it on one (conftest.py).

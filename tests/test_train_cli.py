@@ -8,7 +8,8 @@ import warnings
 import keras
 import pytest
 
-from keras_memnmt.cli import load_recipe, main
+from keras_memnmt.cli import main
+from keras_memnmt.recipes import load_recipe
 from keras_memnmt.testing.tiny_runs import SHARED_RUN_ARGS, TINY_SIZE_ARGS, TINY_TRAIN_ARGS
 
 # The same on every backend: CI runs it on one (conftest.py).
@@ -45,16 +46,16 @@ def test_evaluate_prints_scores(trained_run, capsys):
 
 
 def test_evaluate_length_penalty_reaches_the_search(trained_run, capsys, monkeypatch):
-    import keras_memnmt.models.seq2seq as seq2seq
+    from keras_memnmt.models import EncoderDecoder
 
     seen = []
-    generate = seq2seq.Seq2Seq.generate
+    generate = EncoderDecoder.generate
 
     def spy(self, source_ids, **kwargs):
         seen.append((kwargs["length_penalty"], kwargs["alpha"]))
         return generate(self, source_ids, **kwargs)
 
-    monkeypatch.setattr(seq2seq.Seq2Seq, "generate", spy)
+    monkeypatch.setattr(EncoderDecoder, "generate", spy)
     assert main(["evaluate", "--model", trained_run, "--split", "test", "--beam", "2", "--limit", "3",
                  "--length-penalty", "average", "--alpha", "0.9"]) == 0
     scores = json.loads(capsys.readouterr().out)
@@ -198,7 +199,7 @@ def test_memdec_recipe_pretrains_then_fine_tunes(tmp_path):
     for run, rate in ((os.path.join(out, "pretrain_rnnsearch"), 0.002), (out, 0.0005)):
         history = json.load(open(os.path.join(run, "validations.json")))
         assert history[0]["learning_rate"] == pytest.approx(rate)
-    from keras_memnmt.runs import load_model
+    from keras_memnmt.rundir.runs import load_model
 
     cell = load_model(out).cell
     assert (cell.memory_size, cell.address_units) == (3, 6)
@@ -208,7 +209,7 @@ def test_memdec_recipe_pretrains_then_fine_tunes(tmp_path):
 @pytest.mark.slow
 def test_memdec_recipe_resumes_an_interrupted_pretraining_stage(tmp_path):
     """`--resume` continues the one-command recipe's RNNsearch stage where it stopped."""
-    from keras_memnmt.runs import WRITTEN_BY_TRAIN
+    from keras_memnmt.rundir.runs import WRITTEN_BY_TRAIN
 
     out = str(tmp_path / "memdec")
     stage = os.path.join(out, "pretrain_rnnsearch")
@@ -230,14 +231,14 @@ def test_memdec_recipe_resumes_an_interrupted_pretraining_stage(tmp_path):
 
 
 def test_memdec_sizes_recipe_is_a_study():
-    import recipes.multi30k_memdec_sizes as sizes
+    import keras_memnmt.recipes.multi30k_memdec_sizes as sizes
 
     assert sizes.SIZES == (4, 6, 8, 10, 12)
     assert load_recipe("multi30k_memdec_sizes").model == "memdec"
 
 
 def test_pretraining_stage_is_rnnsearch_with_the_memdec_config_sizes():
-    from recipes.multi30k_memdec import OPTIONS, stage_config
+    from keras_memnmt.recipes.multi30k_memdec import OPTIONS, stage_config
 
     config = load_recipe("multi30k_memdec")
     stage = stage_config(config, OPTIONS)
@@ -249,7 +250,7 @@ def test_pretraining_stage_is_rnnsearch_with_the_memdec_config_sizes():
 
 
 def test_pretrain_stage_reuses_a_finished_stage_unless_overwritten(tmp_path, monkeypatch):
-    import recipes.multi30k_memdec as recipe
+    import keras_memnmt.recipes.multi30k_memdec as recipe
 
     calls = []
     monkeypatch.setattr(recipe, "train", lambda config, run, **kw: calls.append((config.model, run, kw)))
@@ -267,7 +268,7 @@ def test_pretrain_stage_reuses_a_finished_stage_unless_overwritten(tmp_path, mon
 def test_memory_size_study_pretrains_rnnsearch_once(tmp_path, monkeypatch, capsys):
     """The study warm-starts every run from one RNNsearch stage, OUT/pretrain_rnnsearch (§4.2),
     and writes its table; each run's own directory has no stage of its own."""
-    import recipes.multi30k_memdec_sizes as sizes
+    import keras_memnmt.recipes.multi30k_memdec_sizes as sizes
 
     monkeypatch.setattr(sizes, "SIZES", (2, 3))
     out = str(tmp_path / "sizes")
@@ -291,7 +292,7 @@ def test_rnnsearch_warm_starts_from_a_run_of_the_same_model(trained_run, tmp_pat
     the run's weights and vocabulary, this config's dropout, and a fresh optimizer."""
     import numpy as np
 
-    from keras_memnmt.runs import load_model
+    from keras_memnmt.rundir.runs import load_model
 
     data = [*TINY, "--set", f"pretrain_run={trained_run}",
             "--set", "max_steps=1", "--set", "validate_every=1"]
@@ -321,7 +322,7 @@ def test_memdec_warm_starts_from_a_chosen_checkpoint(tmp_path, capsys):
     the fine-tuning config sets the dropout rates."""
     import numpy as np
 
-    from keras_memnmt.runs import load_model
+    from keras_memnmt.rundir.runs import load_model
 
     pre = str(tmp_path / "rnnsearch")
     data = TINY

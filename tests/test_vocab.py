@@ -64,7 +64,7 @@ def test_training_and_translation_do_not_load_tensorflow_text(tmp_path):
 import sys
 from keras_memnmt.data import SubwordVocab, make_dataset
 from keras_memnmt.data.synthetic import synthetic_corpus
-from keras_memnmt.inference import translate
+from keras_memnmt.evaluation.translation import translate
 from keras_memnmt.models import RNNsearch
 c = synthetic_corpus(64, seed=0)
 v = SubwordVocab.train(c.source, c.target, size=40)

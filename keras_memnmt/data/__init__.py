@@ -12,17 +12,19 @@ from keras_memnmt.data.synthetic import synthetic_corpus, synthetic_splits
 from keras_memnmt.data.vocab import (
     BOS_ID,
     EOS_ID,
+    MAX_INPUT_TOKENS,
     PAD_ID,
     UNK_ID,
     SentencePieceVocab,
     SubwordVocab,
+    encode_sources,
 )
 
 __all__ = [
-    "BOS_ID", "EOS_ID", "PAD_ID", "UNK_ID",
+    "BOS_ID", "EOS_ID", "MAX_INPUT_TOKENS", "PAD_ID", "UNK_ID",
     "ChecksumError", "CorpusError", "DownloadError", "ParallelCorpus", "PipelineStats",
     "SentencePieceVocab", "SubwordVocab",
-    "corpus_stats", "load_multi30k", "batches_per_epoch", "make_dataset", "multi30k_file", "read_lines",
+    "corpus_stats", "encode_sources", "load_multi30k", "batches_per_epoch", "make_dataset", "multi30k_file", "read_lines",
     "read_parallel", "synthetic_corpus",
     "synthetic_splits",
 ]

@@ -88,6 +88,14 @@ def download(
         ChecksumError: the file's sha256 differs from the pinned one.
         DownloadError: the host could not be reached or answered with an error.
     """
+    # Not keras.utils.get_file (Keras 3.x): it downloads straight into the cache under the
+    # file's final name and checks file_hash only afterwards, so a file with the wrong hash
+    # stays in the cache after its ValueError, and a kill mid-download (SIGKILL, power)
+    # leaves a partial file there (re-fetched only because its hash differs); its progress
+    # bar and messages go to stdout, where `memnmt` prints results; a network failure is a
+    # bare Exception. Here: a temporary file moved into place only once its sha256 matches,
+    # the bar on stderr (a terminal only, by default), and DownloadError / ChecksumError
+    # lines that say what to do instead.
     url = f"{base_url.rstrip('/')}/{name}"
     os.makedirs(cache_dir, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".part", dir=cache_dir)

@@ -278,3 +278,20 @@ def is_vocabulary_in_progress(directory: str) -> bool:
             except (OSError, RuntimeError, TypeError, ValueError):
                 return False
     return "vocab.json" not in names or is_saved_vocabulary(directory)
+
+
+MAX_INPUT_TOKENS = 200  # longer inputs are truncated (with a warning on stderr)
+
+
+def encode_sources(vocab: SubwordVocab, sentences: Sequence[str],
+                   max_tokens: int = MAX_INPUT_TOKENS) -> list[list[int]]:
+    """Subword ids of each source sentence plus eos; over-long ones truncated with a warning."""
+    ids = vocab.source.encode([s.strip() for s in sentences])
+    out = []
+    for i, row in enumerate(ids):
+        if len(row) > max_tokens:
+            print(f"warning: input line {i + 1} has {len(row)} subword tokens; "
+                  f"truncated to {max_tokens}", file=sys.stderr)
+            row = row[:max_tokens]
+        out.append(row + [EOS_ID])
+    return out

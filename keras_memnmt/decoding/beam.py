@@ -193,7 +193,8 @@ def beam_search(
 
     Args:
         next_fn: the step callback, see `keras_memnmt.decoding.common`.
-        initial_states: list of `(B, ·)` tensors, the decoder's state at bos.
+        initial_states: list of `(B, ...)` tensors (batch first, any rank after it),
+            the decoder's states at bos.
         batch_size: `B` (a Python int).
         beam_size: `K >= 1`.
         max_length: Python int, or a `(B,)` int tensor of per-sentence

@@ -5,13 +5,19 @@ The step callback contract (the model provides it)::
     next_fn(tokens, states) -> (logits, new_states, attention)
 
     tokens      (N,) int32            the previous target token of each row
-    states      list of (N, ·)        flat 2-D states, batch first (recurrent
-                                      states, and pass-through encoder memory
-                                      such as flattened annotations (N, Tx*D)
-                                      and the source mask (N, Tx))
+    states      list of (N, ...)      the decoder's states, each batch first
     logits      (N, V) float          unnormalized scores of the next token
-    new_states  list of (N, ·)        same shapes and dtypes as `states`
+    new_states  list of (N, ...)      as many as `states`, the same shapes
+                                      after the batch axis and the same dtypes
     attention   (N, Tx) float | None  attention weights of this step
+
+A state is one tensor whose first axis is the batch, of any rank and dtype after
+it: a recurrent cell's `(N, units)` vector, pass-through encoder memory such as
+the annotations `(N, Tx, D)` (or flattened, `(N, Tx*D)`) and the source mask
+`(N, Tx)`, a window of recent inputs `(N, K, E)`, a Transformer's key/value
+caches `(N, 2, L, H, D/H)`. The searches only take, repeat and drop rows of it
+along that axis. The states are a flat list (or tuple) of such tensors, not a
+nested structure.
 
 A state that does not change (pass-through memory) should be returned as the
 very tensor `next_fn` was given: beam search then does not reorder it.

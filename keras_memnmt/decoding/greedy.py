@@ -74,7 +74,8 @@ def greedy_search(
 
     Args:
         next_fn: the step callback, see `keras_memnmt.decoding.common`.
-        initial_states: list of `(B, ·)` tensors, the decoder's state at bos.
+        initial_states: list of `(B, ...)` tensors (batch first, any rank after it),
+            the decoder's states at bos.
         batch_size: `B` (a Python int).
         max_length: Python int, or a `(B,)` int tensor of per-sentence
             limits (e.g. `a * source_length + b`).

@@ -1,6 +1,6 @@
 """A TensorFlow SavedModel that translates strings: tokenizer, search and detokenizer in one graph.
 
-:func:`export_translator` writes a model (a ``Seq2Seq`` or an ``Ensemble``) and its
+:func:`export_translator` writes a model (an ``EncoderDecoder`` or an ``Ensemble``) and its
 vocabulary as a SavedModel with two signatures over a ``tf.string [batch]`` input
 named ``sentences``:
 
@@ -17,8 +17,8 @@ not this library. Each signature runs, in the graph:
    (``memnmt translate`` leaves such a line empty).
 3. The rest is tokenized by the run's ``vocab/source.model``; a sentence of more than
    ``max_length`` subword tokens keeps its first ``max_length``; eos is appended and
-   the batch is padded to a multiple of 8 (:func:`keras_memnmt.inference.encode_sources`
-   and :func:`keras_memnmt.inference.translate` do the same).
+   the batch is padded to a multiple of 8 (:func:`keras_memnmt.data.encode_sources`
+   and :func:`keras_memnmt.evaluation.translation.translate` do the same).
 4. The model's own compiled search (:meth:`Generator.generate
    <keras_memnmt.models.generation.Generator.generate>`, greedy or beam) decodes the
    non-empty sentences as one batch.
@@ -45,9 +45,9 @@ from collections.abc import Iterator, Sequence
 
 import keras
 
+from keras_memnmt.data import MAX_INPUT_TOKENS
 from keras_memnmt.data.vocab import BOS_ID, EOS_ID, PAD_ID, SubwordVocab
 from keras_memnmt.export.atomic import atomic_directory, check_destination
-from keras_memnmt.inference import MAX_INPUT_TOKENS
 
 SIGNATURES = ("translate", "translate_n_best")
 INPUT_NAME = "sentences"
@@ -119,7 +119,7 @@ def export_translator(
     """Writes ``model`` and ``vocab`` as a string-in, string-out SavedModel at ``out_dir``.
 
     Args:
-        model: a trained ``Seq2Seq`` or ``Ensemble`` (anything with the
+        model: a trained ``EncoderDecoder`` or ``Ensemble`` (anything with the
             :class:`~keras_memnmt.models.generation.Generator` search).
         vocab: the run's vocabulary (source side encodes, target side decodes).
         out_dir: the SavedModel directory; written next to it, then renamed into place.
@@ -169,7 +169,7 @@ def export_runs(
     """Exports run directories (one, or an ensemble) as :func:`export_translator` does.
 
     ``members``: run directories or ``(run_dir, checkpoint)`` pairs, as
-    :func:`keras_memnmt.runs.load_ensemble` takes them (several: an ensemble). Under
+    :func:`keras_memnmt.rundir.runs.load_ensemble` takes them (several: an ensemble). Under
     JAX or PyTorch the runs are loaded and exported in a subprocess with
     ``KERAS_BACKEND=tensorflow``.
     """
@@ -185,7 +185,7 @@ def export_runs(
     if keras.backend.backend() != "tensorflow":
         _export_in_subprocess({"members": pairs}, out_dir, options, overwrite, metadata)
         return out_dir
-    from keras_memnmt.runs import load_ensemble
+    from keras_memnmt.rundir.runs import load_ensemble
 
     model, vocab, _ = load_ensemble(pairs)
     return _export(model, vocab, out_dir, options, overwrite, metadata)
@@ -216,7 +216,7 @@ def _check_model(model, vocab: SubwordVocab) -> None:
 
     if not isinstance(model, Generator):
         raise ExportError(f"{type(model).__name__} has no Generator search (encode, decode_step, "
-                          "generate): only Seq2Seq models and Ensembles can be exported")
+                          "generate): only the library's models and Ensembles can be exported")
     for side in ("source", "target"):
         size = getattr(model, f"{side}_vocab_size", None)
         pieces = getattr(vocab, side).vocab_size

@@ -15,12 +15,19 @@ from keras_memnmt.models.stacked import StackedSeq2Seq
 class AttentiveNMT(StackedSeq2Seq):
     """:class:`~keras_memnmt.models.encoder.StackedLSTMEncoder` + :class:`~keras_memnmt.layers.AttentiveCell`.
 
-    Args (beyond :class:`~keras_memnmt.models.stacked.StackedSeq2Seq`, whose ``num_layers``
-    (the paper: 4), ``score`` (Eq. 7-9), ``layer_dropout`` (the paper: 0.5), ``readout_units``
-    (``h†_t``, Eq. 16; the paper ties, Eq. 15) and hand-off options it takes):
-        self_score: "single" (Eq. 13 as printed) or "combined".
-        self_attention_units: size of ``W_s h_i`` (None: ``decoder_units``).
-        history_length: the past-states buffer's length.
+    Args (beyond :class:`~keras_memnmt.models.StackedSeq2Seq`):
+        num_layers: LSTM layers of the encoder and of the decoder (the paper: 4; default 2).
+        score: the source attention's score (Eq. 7-9), "dot", "general" (default) or
+            "concat"; "dot" needs ``encoder_units == decoder_units``.
+        self_score: the past-state score, "single" (default; Eq. 13 as printed, reads
+            ``h_i`` only) or "combined" (adds ``U_s h_t`` inside the tanh).
+        self_attention_units: size of ``W_s h_i`` (Eq. 13); None (default): ``decoder_units``.
+        history_length: the past-states buffer's length: the decoder attends over its most
+            recent ``history_length`` top states (default 100).
+
+    Of the base's options, ``layer_dropout`` is the paper's dropout on the non-recurrent
+    connections (0.5) and ``readout_units`` the size of ``h†_t`` (Eq. 16; the paper ties,
+    Eq. 15).
 
     See :class:`~keras_memnmt.layers.AttentiveCell` for every paper decision.
     """

@@ -39,12 +39,12 @@ class Ensemble(Generator, keras.Model):
     Members may be different architectures (an RNNsearch and a MemDec, say): each
     keeps its own encoder, decoder states and output layer; they must read the
     same source ids and write the same target ids. :meth:`generate` is
-    :meth:`Seq2Seq.generate <keras_memnmt.models.Seq2Seq.generate>` (greedy or beam
+    :meth:`EncoderDecoder.generate <keras_memnmt.models.EncoderDecoder.generate>` (greedy or beam
     search, compiled once per shape on TensorFlow and JAX).
 
     Args:
         members: the trained models (at least one), each with ``encode``,
-            ``decode_step`` and a ``target_vocab_size`` (every ``Seq2Seq`` has them);
+            ``decode_step`` and a ``target_vocab_size`` (every ``EncoderDecoder`` has them);
             also a ``source_vocab_size`` where the model has one.
 
     Call arguments:

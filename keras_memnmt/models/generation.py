@@ -5,7 +5,7 @@
 ``decode_step(tokens, states) -> (logits, new_states, attention)`` (the step
 callback of :mod:`keras_memnmt.decoding`): it adds :meth:`Generator.generate`,
 greedy and beam search compiled once per shape on TensorFlow and JAX.
-:class:`~keras_memnmt.models.Seq2Seq` and :class:`~keras_memnmt.models.Ensemble`
+:class:`~keras_memnmt.models.EncoderDecoder` and :class:`~keras_memnmt.models.Ensemble`
 both decode through it.
 """
 

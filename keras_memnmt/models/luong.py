@@ -14,12 +14,16 @@ from keras_memnmt.models.stacked import StackedSeq2Seq
 class LuongNMT(StackedSeq2Seq):
     """:class:`~keras_memnmt.models.encoder.StackedLSTMEncoder` + :class:`~keras_memnmt.layers.LuongCell`.
 
-    Args (beyond :class:`~keras_memnmt.models.stacked.StackedSeq2Seq`, whose
-    ``layer_dropout`` (Luong's dropout between layers; Bradbury & Socher: 0.2), ``readout_units``
-    (the size of ``h̃_t``) and hand-off options it takes):
-        num_layers: LSTM layers of each stack (Bradbury & Socher: 4).
-        score: "dot" (Bradbury & Socher's "Global attention (dot)"), "general" or "concat".
-        input_feeding: feed ``h̃_{t-1}`` to the decoder's bottom layer (default True).
+    Args (beyond :class:`~keras_memnmt.models.StackedSeq2Seq`):
+        num_layers: LSTM layers of each stack (Bradbury & Socher: 4; default 4).
+        score: the source attention's score, "dot" (default; Bradbury & Socher's "Global
+            attention (dot)"), "general" or "concat"; "dot" needs
+            ``encoder_units == decoder_units``.
+        input_feeding: feed ``h̃_{t-1}`` to the decoder's bottom layer (default True);
+            False: Luong's model without input feeding (his Table 1 ablation).
+
+    Of the base's options, ``layer_dropout`` is Luong's dropout between layers (Bradbury &
+    Socher: 0.2) and ``readout_units`` the size of ``h̃_t``.
 
     See :class:`~keras_memnmt.layers.LuongCell` for every paper decision.
     """

@@ -8,22 +8,43 @@ import keras
 from keras_memnmt.layers._checks import check_choice
 from keras_memnmt.layers.memdec import MemDecCell, resolve_addressing
 from keras_memnmt.models.panels import SOURCE_ATTENTION, Panel
+from keras_memnmt.models.recurrent import Seq2Seq
 from keras_memnmt.models.registry import register_model
 from keras_memnmt.models.rnnsearch import RNNsearch
-from keras_memnmt.models.seq2seq import Seq2Seq
 
 
 @register_model("memdec")
 class MemDec(Seq2Seq):
     """Bidirectional GRU encoder + :class:`MemDecCell` (memory-enhanced GRU decoder).
 
-    Args (beyond :class:`Seq2Seq`): ``attention_units``, ``readout_units`` as in
-    :class:`RNNsearch`; ``memory_size`` (n cells), ``memory_dim`` (m, default
-    ``decoder_units``), ``address_units``, ``address_nonlinearity``,
-    ``addressing`` (or the legacy ``shared_addressing``), ``init_noise_std``, ``init_noise``,
-    ``noise_at_inference``, ``query_state`` (our addition to Eq. 5: ``W^s s_{t-1}``
-    in the attention query): see :class:`MemDecCell`, where each paper ambiguity is
-    documented at its equation.
+    Args (beyond :class:`~keras_memnmt.models.Seq2Seq`):
+        attention_units: hidden size of the additive source attention (Eq. 3), as in
+            :class:`RNNsearch` (default 512).
+        readout_units: size of the deep-output tanh layer (Eq. 9; default 256); equal to
+            ``embedding_dim`` for tying.
+        memory_size: n, the number of memory cells (paper: 8; default 8).
+        memory_dim: m, the size of a memory cell; None (default): ``decoder_units``.
+        address_units: hidden size of the memory addressing's score (Eq. 12); None
+            (default): ``attention_units``; ``memory_dim`` gives the paper's shapes.
+        address_nonlinearity: the content score of Eq. 12, "tanh" (default:
+            ``v^T tanh(W_a M(i) + U_a s)``) or "none" (as printed, without the tanh).
+        addressing: how reading and writing share the addressing (§3.2):
+            "shared_weights" (None, the default: one addressing per step, whose write
+            weights are the next step's read weights), "shared_parameters" (one set of
+            parameters, two addressings per step) or "separate" (two sets).
+        shared_addressing: the legacy name of ``addressing`` in models saved before it
+            (True: "shared_parameters", False: "separate"); None (default): not given.
+        init_noise_std: standard deviation of the noise ``nu_i`` added to the initial
+            memory cells (Eq. 14; default 0.1); 0 disables it (the cells then stay equal).
+        init_noise: when ``nu`` is drawn (Eq. 14): "fixed" (default: once, when the cell is
+            built, saved with the model) or "sample" (afresh for every sentence).
+        noise_at_inference: with ``init_noise="sample"``, draw the noise in decoding too
+            (stochastic decoding); default False: in training only.
+        query_state: add ``W^s s_{t-1}`` to the attention query of Eq. 5 (our addition, not
+            in the paper; default False); with it, the RNNsearch warm start computes exactly
+            the pre-trained RNNsearch until the read weights move.
+
+    See :class:`MemDecCell`, where each paper ambiguity is documented at its equation.
     """
 
     tiny_options = dict(embedding_dim=8, encoder_units=6, decoder_units=10, attention_units=9,
@@ -86,13 +107,17 @@ class MemDec(Seq2Seq):
     def warm_start(cls, pretrained: Seq2Seq, options: dict, log=print,
                    warm_start_new: str = "zeros") -> Seq2Seq:
         """MemDec from a trained RNNsearch (§4.2, :func:`memdec_from_rnnsearch`), else from a
-        MemDec (:meth:`Seq2Seq.warm_start`).
+        MemDec (:meth:`~keras_memnmt.models.EncoderDecoder.warm_start`).
 
-        ``warm_start_new``: how the matrices that feed the memory read into the copied
-        decoder start, "zeros" (default) or "initializer" (see :func:`memdec_from_rnnsearch`).
-        ``options`` set the MemDec (its dropout rates included); the embedding, encoder
-        and decoder sizes are the RNNsearch's, and ``tie_embeddings`` must agree with it
-        (the deep outputs' weights differ).
+        Args:
+            pretrained: the trained RNNsearch or MemDec.
+            options: the options of the new MemDec (its dropout rates included); the
+                embedding, encoder and decoder sizes are the RNNsearch's, and
+                ``tie_embeddings`` must agree with it (the deep outputs' weights differ).
+            log: where the warm start reports what it does.
+            warm_start_new: from an RNNsearch, how the matrices that feed the memory read
+                into the copied decoder start: "zeros" (default) or "initializer" (see
+                :func:`memdec_from_rnnsearch`).
         """
         if not isinstance(pretrained, RNNsearch):
             return super().warm_start(pretrained, options, log)

@@ -2,7 +2,7 @@
 TensorBoard's validation pictures; :mod:`keras_memnmt.inspection` keeps the details,
 :mod:`keras_memnmt.plots` draws them).
 
-A model lists its panels in ``Seq2Seq.panels``; the base lists the source attention
+A model lists its panels in ``EncoderDecoder.panels``; the base lists the source attention
 alone (:data:`SOURCE_ATTENTION`), which a cell without attention simply never computes.
 """
 

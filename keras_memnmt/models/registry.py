@@ -8,7 +8,7 @@ A model is registered once, under the name that ``TrainConfig.model`` and
         def __init__(self, source_vocab_size, target_vocab_size, attention_units: int = 512, ...):
 
 Its options are the keyword arguments of its constructor (and of its base
-classes' constructors, up to :class:`~keras_memnmt.models.Seq2Seq`), with their
+classes' constructors, up to :class:`~keras_memnmt.models.EncoderDecoder`), with their
 type hints and defaults, plus the keyword arguments of its ``warm_start``
 classmethod. Nothing else lists them: the config, ``--set``, resume and warm
 starts all read them from here.
@@ -22,8 +22,6 @@ import typing
 from typing import Any
 
 import keras
-
-from keras_memnmt.models.seq2seq import Seq2Seq
 
 MODELS: dict[str, type] = {}
 
@@ -42,7 +40,7 @@ class Option:
 
 
 def register_model(name: str, package: str = "keras_memnmt"):
-    """Class decorator: registers a :class:`Seq2Seq` subclass under ``name``.
+    """Class decorator: registers an :class:`EncoderDecoder` subclass under ``name``.
 
     Also registers it with Keras (``package>ClassName``) unless it already is, so
     that its ``.keras`` files load. Registering another class under a taken name
@@ -90,11 +88,11 @@ def model_options(cls: type) -> dict[str, Option]:
     the keyword arguments of its ``warm_start`` after ``pretrained``."""
     options: dict[str, Option] = {}
     for klass in cls.__mro__:
-        if "__init__" not in vars(klass) or not issubclass(klass, Seq2Seq):
+        # Keras's own classes (and mixins such as the search's) take no model options.
+        if "__init__" not in vars(klass) or not issubclass(klass, keras.Model) or klass in keras.Model.__mro__:
             continue
         for name, hint, default in _keyword_parameters(klass.__init__, _NOT_OPTIONS):
-            if name not in cls.unused_options:
-                options.setdefault(name, Option(name, hint, default))
+            options.setdefault(name, Option(name, hint, default))
     warm_start = getattr(cls, "warm_start", None)
     if warm_start is not None:
         skip = ("cls", "pretrained", "options", "log")

@@ -6,8 +6,8 @@ import keras
 
 from keras_memnmt.layers.rmn import RMNCell
 from keras_memnmt.models.panels import SOURCE_ATTENTION, Panel
+from keras_memnmt.models.recurrent import Seq2Seq
 from keras_memnmt.models.registry import register_model
-from keras_memnmt.models.seq2seq import Seq2Seq
 
 
 @register_model("rmn")
@@ -15,12 +15,31 @@ class RMN(Seq2Seq):
     """Bidirectional GRU encoder + :class:`~keras_memnmt.layers.RMNCell` (LSTM + memory block
     over the ``memory_size`` most recent target words).
 
-    Args (beyond :class:`Seq2Seq`): ``attention_units``, ``readout_units``,
-    ``feedback_attention`` as in :class:`RNNsearch`; ``memory_size`` (n, default 7 as in
-    the report), ``memory_dim`` (d, default ``decoder_units``), ``temporal_embeddings``,
-    ``context`` ("attention" or "fixed"), ``context_once`` (None, "input" or
-    "output") and ``top_lstm`` (RMR): see :class:`~keras_memnmt.layers.RMNCell`, where
-    each paper ambiguity is documented at its equation.
+    Args (beyond :class:`~keras_memnmt.models.Seq2Seq`):
+        attention_units: hidden size of the additive source attention, as in
+            :class:`~keras_memnmt.models.RNNsearch` (``context="attention"`` only; default 512).
+        readout_units: size of the deep-output tanh layer (§2.4, Eq. 19; default 256); equal
+            to ``embedding_dim`` for tying.
+        feedback_attention: query the source attention with ``tanh(W [z_{t-1}; e] + b)``
+            (MemDec §2.1, as RNNsearch; default True) instead of ``z_{t-1}``
+            (``context="attention"`` only).
+        memory_size: n, the number of most recent target words in memory (default 7, as in
+            the report; Tran et al.: 15).
+        memory_dim: d, the size of the memory embeddings ``M`` and ``C``; None (default):
+            ``decoder_units`` (Eq. 16 as printed); another size adds a learned query
+            ``q_t = W_q z_t + b_q``.
+        temporal_embeddings: add one learned row per memory slot to ``M_i`` and ``C_i``
+            (Tran et al.'s default, not in the report; default True).
+        context: the encoder context (Eq. 13-14): "attention" (default: RNNsearch's additive
+            attention) or "fixed" (the report's Cho-style ``c = tanh(V summary + b)``).
+        context_once: where the context is joined: None (default: twice, before the LSTM
+            and before the softmax, as printed), "input" (before the LSTM only) or
+            "output" (before the softmax only).
+        top_lstm: run a second LSTM of ``decoder_units`` on the memory block's output and
+            output its state (the RMR variant, report §5.2 item 5; default False).
+
+    See :class:`~keras_memnmt.layers.RMNCell`, where each paper ambiguity is documented at
+    its equation.
 
     Example:
         >>> model = RMN(8000, 8000, memory_size=7)  # doctest: +SKIP
@@ -87,7 +106,12 @@ class RMN(Seq2Seq):
 @register_model("rmr")
 class RMR(RMN):
     """RMN with a second LSTM on the memory block's output (Tran et al.'s RMR; report §5.2
-    item 5): :class:`RMN` with ``top_lstm=True`` by default."""
+    item 5): :class:`RMN` with ``top_lstm=True`` by default.
+
+    Args (beyond :class:`~keras_memnmt.models.RMN`):
+        top_lstm: run a second LSTM of ``decoder_units`` on the memory block's output and
+            output its state (default True; False is :class:`RMN`).
+    """
 
     def __init__(self, source_vocab_size: int, target_vocab_size: int, top_lstm: bool = True, **kwargs):
         super().__init__(source_vocab_size, target_vocab_size, top_lstm=top_lstm, **kwargs)

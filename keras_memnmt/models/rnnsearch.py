@@ -6,8 +6,8 @@ import keras
 
 from keras_memnmt.layers.cho import ChoDecoderCell
 from keras_memnmt.layers.rnnsearch import RNNsearchCell
+from keras_memnmt.models.recurrent import RecurrentEncoderDecoder, Seq2Seq
 from keras_memnmt.models.registry import register_model
-from keras_memnmt.models.seq2seq import Seq2Seq
 
 
 @register_model("rnnsearch")
@@ -61,16 +61,17 @@ class RNNsearch(Seq2Seq):
 
 
 @register_model("cho")
-class ChoEncoderDecoder(Seq2Seq):
+class ChoEncoderDecoder(RecurrentEncoderDecoder):
     """The Cho et al. (2014) encoder–decoder: one fixed context vector for every step
     (Eq. 13–15 of Yum & Mu), computed from the bidirectional encoder's final states.
 
-    Args (beyond :class:`Seq2Seq`):
+    A :class:`~keras_memnmt.models.RecurrentEncoderDecoder`: no attention, so none of its
+    options; the decoder reads the encoder's summary alone.
+
+    Args (beyond :class:`~keras_memnmt.models.RecurrentEncoderDecoder`):
         readout_units: size of the deep-output layer.
     """
 
-    # No attention; the decoder reads the summary, taken before the annotations' dropout.
-    unused_options = ("attention_remat", "annotation_dropout")
     tiny_options = dict(embedding_dim=8, encoder_units=6, decoder_units=10, readout_units=7, output_dropout=0.0)
     panels = ()  # no attention: its pictures show the target probabilities alone
 

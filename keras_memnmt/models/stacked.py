@@ -6,7 +6,7 @@ from __future__ import annotations
 import keras
 
 from keras_memnmt.models.encoder import StackedLSTMEncoder
-from keras_memnmt.models.seq2seq import Seq2Seq
+from keras_memnmt.models.recurrent import Seq2Seq
 
 
 class StackedSeq2Seq(Seq2Seq):
@@ -14,22 +14,28 @@ class StackedSeq2Seq(Seq2Seq):
     (a :class:`~keras_memnmt.layers._stacked.StackedLSTMCell`), built by the subclass's
     ``make_cell`` from :meth:`stacked_cell_arguments` and its own.
 
-    Args (beyond :class:`Seq2Seq`; ``encoder_units`` and ``decoder_units`` are the LSTM
-    sizes of the two stacks, equal for the layer-by-layer hand-off):
-        num_layers: LSTM layers of the encoder and of the decoder.
-        score: the source attention's score, "dot", "general" or "concat".
-        concat_units: the "concat" score's hidden size.
+    Args (beyond :class:`~keras_memnmt.models.Seq2Seq`):
+        num_layers: LSTM layers of the encoder and of the decoder (default 2).
+        score: the source attention's score, "dot", "general" (default) or "concat"
+            (Luong et al. 2015, Eq. 8); "dot" needs ``encoder_units == decoder_units``.
+        concat_units: the "concat" score's hidden size: required with "concat", None
+            (default) with "dot" and "general".
         layer_dropout: dropout between the layers of both stacks and on the decoder's top
-            output (the non-recurrent connections); ``annotation_dropout`` acts on the
-            encoder's top output.
+            output (the non-recurrent connections; one mask per sequence, training only);
+            ``annotation_dropout`` acts on the encoder's top output. Default 0.
+        readout_units: size of the vector the softmax reads (default 256); equal to
+            ``embedding_dim`` for tying.
+        init_state: how the decoder's LSTMs start: "encoder" (default; layer ``l`` from the
+            encoder's layer ``l`` final ``[h, c]``, the layer-by-layer hand-off, which needs
+            ``encoder_units == decoder_units``) or "zeros".
+        bidirectional_bottom: the encoder's bottom layer reads the sentence both ways,
+            ``encoder_units // 2`` per direction (GNMT's encoder; ``encoder_units`` even).
+            Default False.
         layer_dropout_on_top: ``layer_dropout`` on the decoder's top output too, before the
             source attention reads it (default True); False: between layers only (Luong et
             al., OpenNMT).
-        readout_units: size of the vector the softmax reads; equal to ``embedding_dim``
-            for tying.
-        init_state: "encoder" (layer-by-layer hand-off) or "zeros".
-        bidirectional_bottom: the encoder's bottom layer reads both ways (``encoder_units // 2``
-            per direction).
+        encoder_units: LSTM size of every encoder layer (default 512).
+        decoder_units: LSTM size of every decoder layer (default 512).
     """
 
     def __init__(self, source_vocab_size: int, target_vocab_size: int, num_layers: int = 2,

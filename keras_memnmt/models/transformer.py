@@ -6,9 +6,9 @@ import keras
 from keras import ops
 
 from keras_memnmt.data.vocab import PAD_ID
+from keras_memnmt.models.base import EncoderDecoder
 from keras_memnmt.models.encoder import embedding_initializer
 from keras_memnmt.models.registry import register_model
-from keras_memnmt.models.seq2seq import Seq2Seq
 
 LAYER_NORM_EPSILON = 1e-5  # keras-hub's TransformerEncoder / TransformerDecoder default
 CACHE_LENGTH = 256  # the positions of `Transformer.encode`'s self-attention caches, by default
@@ -93,21 +93,18 @@ class TransformerEncoderStack(keras.layers.Layer):
 
 
 @register_model("transformer")
-class Transformer(Seq2Seq):
+class Transformer(EncoderDecoder):
     """The Transformer (Vaswani et al. 2017) from keras-hub's ``TransformerEncoder`` and
     ``TransformerDecoder`` layers, sine positions (``SinePositionEncoding``, §3.5), the
     base model's shape at the sizes of the options.
 
-    Why a :class:`Seq2Seq`: the base's contract holds without a recurrent cell. Its options
-    (``embedding_dim`` is ``d_model``, ``dropout``, ``tie_embeddings``), the target embedding
-    (tied: ``N(0, 1/d)`` rows, lookups scaled by ``sqrt(d)``, §3.4), ``get_config`` /
-    ``from_config``, ``unused_options``, ``free_options``, ``warm_start`` and
-    ``build_weights`` apply as they are; the registry reads a model's options from the
-    constructors of its :class:`Seq2Seq` classes. The decoder replaces
-    :meth:`Seq2Seq.make_decoder` (no cell, no ``keras.layers.RNN``), and :meth:`call`,
-    :meth:`encode`, :meth:`decode_step` and :meth:`readout` are its own. The RNN options
-    (``encoder_units``, ``decoder_units``, ``output_dropout``, ``attention_remat``,
-    ``annotation_dropout``) are ``unused_options``.
+    An :class:`~keras_memnmt.models.EncoderDecoder`: its options (``embedding_dim`` is
+    ``d_model``, ``dropout``, ``tie_embeddings``), the target embedding (tied: ``N(0, 1/d)``
+    rows, lookups scaled by ``sqrt(d)``, §3.4), the output projection
+    (:meth:`~keras_memnmt.models.EncoderDecoder.output_logits`), ``get_config``,
+    ``free_options``, ``warm_start`` and ``build_weights`` are the base's; the encoder, the
+    decoder layers, :meth:`call`, :meth:`encode`, :meth:`search_states` and
+    :meth:`decode_step` are its own.
 
     Decisions:
 
@@ -130,19 +127,22 @@ class Transformer(Seq2Seq):
       :meth:`decode_step` returns no attention (as the Cho et al. model), so alignments
       and attention pictures are not available.
 
-    Args (beyond :class:`Seq2Seq`, whose ``embedding_dim`` is ``d_model`` here and whose
-    ``dropout`` is every dropout above):
-        num_layers: encoder and decoder layers (paper base: 6).
-        num_heads: attention heads (paper base: 8); ``embedding_dim`` must be divisible by it.
-        feedforward_units: hidden size of the feed-forward networks (paper base: 2048).
+    Args (beyond :class:`~keras_memnmt.models.EncoderDecoder`):
+        num_layers: layers of the encoder and of the decoder (paper base: 6; default 3).
+        num_heads: attention heads (paper base: 8; default 4); ``embedding_dim`` must be
+            divisible by it.
+        feedforward_units: hidden size of each layer's feed-forward network (paper base:
+            2048; default 1024).
+        dropout: dropout on the embeddings plus positions, on the attention weights and on
+            each sub-layer's output (§5.4; paper base: 0.1; default 0.1).
+
+    Of the base's options, ``embedding_dim`` is ``d_model`` here.
 
     Example:
         >>> model = Transformer(8000, 8000, embedding_dim=256, num_layers=3)  # doctest: +SKIP
         >>> logits = model((source_ids, target_in_ids))  # (B, T, 8000)  # doctest: +SKIP
     """
 
-    unused_options = ("encoder_units", "decoder_units", "output_dropout", "attention_remat", "annotation_dropout")
-    free_options = ("dropout",)
     tiny_options = dict(embedding_dim=8, num_layers=2, num_heads=2, feedforward_units=16, dropout=0.0)
     panels = ()  # keras-hub's decoder returns no attention weights (below)
 
@@ -176,8 +176,7 @@ class Transformer(Seq2Seq):
                                layer_norm_epsilon=LAYER_NORM_EPSILON, name=f"decoder_layer_{i}")
             for i in range(self.num_layers)]
         self.decoder_norm = keras.layers.LayerNormalization(epsilon=LAYER_NORM_EPSILON, name="decoder_norm")
-        self.output_layer = None if self.tie_embeddings else keras.layers.Dense(
-            self.target_vocab_size, use_bias=False, name="output")
+        self.output_layer = self.make_output_layer()  # None when tied
 
     def call(self, inputs, training=False):
         """Teacher forcing: ``(source_ids (B, Tx), target_in_ids (B, T))`` → logits ``(B, T, V)``.
@@ -206,10 +205,7 @@ class Transformer(Seq2Seq):
     def readout(self, outputs, training=False):
         """The last decoder layer's outputs ``(..., D)`` → logits ``(..., V)`` (final layer norm,
         then the output projection: the target embedding's transpose when tied)."""
-        hidden = self.decoder_norm(outputs)
-        if self.tie_embeddings:
-            return self.target_embedding(hidden, reverse=True)
-        return self.output_layer(hidden)
+        return self.output_logits(self.decoder_norm(outputs))
 
     def encode(self, source_ids, training=False, cache_length: int = CACHE_LENGTH) -> list:
         """Source ids → the decoding states, all batch first:

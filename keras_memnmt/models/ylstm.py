@@ -9,12 +9,12 @@ from keras import ops
 from keras_memnmt.layers.ylstm import YLSTMCell
 from keras_memnmt.models.encoder import YLSTMEncoder
 from keras_memnmt.models.panels import Panel
+from keras_memnmt.models.recurrent import RecurrentEncoderDecoder
 from keras_memnmt.models.registry import register_model
-from keras_memnmt.models.seq2seq import Seq2Seq
 
 
 @register_model("ylstm")
-class YLSTM(Seq2Seq):
+class YLSTM(RecurrentEncoderDecoder):
     """:class:`~keras_memnmt.models.encoder.YLSTMEncoder` + :class:`~keras_memnmt.layers.YLSTMCell`.
 
     The loss is the translation loss plus ``encoder_lm_weight`` times the encoder's
@@ -24,21 +24,26 @@ class YLSTM(Seq2Seq):
     (unweighted) beside the total ``loss``. ``encoder_lm_weight=0`` builds no language-model
     softmax and adds no loss.
 
-    Args (beyond :class:`Seq2Seq`; ``encoder_units`` and ``decoder_units`` are the LSTM sizes
-    of the two stacks, and the decoder's softmax reads ``h^L_t``, so tying needs
-    ``decoder_units == embedding_dim``):
-        num_layers: LSTM layers of each stack (paper: 5).
-        tracker_layer: the layer (1-based) joined to the tracker (paper: 3).
-        tracker_units: size of both trackers (None: ``decoder_units``).
-        score: the decoder's attention over the encoder's tracker states, "dot" (printed)
-            or "general".
-        layer_dropout: dropout between the layers of both stacks (paper: 0.2).
-        encoder_lm_weight: weight of the encoder's language-model loss.
-        encoder_lm_warmup: training steps over which that weight rises linearly from 0
-            (default 0: the full weight from the first step, the paper's sum).
+    Args (beyond :class:`~keras_memnmt.models.RecurrentEncoderDecoder`):
+        num_layers: LSTM layers of each stack (paper: 5; default 5).
+        tracker_layer: the layer (1-based) joined to the tracker (paper: 3; default 3), at
+            most ``num_layers``.
+        tracker_units: size of both trackers; None (default): ``decoder_units``.
+        score: the decoder's attention over the encoder's tracker states, "dot" (default,
+            as printed) or "general".
+        layer_dropout: dropout between the layers of both stacks and on their top outputs
+            (paper: 0.2; default 0).
+        encoder_lm_weight: weight of the encoder's language-model loss (default 1, the
+            paper's sum); 0 builds no language-model softmax and adds no loss.
+        encoder_lm_warmup: training steps over which that weight rises linearly to
+            ``encoder_lm_weight`` (``encoder_lm_weight * step / encoder_lm_warmup``); 0
+            (default): the full weight from the first step, the paper's sum.
         same_step_context: also feed the tracker attention's result to the decoder's layers
-            above the tracker in the same step (default False, as printed; see
-            :class:`~keras_memnmt.layers.YLSTMCell`).
+            above the tracker in the same step (needs ``tracker_layer < num_layers``;
+            default False, as printed; see :class:`~keras_memnmt.layers.YLSTMCell`).
+        encoder_units: LSTM size of every encoder layer (default 256).
+        decoder_units: LSTM size of every decoder layer (default 256); the decoder's
+            softmax reads ``h^L_t``, so tying needs ``decoder_units == embedding_dim``.
 
     See :class:`~keras_memnmt.layers.YLSTMCell` for every paper decision.
     """
@@ -62,12 +67,8 @@ class YLSTM(Seq2Seq):
             self.translation_loss_tracker = keras.metrics.Mean(name="translation_loss")
             self.encoder_lm_loss_tracker = keras.metrics.Mean(name="encoder_lm_loss")
 
-    # The tracker attention has no (B, Tx, A) tanh to recompute, and the paper no
-    # annotation dropout (the encoder has layer_dropout between its layers).
-    unused_options = ("attention_remat", "annotation_dropout")
-
     # encoder_lm_weight is not free: 0 builds no language-model softmax.
-    free_options = (*Seq2Seq.free_options, "layer_dropout")
+    free_options = (*RecurrentEncoderDecoder.free_options, "layer_dropout")
 
     tiny_options = dict(embedding_dim=8, encoder_units=10, decoder_units=10, num_layers=2, tracker_layer=1,
                         output_dropout=0.0)

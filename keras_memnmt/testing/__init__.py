@@ -1,8 +1,10 @@
 """Test helpers for keras_memnmt: ``run_cell_test`` (one call checks a decoder cell),
-NumPy reference steps (``reference``), a tiny model around a cell (``decoder_model``), and
-a fake decoder with pure-Python searches for the decoding tests (``fake_decoder``)."""
+``run_decoder_test`` (one call checks a model, with or without a cell), NumPy reference
+steps (``reference``), a tiny model around a cell (``decoder_model``), and a fake decoder
+with pure-Python searches for the decoding tests (``fake_decoder``)."""
 
 from keras_memnmt.testing.cell_test import run_cell_test
+from keras_memnmt.testing.decoder_test import run_decoder_test
 from keras_memnmt.testing.utils import random_encoder_output
 
-__all__ = ["random_encoder_output", "run_cell_test"]
+__all__ = ["random_encoder_output", "run_cell_test", "run_decoder_test"]

@@ -1,6 +1,6 @@
 """A tiny serializable model around a decoder cell, for tests.
 
-It exercises the cell contract the real models rely on (`Seq2Seq.call`):
+It exercises the cell contract the recurrent models rely on (`RecurrentEncoderDecoder.call`):
 `initial_states` from an `EncoderOutput` outside the loop (with the `training`
 flag), `drop_inputs` and `prepare_inputs` on the target embeddings, the cell inside
 `keras.layers.RNN(return_sequences=True)`, `readout` on the whole sequence,

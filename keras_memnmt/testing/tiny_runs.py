@@ -13,7 +13,7 @@ from keras_memnmt.testing.utils import randomize_weights
 
 def tiny_options(name: str) -> dict:
     """The options of a tiny ``name`` model (a few units per layer), as its class declares
-    them (``Seq2Seq.tiny_options``): what the shared tests build every model with."""
+    them (``EncoderDecoder.tiny_options``): what the shared tests build every model with."""
     return dict(get_model(name).tiny_options)
 
 

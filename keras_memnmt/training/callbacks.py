@@ -9,8 +9,8 @@ import time
 
 import keras
 
+from keras_memnmt.evaluation.translation import score, translate
 from keras_memnmt.files import own_file, save_with, write_json
-from keras_memnmt.inference import score, translate
 from keras_memnmt.training.distribution import save_model
 from keras_memnmt.training.resume import save_resumable
 

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 import keras
 import numpy as np
 
+from keras_memnmt.data import encode_sources
 from keras_memnmt.data.vocab import BOS_ID, EOS_ID, PAD_ID, SubwordVocab
-from keras_memnmt.inference import encode_sources
 
 SAMPLES = 3  # sample translations written at each validation
 PICTURE_MAX_TOKENS = 30  # pictures are of validation pairs with at most this many subwords a side

@@ -4,7 +4,7 @@
 It knows no model by name: ``config.model`` names a registered class
 (:func:`keras_memnmt.models.get_model`), whose options ``config`` carries and whose
 ``warm_start`` decides what it can start from. What a run directory holds, and how a
-run is loaded, is in :mod:`keras_memnmt.runs`.
+run is loaded, is in :mod:`keras_memnmt.rundir.runs`.
 """
 
 from __future__ import annotations
@@ -31,15 +31,15 @@ from keras_memnmt.data import (
     synthetic_splits,
 )
 from keras_memnmt.data.stream import CorpusFiles, make_stream_dataset, sample_pairs, stream_stats
+from keras_memnmt.evaluation.splits import SYNTHETIC_SPLIT, translate_split
+from keras_memnmt.evaluation.translation import score
 from keras_memnmt.files import remove_temporaries, set_writer, write_json, writes
-from keras_memnmt.inference import score, translate
 from keras_memnmt.models import get_model
-from keras_memnmt.records import fail_record, finish_record, start_record
-from keras_memnmt.runs import (
+from keras_memnmt.rundir.records import fail_record, finish_record, start_record
+from keras_memnmt.rundir.runs import (
     LOCK_FILE,
     CheckpointError,
     check_resume,
-    load_model,
     load_run,
     lock_run_dir,
     prepare_run_dir,
@@ -141,7 +141,7 @@ def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=pr
     the earlier validations' best score and clock carried on. A directory that
     already holds a trained run is an error (nothing is touched) unless
     ``resume`` or ``overwrite`` (remove that run's files first) is given. While it
-    trains, the directory is locked (:func:`~keras_memnmt.runs.lock_run_dir`): a second
+    trains, the directory is locked (:func:`~keras_memnmt.rundir.runs.lock_run_dir`): a second
     training into it is refused. An error before the first training step ends removes
     what this call created in ``out_dir`` (nothing that was there before).
     """
@@ -229,7 +229,7 @@ def _finished(config: TrainConfig, history: list[dict], done: int, last_step: in
 def _results_stored(out_dir: str) -> bool:
     """Whether the run's test scores are stored (``results.json``, and a record whose last
     training finished)."""
-    from keras_memnmt.records import read_record
+    from keras_memnmt.rundir.records import read_record
 
     record = read_record(out_dir) or {}
     last = (record.get("resumes") or [record])[-1]
@@ -399,11 +399,14 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
 
     if place.processes > 1:  # process 0 has written best.keras
         hosts.barrier("trained")
-    best = load_model(out_dir)
-    hyps = translate(best, vocab, test_c.source, beam_size=config.beam_size)
+    test_split = config.test_split if corpus_name != "synthetic" else SYNTHETIC_SPLIT
+    # The run's best.keras, as `memnmt evaluate` translates it; finish_record stores the
+    # translations with the rest of the record.
+    hyps = translate_split([(out_dir, None)], test_c, test_split, config.beam_size, store=False,
+                           reuse=False, progress=None)["hypotheses"]
     results = {
         "corpus": corpus_name,
-        "test_split": config.test_split if corpus_name != "synthetic" else "synthetic-test",
+        "test_split": test_split,
         "beam_size": config.beam_size,
         **score(hyps, test_c.target),
         "best_val_bleu": validation.best_bleu,

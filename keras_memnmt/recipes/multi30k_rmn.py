@@ -7,7 +7,7 @@ decoder differs: an LSTM of 512 with the same attention and deep output, and a m
 over the 7 most recent target words (the report's memory size). Results: docs/results.md.
 """
 
-from recipes.multi30k_rnnsearch import CONFIG as RNNSEARCH
+from keras_memnmt.recipes.multi30k_rnnsearch import CONFIG as RNNSEARCH
 
 # The RNNsearch options RMN shares (sizes, attention, dropouts, tied output) carry over.
 # d = 256, the embedding size (§2.4 calls d "the embedding dimension"; Eq. 16 then needs

@@ -3,7 +3,7 @@
     memnmt train multi30k_transformer --data-dir $MEMNMT_DATA --out runs/transformer
 """
 
-from recipes.multi30k_rnnsearch import CONFIG as RNNSEARCH
+from keras_memnmt.recipes.multi30k_rnnsearch import CONFIG as RNNSEARCH
 
 # The data, vocabulary (8,000 pieces a side), batches of 64 sentences, gradient clipping at 1.0,
 # label smoothing 0.1 (the paper's), beam 5 and the 30-epoch budget with its early stop of

@@ -3,7 +3,7 @@
     memnmt train multi30k_cho --data-dir $MEMNMT_DATA --out runs/cho
 """
 
-from recipes.multi30k_rnnsearch import CONFIG as RNNSEARCH
+from keras_memnmt.recipes.multi30k_rnnsearch import CONFIG as RNNSEARCH
 
 # A fixed context vector instead of attention; the RNNsearch options Cho does not have
 # (attention_units, feedback_attention) are dropped with the change of model.

@@ -1,11 +1,11 @@
-"""Attentive NMT (Salton et al. 2017) with the "general" source score on Multi30k en→de.
+"""Attentive NMT (Salton et al. 2017) with the "dot" source score on Multi30k en→de.
 
-    memnmt train multi30k_attentive_general --data-dir $MEMNMT_DATA --out runs/attentive_general
+    memnmt train multi30k_attentive_dot --data-dir $MEMNMT_DATA --out runs/attentive_dot
 
 The other direction: `--set src=de --set tgt=en`. Results: docs/results.md.
 """
 
-from recipes.multi30k_rnnsearch import CONFIG as RNNSEARCH
+from keras_memnmt.recipes.multi30k_rnnsearch import CONFIG as RNNSEARCH
 
 # The data, vocabulary, batches, optimizer, label smoothing, schedule and 30-epoch budget of
 # multi30k_rnnsearch, with its embedding, readout and dropout settings (tied output, embedding
@@ -17,6 +17,6 @@ from recipes.multi30k_rnnsearch import CONFIG as RNNSEARCH
 # 0.3 between layers (the paper: 0.5 on every non-recurrent connection, for 1,000 units). The
 # past-state attention reads the 32 most recent states (a sliding window beyond): the buffer is
 # carried and kept for the backward pass at every step, so its length costs time and memory.
-CONFIG = RNNSEARCH.replace(model="attentive", score="general", num_layers=2, encoder_units=384,
+CONFIG = RNNSEARCH.replace(model="attentive", score="dot", num_layers=2, encoder_units=384,
                            decoder_units=384, bidirectional_bottom=True, layer_dropout=0.3,
                            self_score="single", history_length=32)

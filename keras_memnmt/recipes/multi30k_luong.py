@@ -7,7 +7,7 @@ Every validation's weights are kept (``checkpoints/step{N}.keras``) for ensemble
 checkpoints and checkpoint averaging (``memnmt average``). Results: docs/results.md.
 """
 
-from recipes.multi30k_rnnsearch import CONFIG as RNNSEARCH
+from keras_memnmt.recipes.multi30k_rnnsearch import CONFIG as RNNSEARCH
 
 # The data, vocabulary, batches, optimizer, label smoothing, schedule and 30-epoch budget of
 # multi30k_rnnsearch, with its embedding, readout and output settings (tied output, embedding

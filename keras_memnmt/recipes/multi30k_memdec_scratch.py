@@ -3,9 +3,9 @@
     memnmt train multi30k_memdec_scratch --data-dir $MEMNMT_DATA --out runs/memdec_scratch
 """
 
-from recipes.multi30k_memdec import CONFIG as MEMDEC
-from recipes.multi30k_memdec import OPTIONS as MEMDEC_OPTIONS
-from recipes.multi30k_memdec import Options, run  # noqa: F401  (--set pretrain_epochs=N adds a stage)
+from keras_memnmt.recipes.multi30k_memdec import CONFIG as MEMDEC
+from keras_memnmt.recipes.multi30k_memdec import OPTIONS as MEMDEC_OPTIONS
+from keras_memnmt.recipes.multi30k_memdec import Options, run  # noqa: F401  (--set pretrain_epochs=N adds a stage)
 
 # From random weights MemDec trains at the RNNsearch rate, not the fine-tuning one, for 30
 # epochs, with Eq. 5 as printed (query_state only matters for a warm start). Label

@@ -6,7 +6,7 @@
 Results: docs/results.md.
 """
 
-from recipes.multi30k_rnnsearch import CONFIG as RNNSEARCH
+from keras_memnmt.recipes.multi30k_rnnsearch import CONFIG as RNNSEARCH
 
 # d = 256, the embedding size (§2.4 calls d "the embedding dimension"; Eq. 16 then needs
 # the learned query W_q z_t): training costs 1.37x RNNsearch's per target token against

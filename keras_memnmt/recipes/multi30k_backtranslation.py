@@ -44,10 +44,10 @@ import json
 import os
 
 from keras_memnmt.config import ConfigError, TrainConfig, validate_model_name
-from keras_memnmt.inference import translate
-from keras_memnmt.runs import load_run, read_config
+from keras_memnmt.evaluation.translation import translate
+from keras_memnmt.recipes.multi30k_rnnsearch import CONFIG as RNNSEARCH
+from keras_memnmt.rundir.runs import load_run, read_config
 from keras_memnmt.training import load_corpora, train
-from recipes.multi30k_rnnsearch import CONFIG as RNNSEARCH
 
 CONFIG = RNNSEARCH  # en→de, RNNsearch at the comparison size, for all three runs
 
@@ -153,7 +153,10 @@ def backtranslate(reverse_dir: str, sentences: list[str], prefix: str, src: str,
     results = os.path.join(reverse_dir, "results.json")
     with open(results if os.path.isfile(results) else os.path.join(reverse_dir, "config.json"), "rb") as f:
         reverse_id = _sha256(f.read())
-    record = {"reverse_run": os.path.abspath(reverse_dir), "reverse_run_sha256": reverse_id,
+    # The run's folder relative to the record's own, so that the record names no folder
+    # of the machine that made it.
+    record = {"reverse_run": os.path.relpath(reverse_dir, os.path.dirname(os.path.abspath(prefix))),
+              "reverse_run_sha256": reverse_id,
               "beam_size": options.backtranslation_beam, "sentences": len(sentences),
               "sentences_sha256": _sha256("\n".join(sentences).encode("utf-8"))}
     meta, target_file, source_file = prefix + ".json", f"{prefix}.{tgt}", f"{prefix}.{src}"

@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 
 from keras_memnmt.config import TrainConfig
+from keras_memnmt.recipes.multi30k_memdec import CONFIG, OPTIONS, Options, pretrain_stage  # noqa: F401
 from keras_memnmt.training import train
-from recipes.multi30k_memdec import CONFIG, OPTIONS, Options, pretrain_stage  # noqa: F401
 
 SIZES = (4, 6, 8, 10, 12)  # paper Table 2
 

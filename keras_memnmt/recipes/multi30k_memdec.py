@@ -15,9 +15,9 @@ import dataclasses
 import os
 
 from keras_memnmt.config import ConfigError, TrainConfig
-from keras_memnmt.runs import lock_run_dir, prepare_run_dir
+from keras_memnmt.recipes.multi30k_rnnsearch import CONFIG as RNNSEARCH
+from keras_memnmt.rundir.runs import lock_run_dir, prepare_run_dir
 from keras_memnmt.training import train
-from recipes.multi30k_rnnsearch import CONFIG as RNNSEARCH
 
 
 @dataclasses.dataclass

@@ -7,7 +7,7 @@ Its vocabularies are multi30k_luong's (the same data and settings), so the two e
 `memnmt evaluate --model runs/luong --model runs/ylstm ...`. Results: docs/results.md.
 """
 
-from recipes.multi30k_rnnsearch import CONFIG as RNNSEARCH
+from keras_memnmt.recipes.multi30k_rnnsearch import CONFIG as RNNSEARCH
 
 # The data, vocabulary, batches, optimizer, label smoothing, schedule and 30-epoch budget of
 # multi30k_rnnsearch, with its embedding size and dropout on the embeddings (0.2) and before the

@@ -1,0 +1,130 @@
+"""``memnmt evaluate`` and ``memnmt compare``: scores of test splits, and systems tested against a baseline.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from keras_memnmt.cli.args import (
+    ENSEMBLE_CHECKPOINT_HELP,
+    MODEL_HELP,
+    SPLIT_HELP,
+    EnsembleSpec,
+    add_search_args,
+    as_json,
+    members_of,
+    model_files,
+    positive_int,
+    progress,
+    search_options,
+)
+
+
+def cmd_evaluate(args) -> int:
+    from keras_memnmt.evaluation.splits import available_test_sets, ensemble_label, translate_split
+    from keras_memnmt.evaluation.translation import score
+    from keras_memnmt.rundir.runs import load_ensemble
+
+    search = search_options(args)  # bad options fail before the model is loaded
+    members = members_of(args)
+    model, vocab, config = load_ensemble(members)  # the first member's config
+    models = {ensemble_label(members): (model, vocab)}
+    note = lambda msg: print(f"memnmt evaluate: {msg}", file=sys.stderr)  # noqa: E731
+    sets, skipped = available_test_sets(config, args.split, args.data_dir, note=note)
+    ensemble = {"ensemble": [run if checkpoint is None else f"{run}:{checkpoint}" for run, checkpoint in members]}
+    reports = []
+    for test, split, name in sets:
+        # A single run's own model keeps its translations of a whole split (translate_split).
+        got = translate_split(members, test, split, args.beam, limit=args.limit, corpus_name=name,
+                              models=models, progress=progress(args), **search)
+        report = {"corpus": name, "beam_size": args.beam, **search, **(ensemble if len(members) > 1 else {}),
+                  **(got["scores"] or score(got["hypotheses"], got["references"]))}
+        if got["file"]:
+            report["hypotheses"] = got["file"]
+        reports.append(report)
+    if args.split == "all":
+        print(as_json({"splits": reports, "skipped": skipped}))
+    else:
+        print(as_json(reports[0]))
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from keras_memnmt.evaluation.significance import (
+        compare,
+        ensemble_system,
+        parse_systems,
+        print_table,
+    )
+
+    search = search_options(args)
+    systems = parse_systems(args.runs, [ensemble_system(s) if isinstance(s, EnsembleSpec) else s
+                                        for s in args.system or []])
+    if args.json:
+        from keras_memnmt.rundir.outputs import check_output
+
+        members = [m for s in systems for m in s.members or []]
+        check_output("--json", args.json, inputs=[("the model file to compare", f) for f in model_files(members)])
+    log = (lambda msg: None) if args.quiet else \
+        (lambda msg: print(f"memnmt compare: {msg}", file=sys.stderr, flush=True))
+    result = compare(systems, split=args.split, beam_size=args.beam, data_dir=args.data_dir,
+                     limit=args.limit, seed=args.seed, bootstrap=args.bootstrap, trials=args.trials,
+                     log=log, **search)
+    text = as_json(result)
+    if args.json:
+        try:
+            with open(args.json, "w", encoding="utf-8") as f:
+                f.write(text + "\n")
+        except OSError as e:  # the comparison is not lost: its JSON goes to stdout
+            print(text)
+            raise OSError(f"cannot write --json {args.json}: {e.strerror or e}; "
+                          "the JSON went to stdout instead") from e
+        print_table(result)
+    else:  # the JSON on stdout, the table on stderr
+        print_table(result, file=sys.stderr)
+        print(text)
+    return 0
+
+
+def add_parsers(sub) -> None:
+    """The ``evaluate`` and ``compare`` commands."""
+    ev = sub.add_parser("evaluate", help="translate a split and print sacreBLEU scores as JSON")
+    ev.add_argument("--model", required=True, action="append", help=MODEL_HELP)
+    ev.add_argument("--checkpoint", action="append", help=ENSEMBLE_CHECKPOINT_HELP)
+    ev.add_argument("--split", default="test_2016_flickr", help=SPLIT_HELP)
+    ev.add_argument("--data-dir")
+    add_search_args(ev)
+    ev.add_argument("--limit", type=positive_int, help="score only the first N sentences")
+    ev.add_argument("--quiet", action="store_true", help="no progress bar (drawn only on a terminal)")
+    ev.set_defaults(func=cmd_evaluate)
+
+    cp = sub.add_parser("compare", help="test systems against a baseline on a split: sacreBLEU "
+                        "scores, 95%% confidence intervals, paired bootstrap and approximate "
+                        "randomization p-values")
+    cp.add_argument("runs", nargs="*", metavar="RUN", help="run directories, each a system; the "
+                    "first system (these, then each --system) is the baseline")
+    cp.add_argument("--system", action="append", metavar="NAME=RUN1,RUN2,...",
+                    help="a system of several runs (seeds): mean and standard deviation over them, "
+                         "and a test of each run against the baseline's run of the same position "
+                         "(or against the baseline's single run). Repeatable")
+    cp.add_argument("--ensemble", action="append", dest="system", type=EnsembleSpec,
+                    metavar="NAME=RUN[:CHECKPOINT],...",
+                    help="a system that is one ensemble of these runs' models (each run's best.keras, "
+                         "or the CHECKPOINT named: a name in RUN/checkpoints, `best`, or a path to a "
+                         ".keras file such as `memnmt average` writes), translating "
+                         "as `memnmt evaluate --model ... --checkpoint ...` does; its translations are "
+                         "not stored. Repeatable; systems are taken in the order given")
+    cp.add_argument("--split", default="test_2016_flickr", help=SPLIT_HELP)
+    cp.add_argument("--data-dir")
+    add_search_args(cp)
+    cp.add_argument("--limit", type=positive_int, help="compare on the first N sentences only")
+    cp.add_argument("--seed", type=int, default=12345,
+                    help="seed of the resampling (sacreBLEU's SACREBLEU_SEED; default 12345, its own)")
+    cp.add_argument("--bootstrap", type=positive_int, default=1000, metavar="N",
+                    help="paired bootstrap resamples (default 1000)")
+    cp.add_argument("--trials", type=positive_int, default=10000, metavar="N",
+                    help="approximate randomization trials (default 10000)")
+    cp.add_argument("--json", metavar="FILE", help="write the JSON here and the table to stdout "
+                    "(default: the JSON to stdout, the table to stderr)")
+    cp.add_argument("--quiet", action="store_true", help="no progress messages")
+    cp.set_defaults(func=cmd_compare)

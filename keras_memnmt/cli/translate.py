@@ -1,0 +1,139 @@
+"""``memnmt translate``: text through a run or an ensemble, a chunk at a time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+
+from keras_memnmt.cli.args import (
+    ENSEMBLE_CHECKPOINT_HELP,
+    MODEL_HELP,
+    add_search_args,
+    members_of,
+    model_files,
+    positive_int,
+    progress,
+    read_stdin,
+    search_options,
+    write,
+)
+
+
+def _partial_output(path: str) -> tuple[int, int, int]:
+    """``(complete lines, their bytes, all bytes)`` of a partly written ``--output`` that
+    ``--resume`` continues; a file that is not UTF-8 text is refused. Reads only."""
+    import codecs
+
+    with open(path, "rb") as f:
+        data = f.read()
+    bad = data.find(b"\0")
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(data)  # a character cut short at the end is fine
+    except UnicodeDecodeError as e:
+        bad = e.start if bad < 0 else min(bad, e.start)
+    if bad >= 0:
+        raise ValueError(f"--resume: {path} is not UTF-8 text (byte {bad}), so not a translation "
+                         "to continue; nothing was changed")
+    return data.count(b"\n"), data.rfind(b"\n") + 1, len(data)
+
+
+def cmd_translate(args) -> int:
+    from keras_memnmt.evaluation.translation import translate_chunks
+    from keras_memnmt.rundir.runs import load_ensemble
+
+    search = search_options(args)  # bad options fail before the model is loaded
+    if args.resume and not args.output:
+        raise ValueError("--resume continues an --output file; give --output")
+    members = members_of(args)
+    if args.output:
+        from keras_memnmt.rundir.outputs import check_output
+
+        inputs = [("the --input file", args.input)] if args.input else []
+        check_output("--output", args.output,
+                     inputs=inputs + [("a model file to translate with", f) for f in model_files(members)])
+    partial = _partial_output(args.output) if args.resume and os.path.isfile(args.output) else None
+    # The model first: a bad --model is reported before standard input is waited for.
+    model, vocab, _ = load_ensemble(members)
+    if args.input:
+        from keras_memnmt.data import read_lines
+
+        lines = read_lines(args.input)
+    else:
+        lines = read_stdin()
+    done = 0
+    if partial:  # keep the complete lines; an unfinished last one (no newline) is translated again
+        done, end, size = partial
+        if done > len(lines):
+            raise ValueError(f"--resume: {args.output} has {done} lines, more than the input's "
+                             f"{len(lines)}; nothing was changed")
+        if end < size:
+            with open(args.output, "r+b") as f:
+                f.truncate(end)
+        if not args.quiet:
+            print(f"resume: {args.output} holds {done} of {len(lines)} lines; translating the rest",
+                  file=sys.stderr)
+    name = f"--output {args.output}" if args.output else "<stdout>"
+    try:
+        out = open(args.output, "a" if args.resume else "w", encoding="utf-8") if args.output else sys.stdout
+    except OSError as e:
+        raise OSError(f"cannot write {name}: {e.strerror or e}") from e
+    try:
+        # Chunk by chunk in input order (each sorted by length inside): a finished chunk
+        # is written at once, so a long run's output grows as it goes and --resume can
+        # continue it.
+        number = done
+        for chunk in translate_chunks(model, vocab, lines[done:], chunk_size=args.chunk_size,
+                                      beam_size=args.beam, progress=progress(args),
+                                      alignments=args.show_attention, **search):
+            if not args.show_attention:
+                write(out, "".join(line + "\n" for line in chunk), name)
+                continue
+            for line, alignment in chunk:  # the line as always; its alignment on stderr
+                number += 1
+                write(out, line + "\n", name)
+                _print_alignment(number, alignment)
+    except BaseException:
+        if args.output:
+            with contextlib.suppress(OSError):  # the error on its way is the one to report
+                out.close()
+        raise
+    if args.output:
+        try:
+            out.close()
+        except OSError as e:
+            raise OSError(f"cannot write {name}: {e.strerror or e}") from e
+    return 0
+
+
+def _print_alignment(number: int, alignment: list) -> None:
+    """``translate --show-attention``: each target subword of line ``number`` with the
+    source subword it attends to most, and that weight, on stderr."""
+    if not alignment:
+        return
+    width = max(len(target) for target, _, _ in alignment)
+    rows = [f"  {target:<{width}}  <- {source}  {weight:.2f}" for target, source, weight in alignment]
+    print(f"alignment {number}:", *rows, sep="\n", file=sys.stderr, flush=True)
+
+
+def add_parsers(sub) -> None:
+    """The ``translate`` command."""
+    tl = sub.add_parser("translate", help="translate text with a trained run directory")
+    tl.add_argument("--model", required=True, action="append", help=MODEL_HELP)
+    tl.add_argument("--checkpoint", action="append", help=ENSEMBLE_CHECKPOINT_HELP)
+    add_search_args(tl)
+    tl.add_argument("--input", help="input file, one sentence per line (default: stdin)")
+    tl.add_argument("--output", help="output file (default: stdout); written a chunk at a time, "
+                    "in input order, as the translation goes")
+    tl.add_argument("--resume", action="store_true",
+                    help="continue a partly written --output: keep its complete lines and "
+                         "translate the input from the next line on")
+    tl.add_argument("--chunk-size", type=positive_int, default=4096,
+                    help="input lines translated (sorted by length) and written together (default 4096)")
+    tl.add_argument("--quiet", action="store_true", help="no progress bar (drawn only on a terminal)")
+    tl.add_argument("--show-attention", action="store_true",
+                    help="after each translated line, print on stderr each target subword with the "
+                         "source subword it attends to most and that weight (models with source "
+                         "attention); the translations themselves are unchanged")
+    tl.set_defaults(func=cmd_translate)

@@ -1,1 +1,0 @@
-"""Experiments: one file per recipe, each a small typed ``CONFIG`` (see TrainConfig)."""
