@@ -166,7 +166,8 @@ def markdown() -> str:
     out += ["## Model options", "",
             "Each model's options are its constructor's keyword arguments (its base classes'",
             "included), and those of its `warm_start` (how `pretrain_run` is loaded).", ""]
-    for name in model_names():
+    # The library's own models (a program or a test may register others in this process).
+    for name in [n for n in model_names() if get_model(n).__module__.startswith("keras_memnmt.models.")]:
         out += [f"### `{name}` ({get_model(name).__name__})", ""]
         out += _table(model_settings(name), "option") + [""]
     return "\n".join(out)

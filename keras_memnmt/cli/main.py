@@ -65,14 +65,16 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
-    from keras_memnmt.rundir.records import set_command
-
-    set_command(["memnmt", *(sys.argv[1:] if argv is None else argv)])  # for run records
     from keras_memnmt.runtime import import_tensorflow_without_jax
 
     # After parsing, so `--help` and usage errors stay fast; 109 MB less where jax is
-    # installed (see its docstring).
+    # installed (see its docstring). Before anything imports Keras (the run-directory
+    # package below does): TensorFlow's CPU is split into XLA_FLAGS' devices only before
+    # TensorFlow sets them up.
     import_tensorflow_without_jax()
+    from keras_memnmt.rundir.records import set_command
+
+    set_command(["memnmt", *(sys.argv[1:] if argv is None else argv)])  # for run records
     from keras_memnmt.data import CorpusError, DownloadError
 
     try:
