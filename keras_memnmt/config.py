@@ -26,14 +26,25 @@ class ConfigError(ValueError):
 @dataclasses.dataclass
 class TrainConfig:
     # --- data ---
-    corpus: str = "auto"  # "multi30k", "synthetic", or "auto" (Multi30k if reachable, else synthetic)
-    src: str = "en"  # source language (Multi30k)
-    tgt: str = "de"  # target language (Multi30k)
+    # "multi30k", "synthetic", "files" (train_prefix, val_prefix and test_prefix: your own
+    # corpus, nothing downloaded) or "auto" ("files" when all three prefixes are given, else
+    # Multi30k if reachable, else synthetic).
+    corpus: str = "auto"
+    src: str = "en"  # source language (Multi30k's; the source files' suffix with a prefix below)
+    tgt: str = "de"  # target language (Multi30k's; the target files' suffix with a prefix below)
     train_limit: int | None = None  # use only the first N training pairs (None = all)
     # Train on the pairs in the files {train_prefix}.{src} and {train_prefix}.{tgt} (plain, or
-    # .gz when only that exists) instead of the corpus's train split; val and test stay the
-    # corpus's, and train_limit applies to these pairs (None = the corpus's train split).
+    # .gz when only that exists) instead of the corpus's train split; train_limit applies to
+    # these pairs (None = the corpus's train split). A relative path is read from the folder
+    # the command runs in.
     train_prefix: str | None = None
+    # Validate on the pairs in {val_prefix}.{src} and {val_prefix}.{tgt} (plain or .gz)
+    # instead of the corpus's val split; val_limit applies to them (None = the corpus's).
+    val_prefix: str | None = None
+    # Test on the pairs in {test_prefix}.{src} and {test_prefix}.{tgt} (plain or .gz) after
+    # training, and in `memnmt evaluate` and `compare` by default, instead of the corpus's
+    # test_split; the test set is named by the prefix's file name (None = test_split).
+    test_prefix: str | None = None
     # A train_prefix corpus is streamed from its files (keras_memnmt.data.stream), not held in
     # memory: its vocabulary trains on its first vocab_sample pairs, and each epoch is shuffled
     # within consecutive blocks of shuffle_buffer pairs.
@@ -249,6 +260,10 @@ def _type_ok(value: Any, hint: Any) -> bool:
     return isinstance(value, allowed)
 
 
+# The prefixes of a corpus given as files: corpus "files" needs all three.
+FILE_FIELDS = ("train_prefix", "val_prefix", "test_prefix")
+
+
 def validate(config: TrainConfig) -> TrainConfig:
     """Checks field types and choices, and the model's options (by building the model
     once, without weights: its own argument checks speak); returns the config unchanged."""
@@ -258,7 +273,7 @@ def validate(config: TrainConfig) -> TrainConfig:
         if not _type_ok(value, hint):
             raise ConfigError(f"config field {f.name}={value!r}: expected {hint}")
     validate_model_name(config.model)
-    choices = {"corpus": ("auto", "multi30k", "synthetic"), "optimizer": ("adam", "adadelta"),
+    choices = {"corpus": ("auto", "multi30k", "synthetic", "files"), "optimizer": ("adam", "adadelta"),
                "batch_by": ("sentences", "tokens"), "vocab_type": ("unigram", "bpe"),
                "distribution": ("none", "data_parallel"),
                "precision": ("float32", "mixed_float16", "mixed_bfloat16")}
@@ -270,6 +285,10 @@ def validate(config: TrainConfig) -> TrainConfig:
         raise ConfigError(f"config fields warmup_steps={config.warmup_steps} and lr_decay={config.lr_decay}: "
                           "the schedule and the plateau decay would both set the rate; "
                           "set lr_decay=1 or warmup_steps=0")
+    missing = [f for f in FILE_FIELDS if getattr(config, f) is None]
+    if config.corpus == "files" and missing:
+        raise ConfigError(f"config field corpus='files' needs {', '.join(missing)} (the prefixes of "
+                          "your own training, validation and test files)")
     if config.pretrain_checkpoint is not None and config.pretrain_run is None:
         raise ConfigError(f"config field pretrain_checkpoint={config.pretrain_checkpoint!r} "
                           "needs pretrain_run (the run directory that holds it)")

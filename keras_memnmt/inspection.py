@@ -42,9 +42,11 @@ class Inspection:
         target_probability: ``(T,)`` the probability the model gives each target subword
             at its step (with every cell, attention or not).
         model_name: the model's class name.
-        panels: the model's :class:`~keras_memnmt.models.Panel` list (``Seq2Seq.panels``):
+        panels: the model's :class:`~keras_memnmt.models.Panel` list (``EncoderDecoder.panels``):
             each detail's axis and labels, in the order the pictures draw them.
-        curves_title: the title of the pictures' per-step curves (``Seq2Seq.curves_title``).
+        curves_title: the title of the pictures' per-step curves (``EncoderDecoder.curves_title``).
+        note: what the pictures' title adds about what they cannot show
+            (``EncoderDecoder.picture_note``).
     """
 
     source: str
@@ -58,6 +60,7 @@ class Inspection:
     model_name: str
     panels: tuple[Panel, ...] = ()
     curves_title: str = "per target step"
+    note: str = ""
 
     def panel(self, name: str) -> Panel:
         """The panel of detail ``name``."""
@@ -134,7 +137,8 @@ def inspect_pair(model, vocab: SubwordVocab, source: str, reference: str | None 
         input_tokens=_pieces(vocab.target, inputs),
         details={name: np.stack(values) for name, values in rows.items()},
         target_probability=np.asarray(probabilities, np.float32), model_name=type(model).__name__,
-        panels=tuple(model.panels), curves_title=model.curves_title)
+        panels=tuple(model.panels), curves_title=model.curves_title,
+        note=model.picture_note)
 
 
 def _step_through(model, source_ids: list[int], inputs: list[int], target_ids: list[int],

@@ -129,8 +129,8 @@ def figure(inspection: Inspection):
         for ax, name in zip(axes, row):
             _draw(subfigure, ax, inspection, name)
     how = "forced on the reference" if inspection.teacher_forced else "its own greedy translation"
-    if not inspection.details:
-        how += "; no attention: one fixed context"
+    if inspection.note:
+        how += f"; {inspection.note}"
     fig.suptitle(f"{inspection.model_name} ({how})\n{_short(inspection.source)}\n→ {_short(inspection.target)}",
                  fontsize=10)
     return fig

@@ -23,11 +23,12 @@ ARCHITECTURES = library_models()
 
 
 def panels(architecture: str) -> list[str]:
-    """The step details the architecture's pictures show, as its class declares them
-    (``Seq2Seq.panels``; none: the target probabilities only)."""
+    """The panels the architecture's pictures draw, as its class declares them
+    (``EncoderDecoder.panels``): a heatmap per detail that is not a "scalar", and the
+    per-step curves (the target probabilities and the scalars) that every picture has."""
     from keras_memnmt.models import get_model
 
-    return sorted(panel.detail for panel in get_model(architecture).panels)
+    return sorted([panel.detail for panel in get_model(architecture).panels if panel.axis != "scalar"] + ["curves"])
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +57,7 @@ def test_plot_draws_every_panel(architecture, runs, tmp_path, capsys):
         assert main(["plot", "--model", run, "--source", SOURCE, *extra, "--out", out]) == 0
         report = json.loads(capsys.readouterr().out)
         # Every panel the model declares is drawn: its step computes each detail.
-        assert report["panels"] == panels(architecture) and report["teacher_forced"] == bool(reference)
+        assert sorted(report["panels"]) == panels(architecture) and report["teacher_forced"] == bool(reference)
         model, vocab, _ = load_run(run)
         inspection = inspect_pair(model, vocab, SOURCE, reference)
         assert report["target"] == inspection.target
@@ -64,6 +65,21 @@ def test_plot_draws_every_panel(architecture, runs, tmp_path, capsys):
         pixels = imread(out)
         assert pixels.shape[:2] == (round(height * DPI), round(width * DPI))
         assert pixels[..., :3].std() > 0.05, "blank picture"
+
+
+def test_a_picture_without_attention_says_what_is_missing_in_its_title(runs):
+    from keras_memnmt.inspection import inspect_pair
+    from keras_memnmt.models import get_model
+    from keras_memnmt.plots import figure
+    from keras_memnmt.rundir.runs import load_run
+
+    noted = [name for name in ARCHITECTURES if get_model(name).picture_note]
+    assert {"cho", "transformer"} <= set(noted)
+    for name in ARCHITECTURES:
+        model, vocab, _ = load_run(runs[name])
+        title = figure(inspect_pair(model, vocab, SOURCE, REFERENCE)).get_suptitle()
+        note = get_model(name).picture_note
+        assert (note in title) if note else ("no attention" not in title and "not drawn" not in title), title
 
 
 @pytest.mark.backend

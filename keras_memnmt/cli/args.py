@@ -171,7 +171,7 @@ ENSEMBLE_CHECKPOINT_HELP = (CHECKPOINT_HELP + ". Repeatable: with several --mode
 
 SPLIT_HELP = ("Multi30k split (default test_2016_flickr), or `all`: every test split the loader "
               "knows, skipping with a note those whose files are not available (a synthetic run "
-              "has its own test set)")
+              "has its own test set; a run trained with test_prefix is tested on its files)")
 
 
 MODEL_HELP = ("run directory written by `memnmt train`. Repeat it (--model A --model B) to translate "

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 from keras_memnmt.cli.args import (
@@ -21,22 +22,33 @@ from keras_memnmt.cli.args import (
 
 
 def cmd_evaluate(args) -> int:
-    from keras_memnmt.evaluation.splits import available_test_sets, ensemble_label, translate_split
+    from keras_memnmt.evaluation.splits import (
+        DEFAULT_TEST_SPLIT,
+        available_test_sets,
+        ensemble_label,
+        translate_split,
+    )
     from keras_memnmt.evaluation.translation import score
     from keras_memnmt.rundir.runs import load_ensemble
 
     search = search_options(args)  # bad options fail before the model is loaded
+    note = lambda msg: print(f"memnmt evaluate: {msg}", file=sys.stderr)  # noqa: E731
+    given = _given_pairs(args, note)  # bad files fail before the model is loaded too
     members = members_of(args)
     model, vocab, config = load_ensemble(members)  # the first member's config
     models = {ensemble_label(members): (model, vocab)}
-    note = lambda msg: print(f"memnmt evaluate: {msg}", file=sys.stderr)  # noqa: E731
-    sets, skipped = available_test_sets(config, args.split, args.data_dir, note=note)
+    if given:
+        sets, skipped = [given], []
+    else:
+        sets, skipped = available_test_sets(config, args.split or DEFAULT_TEST_SPLIT, args.data_dir, note=note)
     ensemble = {"ensemble": [run if checkpoint is None else f"{run}:{checkpoint}" for run, checkpoint in members]}
     reports = []
     for test, split, name in sets:
         # A single run's own model keeps its translations of a whole split (translate_split).
+        # Given files belong to no run: translated every time, stored nowhere.
         got = translate_split(members, test, split, args.beam, limit=args.limit, corpus_name=name,
-                              models=models, progress=progress(args), **search)
+                              store=not given, reuse=not given, models=models, progress=progress(args),
+                              **search)
         report = {"corpus": name, "beam_size": args.beam, **search, **(ensemble if len(members) > 1 else {}),
                   **(got["scores"] or score(got["hypotheses"], got["references"]))}
         if got["file"]:
@@ -47,6 +59,24 @@ def cmd_evaluate(args) -> int:
     else:
         print(as_json(reports[0]))
     return 0
+
+
+def _given_pairs(args, note):
+    """``(corpus, split, name)`` of ``--source`` and ``--reference``, or None without them."""
+    from keras_memnmt.data import read_parallel
+
+    if args.source is None and args.reference is None:
+        return None
+    if args.source is None or args.reference is None:
+        raise ValueError("--source and --reference go together: the file to translate and its "
+                         "reference translations, line by line")
+    if args.split is not None:
+        raise ValueError(f"--split {args.split} and --source: give a split of the run's corpus or "
+                         "your own files, not both")
+    corpus = read_parallel(args.source, args.reference)
+    if corpus.dropped_empty:
+        note(f"{corpus.dropped_empty} pairs with an empty side left out")
+    return corpus, os.path.basename(args.source), f"{args.source} -> {args.reference}"
 
 
 def cmd_compare(args) -> int:
@@ -91,7 +121,11 @@ def add_parsers(sub) -> None:
     ev = sub.add_parser("evaluate", help="translate a split and print sacreBLEU scores as JSON")
     ev.add_argument("--model", required=True, action="append", help=MODEL_HELP)
     ev.add_argument("--checkpoint", action="append", help=ENSEMBLE_CHECKPOINT_HELP)
-    ev.add_argument("--split", default="test_2016_flickr", help=SPLIT_HELP)
+    ev.add_argument("--split", help=SPLIT_HELP)
+    ev.add_argument("--source", metavar="FILE", help="translate this file (plain or .gz, one sentence "
+                    "per line) instead of a split, and score it against --reference; nothing is stored")
+    ev.add_argument("--reference", metavar="FILE", help="the reference translations of --source, "
+                    "line by line")
     ev.add_argument("--data-dir")
     add_search_args(ev)
     ev.add_argument("--limit", type=positive_int, help="score only the first N sentences")

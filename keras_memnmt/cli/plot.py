@@ -12,7 +12,7 @@ from keras_memnmt.cli.args import (
 
 def cmd_plot(args) -> int:
     from keras_memnmt.inspection import inspect_pair
-    from keras_memnmt.plots import figure_size, save_plot
+    from keras_memnmt.plots import figure_size, layout, save_plot
     from keras_memnmt.rundir.outputs import check_output
     from keras_memnmt.rundir.runs import load_run
 
@@ -26,7 +26,7 @@ def cmd_plot(args) -> int:
     width, height = figure_size(inspection)
     print(as_json({"out": args.out, "model": inspection.model_name, "source": inspection.source,
                  "target": inspection.target, "teacher_forced": inspection.teacher_forced,
-                 "panels": sorted(inspection.details), "inches": [width, height]}))
+                 "panels": [name for row in layout(inspection) for name in row], "inches": [width, height]}))
     return 0
 
 

@@ -1,6 +1,13 @@
 """Corpora, subword vocabulary and the tf.data pipeline."""
 
-from keras_memnmt.data.corpus import CorpusError, ParallelCorpus, read_lines, read_parallel
+from keras_memnmt.data.corpus import (
+    CorpusError,
+    ParallelCorpus,
+    prefix_files,
+    read_lines,
+    read_parallel,
+    read_prefix,
+)
 from keras_memnmt.data.multi30k import (
     ChecksumError,
     DownloadError,
@@ -24,7 +31,7 @@ __all__ = [
     "BOS_ID", "EOS_ID", "MAX_INPUT_TOKENS", "PAD_ID", "UNK_ID",
     "ChecksumError", "CorpusError", "DownloadError", "ParallelCorpus", "PipelineStats",
     "SentencePieceVocab", "SubwordVocab",
-    "corpus_stats", "encode_sources", "load_multi30k", "batches_per_epoch", "make_dataset", "multi30k_file", "read_lines",
-    "read_parallel", "synthetic_corpus",
+    "corpus_stats", "encode_sources", "load_multi30k", "batches_per_epoch", "make_dataset", "multi30k_file", "prefix_files",
+    "read_lines", "read_parallel", "read_prefix", "synthetic_corpus",
     "synthetic_splits",
 ]

@@ -164,6 +164,23 @@ def empty_corpus(source_name: str, target_name: str, dropped: int) -> CorpusErro
                        f"({dropped} pairs with an empty side were dropped)")
 
 
+def prefix_files(prefix: str, src: str, tgt: str) -> tuple[str, str]:
+    """The files of a corpus named by its prefix: ``{prefix}.{src}`` and ``{prefix}.{tgt}``,
+    each else its ``.gz`` when only that exists."""
+
+    def one(lang: str) -> str:
+        path = f"{prefix}.{lang}"
+        return path if os.path.isfile(path) or not os.path.isfile(path + ".gz") else path + ".gz"
+
+    return one(src), one(tgt)
+
+
+def read_prefix(prefix: str, src: str, tgt: str) -> ParallelCorpus:
+    """The pairs of the files :func:`prefix_files` names, read and checked as
+    :func:`read_parallel` reads any parallel text."""
+    return read_parallel(*prefix_files(prefix, src, tgt))
+
+
 def read_parallel(source_file: str | os.PathLike, target_file: str | os.PathLike) -> ParallelCorpus:
     """Reads aligned parallel text: line N of ``source_file`` translates line N of ``target_file``.
 

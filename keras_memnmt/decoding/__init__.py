@@ -5,6 +5,14 @@ Both searches drive a step callback
 inside one compiled loop (`keras.ops.while_loop`; on TensorFlow a `tf.while_loop` with
 shape invariants, so that finished sentences can leave it); see
 `keras_memnmt.decoding.common`.
+
+Why not keras-hub's samplers (`keras_hub.samplers.GreedySampler`, `BeamSampler`): they
+extend a fixed-length prompt buffer and rank beams by their raw accumulated
+log-probability (`return_all_beams` gives every beam with it). This library's searches
+also need length penalties (GNMT, average) applied to finished hypotheses, a set of
+finished hypotheses kept per sentence while the other beams go on, n-best lists scored as
+they are ranked, each step's attention (alignments, `--show-attention`), finished
+sentences leaving the loop, and ensembles that average their members' probabilities.
 """
 
 from keras_memnmt.decoding.beam import beam_search

@@ -26,12 +26,30 @@ DEFAULT_TEST_SPLIT = "test_2016_flickr"  # `memnmt evaluate` and `compare` witho
 SYNTHETIC_SPLIT_NAMES = (DEFAULT_TEST_SPLIT, "all", "test", SYNTHETIC_SPLIT)
 
 
+def run_test_split(config) -> str:
+    """The name of the test set a run is scored on after training: its ``test_prefix``'s
+    file name, ``synthetic-test`` for a synthetic run, else its Multi30k ``test_split``."""
+    if config.test_prefix:
+        return os.path.basename(config.test_prefix.rstrip("/\\")) or config.test_prefix
+    return SYNTHETIC_SPLIT if config.corpus == "synthetic" else config.test_split
+
+
 def test_splits(config, split: str) -> list[str]:
     """The splits that ``split`` (``--split``) names for a run: ``all`` is every Multi30k
     test split the loader knows, any other name one Multi30k split. A synthetic run has
     one test set, ``synthetic-test``: ``split`` must be ``all``, ``test``,
-    ``synthetic-test`` or the commands' default (``DEFAULT_TEST_SPLIT``). Any other name
-    is a ``ValueError`` naming ``--split``."""
+    ``synthetic-test`` or the commands' default (``DEFAULT_TEST_SPLIT``). A run with its
+    own test files (``test_prefix``) is tested on them for those names and the prefix's
+    file name; a Multi30k run's other Multi30k splits stay available. Any other name is a
+    ``ValueError`` naming ``--split``."""
+    if config.test_prefix:
+        own = run_test_split(config)
+        if split in (DEFAULT_TEST_SPLIT, "all", "test", own):
+            return [own]
+        if config.corpus != "multi30k" or split not in SPLITS:
+            raise ValueError(f"--split {split!r}: this run's test set is its own files, {own!r} "
+                             f"({config.test_prefix}); give --split test or {own}, or leave the default")
+        return [split]
     if config.corpus == "synthetic":
         if split not in SYNTHETIC_SPLIT_NAMES:
             raise ValueError(f"--split {split!r}: a synthetic run has one test set, {SYNTHETIC_SPLIT!r} "
@@ -47,7 +65,13 @@ def test_splits(config, split: str) -> list[str]:
 
 def load_test_set(config, split: str, data_dir: str | None = None) -> tuple[ParallelCorpus, str, str]:
     """``(corpus, split, name)`` of a run's test split: Multi30k ``split`` in the run's
-    language pair, or a synthetic run's own test set (drawn again from its seed)."""
+    language pair, a synthetic run's own test set (drawn again from its seed), or the
+    run's own test files (``test_prefix``, read from the folder the command runs in)."""
+    if config.test_prefix and split == run_test_split(config):
+        from keras_memnmt.data import read_prefix
+
+        corpus = read_prefix(config.test_prefix, config.src, config.tgt)
+        return corpus, split, f"{config.test_prefix} {config.src}->{config.tgt}"
     if config.corpus == "synthetic":
         from keras_memnmt.data import synthetic_splits
 

@@ -30,7 +30,7 @@ The seams a subclass fills in (see docs/extending.md):
 - What only the model knows, with a default here that a model may keep:
   :attr:`EncoderDecoder.tiny_options` (its sizes in the shared tests),
   :attr:`EncoderDecoder.fast_tier`, :attr:`EncoderDecoder.panels` and
-  :attr:`EncoderDecoder.curves_title` (its pictures), :meth:`EncoderDecoder.matmul_macs`
+  :attr:`EncoderDecoder.curves_title` and :attr:`EncoderDecoder.picture_note` (its pictures), :meth:`EncoderDecoder.matmul_macs`
   (the benchmarks' analytic FLOPs).
 """
 
@@ -98,6 +98,8 @@ class EncoderDecoder(Generator, keras.Model):
     panels: ClassVar[tuple[Panel, ...]] = (SOURCE_ATTENTION,)
     # The title of the pictures' per-step curves (the target probabilities and the "scalar" panels).
     curves_title: ClassVar[str] = "per target step"
+    # What the pictures' title adds about what they cannot show (a model without attention).
+    picture_note: ClassVar[str] = ""
 
     def __init__(
         self,

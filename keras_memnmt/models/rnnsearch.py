@@ -74,6 +74,7 @@ class ChoEncoderDecoder(RecurrentEncoderDecoder):
 
     tiny_options = dict(embedding_dim=8, encoder_units=6, decoder_units=10, readout_units=7, output_dropout=0.0)
     panels = ()  # no attention: its pictures show the target probabilities alone
+    picture_note = "no attention: one fixed context"
 
     def __init__(self, source_vocab_size: int, target_vocab_size: int, readout_units: int = 256, **kwargs):
         self.readout_units = readout_units

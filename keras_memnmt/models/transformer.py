@@ -145,6 +145,7 @@ class Transformer(EncoderDecoder):
 
     tiny_options = dict(embedding_dim=8, num_layers=2, num_heads=2, feedforward_units=16, dropout=0.0)
     panels = ()  # keras-hub's decoder returns no attention weights (below)
+    picture_note = "cross-attention not drawn: keras-hub's TransformerDecoder does not return its weights"
 
     def __init__(self, source_vocab_size: int, target_vocab_size: int, num_layers: int = 3, num_heads: int = 4,
                  feedforward_units: int = 1024, dropout: float = 0.1, **kwargs):

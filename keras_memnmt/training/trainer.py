@@ -28,10 +28,12 @@ from keras_memnmt.data import (
     batches_per_epoch,
     load_multi30k,
     make_dataset,
+    prefix_files,
+    read_prefix,
     synthetic_splits,
 )
 from keras_memnmt.data.stream import CorpusFiles, make_stream_dataset, sample_pairs, stream_stats
-from keras_memnmt.evaluation.splits import SYNTHETIC_SPLIT, translate_split
+from keras_memnmt.evaluation.splits import run_test_split, translate_split
 from keras_memnmt.evaluation.translation import score
 from keras_memnmt.files import remove_temporaries, set_writer, write_json, writes
 from keras_memnmt.models import get_model
@@ -66,37 +68,46 @@ from keras_memnmt.training.precision import apply_precision
 from keras_memnmt.training.resume import GeneratorsAcrossFits, RestoreGenerators, read_state
 
 
-def _prefix_file(prefix: str, lang: str) -> str:
-    """``{prefix}.{lang}``, else ``{prefix}.{lang}.gz`` when only that exists."""
-    path = f"{prefix}.{lang}"
-    return path if os.path.isfile(path) or not os.path.isfile(path + ".gz") else path + ".gz"
-
-
 def load_corpora(config: TrainConfig, data_dir: str | None = None, log=print):
     """``(train, val, test, name)``; ``corpus="auto"`` falls back to synthetic data with a notice.
 
     With ``config.train_prefix``, the training pairs are that prefix's files, streamed
-    (a :class:`~keras_memnmt.data.stream.CorpusFiles`; nothing is read here).
+    (a :class:`~keras_memnmt.data.stream.CorpusFiles`; nothing is read here); with
+    ``val_prefix`` / ``test_prefix``, the validation and test pairs are read from theirs.
+    ``corpus="files"`` (or ``"auto"`` with all three prefixes) reads nothing else. The
+    name says where each part comes from.
     """
-    prefix = config.train_prefix
-    if config.corpus in ("multi30k", "auto"):
+    prefixes = {"train": config.train_prefix, "val": config.val_prefix, "test": config.test_prefix}
+    corpus = "files" if config.corpus == "auto" and all(prefixes.values()) else config.corpus
+    train = val = test = None
+    name = "files"
+    if corpus in ("multi30k", "auto"):
         try:
-            train = None if prefix else load_multi30k(config.src, config.tgt, "train", data_dir)
-            val = load_multi30k(config.src, config.tgt, "val", data_dir)
-            test = load_multi30k(config.src, config.tgt, config.test_split, data_dir)
-            name = f"multi30k {config.src}->{config.tgt}"
+            train = None if prefixes["train"] else load_multi30k(config.src, config.tgt, "train", data_dir)
+            val = None if prefixes["val"] else load_multi30k(config.src, config.tgt, "val", data_dir)
+            test = None if prefixes["test"] else load_multi30k(config.src, config.tgt, config.test_split, data_dir)
+            name = "multi30k"
         except (DownloadError, CorpusError) as e:
-            if config.corpus == "multi30k":
+            if corpus == "multi30k":
                 raise
             log(f"Multi30k is not available ({str(e).splitlines()[0]}); "
                 "training on the synthetic corpus instead")
-            config = dataclasses.replace(config, corpus="synthetic")
-    if config.corpus == "synthetic":
+            corpus = "synthetic"
+    if corpus == "synthetic":
         train, val, test = synthetic_splits(config.synthetic_size, seed=config.seed)
         name = "synthetic"
-    if prefix:
-        train = CorpusFiles(_prefix_file(prefix, config.src), _prefix_file(prefix, config.tgt)).check()
+    if prefixes["train"]:
+        train = CorpusFiles(*prefix_files(prefixes["train"], config.src, config.tgt)).check()
         log(f"training pairs: streamed from {train.name}")
+    if prefixes["val"]:
+        val = read_prefix(prefixes["val"], config.src, config.tgt)
+    if prefixes["test"]:
+        test = read_prefix(prefixes["test"], config.src, config.tgt)
+    given = [f"{part} {prefix}" for part, prefix in prefixes.items() if prefix]
+    if name != "synthetic":
+        name += f" {config.src}->{config.tgt}"
+    if given:
+        name += f" ({', '.join(given)})"
     return (train.take(config.train_limit), val.take(config.val_limit),
             test.take(config.test_limit), name)
 
@@ -287,7 +298,7 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
     log(apply_precision(config))  # the dtype policy, before any model is built or loaded
     t_start = time.perf_counter()
     train_c, val_c, test_c, corpus_name = load_corpora(config, data_dir, log)
-    config = dataclasses.replace(config, corpus="multi30k" if corpus_name.startswith("multi30k") else "synthetic")
+    config = dataclasses.replace(config, corpus=corpus_name.split()[0])  # multi30k, synthetic or files
     streamed = isinstance(train_c, CorpusFiles)
     if not streamed:
         log(f"corpus: {corpus_name}; {len(train_c)} training pairs ({train_c.dropped_empty} empty dropped)")
@@ -399,7 +410,8 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
 
     if place.processes > 1:  # process 0 has written best.keras
         hosts.barrier("trained")
-    test_split = config.test_split if corpus_name != "synthetic" else SYNTHETIC_SPLIT
+    test_split = run_test_split(config)
+    log(f"test: translating {test_split} ({len(test_c)} sentences, beam {config.beam_size}) with best.keras")
     # The run's best.keras, as `memnmt evaluate` translates it; finish_record stores the
     # translations with the rest of the record.
     hyps = translate_split([(out_dir, None)], test_c, test_split, config.beam_size, store=False,
@@ -420,6 +432,8 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
     }
     for sample in results["samples"]:
         log(f"sample: {sample['source']!r} -> {sample['translation']!r} (reference {sample['reference']!r})")
+    log(f"test {test_split}, beam {config.beam_size}: BLEU {results['bleu']:.2f} (lowercased "
+        f"{results['bleu_lowercase']:.2f}), chrF {results['chrf']:.2f}, TER {results['ter']:.2f}")
     if place.writer:
         write_json(os.path.join(out_dir, "results.json"), results)
         finish_record(out_dir, results, hyps, test_c.target, results["test_split"], limit=config.test_limit)
