@@ -37,7 +37,7 @@ def test_training_pairs_come_from_the_files_and_the_rest_from_the_corpus(tmp_pat
     assert list(zip(*sample_pairs(train, 100))) == PAIRS  # streamed: read only when trained on
     _, synthetic_val, synthetic_test = synthetic_splits(20, seed=0)
     assert val.source == synthetic_val.source[:5] and test.target == synthetic_test.target
-    assert name == "synthetic"
+    assert name == f"synthetic (train {prefix})"  # the name says where the pairs come from
     # train_limit applies to the files' pairs; src and tgt pick the files.
     config = config.replace(train_limit=2, src="de", tgt="en")
     train = load_corpora(config, log=lambda msg: None)[0]
@@ -55,7 +55,7 @@ def test_multi30k_val_and_test_without_its_train_split(data_dir, tmp_path):
     config = TrainConfig(corpus="multi30k", train_prefix=prefix, test_limit=7)
     train, val, test, name = load_corpora(config, data_dir=str(local), log=lambda msg: None)
     assert len(sample_pairs(train, 100)[0]) == 3 and len(val) == 1014 and len(test) == 7
-    assert name == "multi30k en->de"
+    assert name == f"multi30k en->de (train {prefix})"
 
 
 def test_missing_files_are_a_clear_error(tmp_path):
