@@ -96,7 +96,7 @@ class TrainConfig:
     max_loss: float | None = 100.0
     keep_checkpoints: bool = False  # also keep checkpoints/step{N}.keras at every validation
     # --- TensorBoard (OUT/tensorboard; docs/monitoring.md) ---
-    log_every: int = 50  # training loss, rate, gradient norm and tokens/s every N steps
+    log_every: int = 50  # TensorBoard's training scalars, and a log line (stderr not a terminal), every N steps
     val_loss_sentences: int = 512  # teacher-forced validation loss on the first N val pairs (0 = off)
     tensorboard_pictures: int = 2  # attention / memory pictures of N fixed val pairs per validation
     # --- test and seed ---

@@ -67,12 +67,16 @@ def shared_folder(tmp_path_factory):
 def shared_run(shared_folder) -> str:
     """The tiny run each pytest run trains once (``SHARED_RUN_ARGS``: quickstart's RNNsearch
     on the synthetic corpus, 4 steps, validations at steps 2 and 4, checkpoints kept). Read
-    it, never change it: a test that writes into a run takes ``trained_run``, its own copy."""
+    it, never change it: a test that writes into a run takes ``trained_run``, its own copy.
+    What ``memnmt train`` wrote on stderr (its log) is in ``stderr.txt`` beside it."""
     from keras_memnmt.cli import main
     from keras_memnmt.testing.tiny_runs import SHARED_RUN_ARGS
 
     def train(folder):
-        assert main(["train", "quickstart", "--out", str(folder / "run"), *SHARED_RUN_ARGS]) == 0
+        import contextlib
+
+        with open(folder / "stderr.txt", "w", encoding="utf-8") as err, contextlib.redirect_stderr(err):
+            assert main(["train", "quickstart", "--out", str(folder / "run"), *SHARED_RUN_ARGS]) == 0
 
     return str(shared_folder("shared_run", train) / "run")
 

@@ -97,7 +97,7 @@ class BleuValidation(keras.callbacks.Callback):
             raise TrainingDiverged(f"training diverged at step {self.step}: the weights are not "
                                    f"finite; {last_good(self.out_dir)}; lower learning_rate (or clipnorm) "
                                    "and start again with --overwrite")
-        train_seconds = self.seconds_before + t0 - self.t_begin - self.validation_seconds
+        train_seconds = self.training_seconds(t0)
         hyps = translate(self.model, self.vocab, self.sources, beam_size=1, progress=False)
         s = score(hyps, self.references)
         improved = s["bleu"] > self.best_bleu
@@ -117,11 +117,19 @@ class BleuValidation(keras.callbacks.Callback):
         # it are written completes them when it is resumed (save_validation_files).
         save_resumable(self.model, os.path.join(self.out_dir, "model.keras"), self.step, self.history)
         save_validation_files(self.model, self.out_dir, self.history, self.keep_checkpoints)
-        self.log(f"step {self.step} ({train_seconds / 60:.1f} min): loss {entry['loss']:.3f}  "
-                 f"val BLEU {s['bleu']:.2f} (best {self.best_bleu:.2f})  e.g. {hyps[0]!r}")
         if self.on_validation is not None:
             self.on_validation(self.step, s, hyps, started=t0)
-        self.validation_seconds += time.perf_counter() - t0
+        took = time.perf_counter() - t0
+        self.validation_seconds += took
+        # The training clock is on the progress lines (ProgressLog); this line's is its own.
+        self.log(f"validation at step {self.step}: BLEU {s['bleu']:.2f} (best {self.best_bleu:.2f}), "
+                 f"chrF {s['chrf']:.2f}; validated in {took:.0f} s; e.g. {hyps[0]!r}")
+
+    def training_seconds(self, now: float | None = None) -> float:
+        """The run's training time until ``now`` (``time.perf_counter()``): validation
+        excluded, a resumed run's earlier training included (``validations.json``'s clock)."""
+        now = time.perf_counter() if now is None else now
+        return self.seconds_before + now - self.t_begin - self.validation_seconds
 
     def on_train_batch_end(self, batch, logs=None):
         self.step += 1
@@ -134,6 +142,58 @@ class BleuValidation(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         if not self.every_steps:
             self._validate(logs)
+
+
+class ProgressLog(keras.callbacks.Callback):
+    """The log's lines while a run trains, each with one clock, labelled: the training
+    time so far (validation excluded; :meth:`BleuValidation.training_seconds`).
+
+    A line at each epoch's end, before its validation; and, where no progress bar is drawn
+    (``bar=False``: the log goes to a file), a line every ``every_steps`` steps.
+
+    Args:
+        log: where the lines go.
+        validation: the run's :class:`BleuValidation` (its clock).
+        every_steps: steps between two step lines (``log_every``).
+        last_step: the run's last step (``max_steps``, or its epochs' steps).
+        per_epoch: batches in an epoch of the data.
+        initial_step: steps done before (a resumed run).
+        bar: whether Keras's progress bar is drawn (a terminal); no step lines then.
+    """
+
+    def __init__(self, log, validation: BleuValidation, every_steps: int, last_step: int, per_epoch: int,
+                 initial_step: int = 0, bar: bool = False):
+        super().__init__()
+        self.log, self.validation, self.every_steps = log, validation, every_steps
+        self.last_step, self.per_epoch, self.step, self.bar = last_step, per_epoch, initial_step, bar
+        self.epochs = math.ceil(last_step / per_epoch)
+
+    def _where(self) -> str:
+        return f"step {self.step}/{self.last_step}, epoch {(self.step - 1) // self.per_epoch + 1}/{self.epochs}"
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.step += 1
+        if not self.bar and self.every_steps and self.step % self.every_steps == 0 and self.step < self.last_step:
+            self.log(f"{self._where()}: loss {float((logs or {}).get('loss', float('nan'))):.3f}; "
+                     f"training time {self.validation.training_seconds() / 60:.1f} min")
+
+    def on_epoch_end(self, epoch, logs=None):
+        ended = "ended" if self.step % self.per_epoch == 0 else "stopped"  # max_steps inside an epoch
+        self.log(f"epoch {epoch + 1}/{self.epochs} {ended} at step {self.step}: "
+                 f"loss {float((logs or {}).get('loss', float('nan'))):.3f}; "
+                 f"training time {self.validation.training_seconds() / 60:.1f} min")
+
+
+class EpochBar(keras.callbacks.ProgbarLogger):
+    """Keras's progress bar, ending at the steps an epoch ran: Keras's own fills the bar
+    to ``steps_per_epoch`` when an epoch stops early (the early stop inside an epoch)."""
+
+    def _finalize_progbar(self, logs):
+        target = self.target  # the fit's steps per epoch, for the next epoch's bar
+        if self.seen and self.progbar is not None:
+            self.target = self.progbar.target = self.seen
+        super()._finalize_progbar(logs)
+        self.target = target
 
 
 def plateau_counters(history: list[dict]) -> tuple[float, int, int]:

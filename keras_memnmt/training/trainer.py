@@ -54,6 +54,8 @@ from keras_memnmt.runtime import enable_compilation_cache
 from keras_memnmt.training import hosts
 from keras_memnmt.training.callbacks import (
     BleuValidation,
+    EpochBar,
+    ProgressLog,
     DivergenceStop,
     RunLog,
     TrainingDiverged,
@@ -247,27 +249,41 @@ def _results_stored(out_dir: str) -> bool:
     return os.path.isfile(os.path.join(out_dir, "results.json")) and bool(last.get("finished"))
 
 
-def _fit(model: keras.Model, dataset, callbacks: list, done: int, last_step: int, per_epoch: int) -> None:
+def fit_phases(done: int, last_step: int, per_epoch: int) -> list[tuple[int, int, int, int]]:
+    """The ``model.fit`` calls that train from step ``done`` to ``last_step``, as ``(first
+    step, Keras's initial epoch, steps per epoch, epochs)``: the rest of an epoch a resumed
+    run is inside, the whole epochs, the steps of an epoch that ``last_step`` cuts short."""
+    epoch, into = divmod(done, per_epoch)
+    phases = []
+    if into:
+        phases.append((done, epoch, min(per_epoch - into, last_step - done), epoch + 1))
+        epoch += 1
+    whole = last_step // per_epoch
+    if epoch < whole:
+        phases.append((epoch * per_epoch, epoch, per_epoch, whole))
+        epoch = whole
+    if epoch * per_epoch < last_step:
+        phases.append((epoch * per_epoch, epoch, last_step - epoch * per_epoch, epoch + 1))
+    return phases
+
+
+def _fit(model: keras.Model, dataset, callbacks: list, done: int, last_step: int, per_epoch: int,
+         bar: bool) -> None:
     """``model.fit`` from step ``done`` to ``last_step`` (the validation callback stops it
     there, or earlier), Keras's epochs being the data's epochs of ``per_epoch`` batches.
 
     ``dataset(start)``: the endless batches from step ``start`` on. A run resumed inside
     an epoch first trains the rest of that epoch (a ``fit`` of its remaining steps, so that
     Keras's epoch, its running loss and the epoch-end callbacks end where the data's do),
-    then the following epochs.
+    then the whole epochs, then the steps of an epoch that ``last_step`` cuts short (a
+    ``fit`` of those steps: no progress bar counts steps that will not run). ``bar``:
+    Keras's progress bar (a terminal; ``callbacks`` hold an :class:`EpochBar`), else
+    nothing from Keras (the run's :class:`ProgressLog` writes the lines).
     """
-    epoch, into = divmod(done, per_epoch)
-    phases = []  # (first step, Keras's initial epoch, steps per epoch, epochs)
-    if into:
-        phases.append((done, epoch, per_epoch - into, epoch + 1))
-        epoch += 1
-    epochs = math.ceil(last_step / per_epoch)
-    if epoch < epochs:
-        phases.append((epoch * per_epoch, epoch, per_epoch, epochs))
-    for start, initial, steps, until in phases:
+    for start, initial, steps, until in fit_phases(done, last_step, per_epoch):
         # shuffle=False: the pipeline shuffles; Keras ignores `shuffle` for a tf.data
         # dataset and warns when it is left at its default True.
-        model.fit(dataset(start), callbacks=callbacks, verbose=1 if sys.stderr.isatty() else 2, shuffle=False,
+        model.fit(dataset(start), callbacks=callbacks, verbose=1 if bar else 0, shuffle=False,
                   epochs=until, steps_per_epoch=steps, initial_epoch=initial)
         if model.stop_training:  # the last step, or the early stop
             return
@@ -389,7 +405,10 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
     # First: a diverged step raises before any callback saves it. Keras's callback writes the
     # epoch_* scalars; the monitor everything else.
     divergence = DivergenceStop(out_dir, max_loss=config.max_loss, initial_step=validation.step)
-    callbacks = [stepped, divergence, validation]
+    bar = sys.stderr.isatty()
+    progress = ProgressLog(log, validation, every_steps=config.log_every, last_step=last_step,
+                           per_epoch=per_epoch, initial_step=done, bar=bar)
+    callbacks = [stepped, divergence, progress, validation] + ([EpochBar()] if bar else [])
     if place.writer:
         callbacks += [RunLog(os.path.join(out_dir, "log.csv"), append=resume),
                       keras.callbacks.TensorBoard(os.path.join(out_dir, "tensorboard"), update_freq="epoch")]
@@ -401,7 +420,7 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
     try:
         if not finished:
             hosts.training_started()  # several processes: a failure from here on exits 3
-            _fit(model, dataset, callbacks, done, last_step, per_epoch)
+            _fit(model, dataset, callbacks, done, last_step, per_epoch, bar)
     except TrainingDiverged as e:
         if place.writer:
             fail_record(out_dir, str(e))
