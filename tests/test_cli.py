@@ -19,6 +19,18 @@ def test_help_lists_only_existing_subcommands():
     assert "data" in out and "vocab" in out
 
 
+def test_the_readme_synopsis_has_every_command():
+    import argparse
+
+    from keras_memnmt.cli.main import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    readme = open(os.path.join(os.path.dirname(__file__), "..", "README.md"), encoding="utf-8").read()
+    synopsis = readme.split("## Command line", 1)[1].split("```")[1]
+    missing = [name for name in sub.choices if f"memnmt {name} " not in synopsis]
+    assert not missing, f"README's command-line synopsis lacks {missing}"
+
+
 def test_data_check_on_a_data_dir(data_dir, capsys):
     assert main(["data", "check", "--data-dir", data_dir, "--src", "en", "--tgt", "de",
                  "--split", "val", "--vocab-size", "500"]) == 0

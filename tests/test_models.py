@@ -402,3 +402,14 @@ def test_every_dropout_option_of_a_model_changes_its_training_outputs(name):
         model.set_weights(reference.get_weights())
         logits = keras.ops.convert_to_numpy(model((src, tgt), training=True))
         assert not np.allclose(logits, expected), f"{name}: {rate}=0.5 changes nothing in training"
+
+
+@pytest.mark.parametrize("name", library_model_params())
+def test_a_batch_of_one_predicts_at_any_new_width(name):
+    """``predict_on_batch`` of one sentence, then of widths not seen before: on TensorFlow the
+    second trace has a known batch of 1 and an unknown width, through which every state of
+    the decoder's loop must keep its batch size."""
+    model = MODELS[name](30, 25, **TINY_OPTIONS[name])
+    for width in (8, 16, 24):
+        logits = model.predict_on_batch((np.full((1, width), 5, "int32"), np.full((1, 8), BOS_ID, "int32")))
+        assert np.asarray(logits).shape == (1, 8, 25)

@@ -49,6 +49,8 @@ def source_file(tmp_path):
 # Each command and flag that writes, with the run's file or folder it is pointed at.
 COMMANDS = {
     "translate --output": (["translate", "--model", "RUN", "--input", "IN", "--output", "OUT"], "best.keras"),
+    "score --output": (["score", "--model", "RUN", "--source", "IN", "--target", "IN", "--output", "OUT"],
+                       "best.keras"),
     "compare --json": (["compare", "RUN", "--system", "again=RUN", "--json", "OUT", "--quiet"], "config.json"),
     "average --out": (["average", "--model", "RUN", "--last", "2", "--out", "OUT"], "model.keras"),
     "plot --out": (["plot", "--model", "RUN", "--source", "a cat", "--out", "OUT"], "checkpoints/plot.png"),

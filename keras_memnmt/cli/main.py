@@ -14,7 +14,7 @@ import contextlib
 import os
 import sys
 
-from keras_memnmt.cli import data, evaluate, export, plot, results, runfiles, train, translate
+from keras_memnmt.cli import data, evaluate, export, plot, results, runfiles, score, train, translate
 
 
 def _setup_process() -> None:
@@ -35,7 +35,7 @@ def _setup_process() -> None:
 
 
 # Each group's module adds its subcommands, in the order `memnmt --help` lists them.
-GROUPS = (data, train, translate, evaluate, plot, results, runfiles, export)
+GROUPS = (data, train, translate, score, evaluate, plot, results, runfiles, export)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -370,8 +370,13 @@ class DecoderCell(keras.layers.Layer):
 
     @staticmethod
     def unflatten(x: Any, mask: Any, features: int) -> Any:
-        """``(B, Tx*F) -> (B, Tx, F)``, with ``Tx`` read from the ``(B, Tx)`` mask state."""
-        return ops.reshape(x, (-1, ops.shape(mask)[1], features))
+        """``(B, Tx*F) -> (B, Tx, F)``, with ``Tx`` read from the ``(B, Tx)`` mask state.
+
+        ``B`` is read from ``x``, not left to the reshape: inside TensorFlow's graph a
+        ``-1`` beside an unknown ``Tx`` loses a known ``B``, and the RNN's loop then
+        refuses a state whose batch size changed (a batch of one sentence of a width
+        not seen before)."""
+        return ops.reshape(x, (ops.shape(x)[0], ops.shape(mask)[1], features))
 
     def get_config(self) -> dict:
         config = super().get_config()
