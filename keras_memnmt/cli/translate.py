@@ -11,6 +11,8 @@ from keras_memnmt.cli.args import (
     ENSEMBLE_CHECKPOINT_HELP,
     MODEL_HELP,
     add_search_args,
+    finite_float,
+    int_at_least,
     members_of,
     model_files,
     positive_int,
@@ -44,24 +46,27 @@ def cmd_translate(args) -> int:
     from keras_memnmt.rundir.runs import load_ensemble
 
     search = search_options(args)  # bad options fail before the model is loaded
+    search.update(_drawing(args))
     if args.resume and not args.output:
         raise ValueError("--resume continues an --output file; give --output")
     members = members_of(args)
     if args.output:
         from keras_memnmt.rundir.outputs import check_output
 
-        inputs = [("the --input file", args.input)] if args.input else []
+        inputs = [(f"the {flag} file", path) for flag, path in (("--input", args.input), ("--prefix", args.prefix))
+                  if path]
         check_output("--output", args.output,
                      inputs=inputs + [("a model file to translate with", f) for f in model_files(members)])
     partial = _partial_output(args.output) if args.resume and os.path.isfile(args.output) else None
     # The model first: a bad --model is reported before standard input is waited for.
     model, vocab, _ = load_ensemble(members)
-    if args.input:
-        from keras_memnmt.data import read_lines
+    from keras_memnmt.data import read_lines
 
-        lines = read_lines(args.input)
-    else:
-        lines = read_stdin()
+    prefixes = read_lines(args.prefix) if args.prefix else None  # before standard input is read
+    lines = read_lines(args.input) if args.input else read_stdin()
+    if prefixes is not None and len(prefixes) != len(lines):
+        raise ValueError(f"--prefix {args.prefix} has {len(prefixes)} lines but the input has {len(lines)}: "
+                         "one prefix (or an empty line) per input line")
     done = 0
     if partial:  # keep the complete lines; an unfinished last one (no newline) is translated again
         done, end, size = partial
@@ -86,7 +91,10 @@ def cmd_translate(args) -> int:
         number = done
         for chunk in translate_chunks(model, vocab, lines[done:], chunk_size=args.chunk_size,
                                       beam_size=args.beam, progress=progress(args),
-                                      alignments=args.show_attention, **search):
+                                      alignments=args.show_attention, line_offset=done,
+                                      prefixes=None if prefixes is None else prefixes[done:], **search):
+            if args.samples > 1:  # each input line's samples, one per line
+                chunk = [line for draws in chunk for line in draws]
             if not args.show_attention:
                 write(out, "".join(line + "\n" for line in chunk), name)
                 continue
@@ -105,6 +113,35 @@ def cmd_translate(args) -> int:
         except OSError as e:
             raise OSError(f"cannot write {name}: {e.strerror or e}") from e
     return 0
+
+
+def _drawing(args) -> dict:
+    """The search's sampling options from the flags (and ``args.beam`` resolved): none
+    without ``--sampling``; ``--samples``, ``--temperature`` and ``--seed`` need it, and
+    a ``--beam`` above 1 excludes it."""
+    if args.sampling is None:
+        for flag, value, default in (("--samples", args.samples, 1), ("--temperature", args.temperature, 1.0),
+                                     ("--seed", args.seed, 0)):
+            if value != default:
+                raise ValueError(f"{flag} sets how --sampling draws; give --sampling (full, topk:K or topp:P)")
+        args.beam = 5 if args.beam is None else args.beam
+        return {}
+    from keras_memnmt.decoding.common import parse_sampling
+
+    try:
+        parse_sampling(args.sampling)
+    except ValueError as e:
+        raise ValueError(f"--{e}") from None
+    if args.beam not in (None, 1):
+        raise ValueError(f"--sampling draws one token at a time; it does not combine with --beam {args.beam}")
+    if not args.temperature > 0:
+        raise ValueError(f"--temperature must be > 0, got {args.temperature}")
+    if args.samples > 1 and (args.resume or args.show_attention):
+        flag = "--resume" if args.resume else "--show-attention"
+        raise ValueError(f"--samples {args.samples} writes several lines per input line; {flag} needs one")
+    args.beam = 1
+    return {"sampling": args.sampling, "temperature": args.temperature, "seed": args.seed,
+            "samples": args.samples}
 
 
 def _print_alignment(number: int, alignment: list) -> None:
@@ -136,4 +173,17 @@ def add_parsers(sub) -> None:
                     help="after each translated line, print on stderr each target subword with the "
                          "source subword it attends to most and that weight (models with source "
                          "attention); the translations themselves are unchanged")
-    tl.set_defaults(func=cmd_translate)
+    tl.add_argument("--prefix", help="target prefixes, one per input line (an empty line: none): each "
+                    "translation starts with its line's prefix, and the search goes on from there")
+    tl.add_argument("--sampling", metavar="full|topk:K|topp:P",
+                    help="draw each output token instead of searching: from the whole distribution, "
+                         "the K most probable tokens, or the fewest whose probability reaches P "
+                         "(greedy order; not with --beam above 1)")
+    tl.add_argument("--temperature", type=finite_float, default=1.0,
+                    help="with --sampling: divides the log-probabilities drawn from (default 1.0)")
+    tl.add_argument("--seed", type=int_at_least(0), default=0,
+                    help="with --sampling: the draws' seed; the same seed gives the same samples "
+                         "on every backend and batch size (default 0)")
+    tl.add_argument("--samples", type=positive_int, default=1,
+                    help="with --sampling: draws per input line, written on consecutive lines (default 1)")
+    tl.set_defaults(func=cmd_translate, beam=None)

@@ -15,12 +15,14 @@ from keras_memnmt.decoding.common import (
     NEG_INF,
     NextFn,
     Tensor,
+    add_prefix,
     check_attention,
     check_ids,
     check_length_penalty,
     compact_done,
     finish,
     first_call,
+    forced_tokens,
     log_probs,
     normalizer,
     resolve_compact,
@@ -56,7 +58,8 @@ def block_size(vocab: int, count: int) -> int | None:
     return min(sizes, key=lambda d: abs(d - target)) if sizes else None
 
 
-def candidates(logits: Tensor, alive_raw: Tensor, count: int, banned_ids: tuple[int, ...]) -> tuple[Tensor, Tensor]:
+def candidates(logits: Tensor, alive_raw: Tensor, count: int, banned_ids: tuple[int, ...],
+               forced: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """The ``count`` best continuations of each sentence's beams: step 2a-b of `beam_search`.
 
     `logits (A*K, V)`, `alive_raw (A, K)` -> `(raw (A, C), index (A, C))`: the `C = count`
@@ -74,16 +77,17 @@ def candidates(logits: Tensor, alive_raw: Tensor, count: int, banned_ids: tuple[
     a candidate at least as good and, if equal, of lower index); they are gathered in
     index order and one `top_k` over their `C*W` scores picks the `C` best. What still
     reads every logit: the row's maximum and sum of exponentials (the normalizer), the
-    banning of pad and bos, and the block maxima.
+    banning of pad and bos, and the block maxima. `forced` `(A*K,)`: a row's only
+    allowed token, or `-1` (`common.normalizer`).
     """
     k, vocab = alive_raw.shape[1], logits.shape[-1]
     width = block_size(vocab, count)
     if width is None:
-        cand = alive_raw[:, :, None] + ops.reshape(log_probs(logits, banned_ids), (-1, k, vocab))
+        cand = alive_raw[:, :, None] + ops.reshape(log_probs(logits, banned_ids, forced), (-1, k, vocab))
         raw, index = ops.top_k(ops.reshape(cand, (-1, k * vocab)), count)  # (A, C)
         return raw, ops.cast(index, "int32")
     blocks = vocab // width
-    x, top, log_sum = normalizer(logits, banned_ids)  # (A*K, V), (A*K, 1), (A*K, 1)
+    x, top, log_sum = normalizer(logits, banned_ids, forced)  # (A*K, V), (A*K, 1), (A*K, 1)
     offset = ops.reshape(alive_raw, (-1, 1))  # (A*K, 1)
     def score(values, offset, top, log_sum):  # alive_raw + log p, in log_probs' own steps
         return offset + ((values - top) - log_sum)
@@ -120,6 +124,7 @@ def beam_search(
     early_stopping: bool = True,
     max_steps: int | None = None,
     compact: bool | None = None,
+    prefix: Tensor | None = None,
 ) -> dict[str, Tensor]:
     """Beam search with an alive beam and a finished buffer, as one compiled loop.
 
@@ -213,6 +218,10 @@ def beam_search(
         compact: drop done sentences from the loop (step 2g); the results are
             the same either way. Default: on, except on JAX, where it is an
             error (see `common`).
+        prefix: `(B, P)` int32 target tokens each sentence's hypotheses start
+            with (pad after a shorter one): inside it every other candidate is
+            `-inf`, so one beam carries the prefix and the beam opens after it,
+            as at the first step; the limit is raised to fit it and one token more.
 
     Returns:
         dict with
@@ -265,6 +274,8 @@ def beam_search(
         "fin_lengths": ops.zeros((b, k), dtype="int32"),  # (B, K)
         "done": ops.zeros((b,), dtype="bool"),  # (B,)
     }
+    carry["limit"] = ops.minimum(add_prefix(carry, prefix, limit), steps)
+    carry["max_lp"] = lp(carry["limit"])
     if return_attention:
         attention = ops.repeat(ops.cast(attention, "float32"), k, axis=0)  # (B*K, Tx)
         tx = attention.shape[-1]
@@ -277,7 +288,9 @@ def beam_search(
         step, done, limit = carry["step"], carry["done"], carry["limit"]
         length = step + 1
         # a-b. The C best candidates (`candidates`), their source beams, tokens and sequences.
-        cand_raw, cand_index = candidates(logits, carry["alive_raw"], c, banned)  # (A, C)
+        forced = forced_tokens(carry)  # (A,) or None
+        forced = None if forced is None else ops.repeat(forced, k, axis=0)  # (A*K,)
+        cand_raw, cand_index = candidates(logits, carry["alive_raw"], c, banned, forced)  # (A, C)
         cand_beam = cand_index // vocab  # (A, C)
         cand_token = cand_index % vocab  # (A, C)
         cand_tokens = _gather(carry["alive_tokens"], cand_beam)  # (A, C, L)

@@ -142,13 +142,19 @@ def resolve_max_length(
     return steps, limit
 
 
-def normalizer(logits: Tensor, banned_ids: tuple[int, ...]) -> tuple[Tensor, Tensor, Tensor]:
+def normalizer(logits: Tensor, banned_ids: tuple[int, ...], forced: Tensor | None = None
+               ) -> tuple[Tensor, Tensor, Tensor]:
     """`(N, V)` logits -> float32 logits with `-inf` at `banned_ids` `(N, V)`, and the
     row maximum `(N, 1)` and `log(sum(exp(logits - max)))` `(N, 1)` of the logits as given.
 
     A log-probability is `(logit - max) - log_sum` (`log_probs`), the steps of a
     log-softmax, written out so that beam search can score a few candidates with the
     same arithmetic as the whole row (`beam.candidates`).
+
+    `forced` `(N,)` int32: a row whose entry is a token id (`>= 0`) may only take that
+    token (a target prefix, `forced_tokens`): every other token is `-inf` as well; `-1`
+    leaves the row free. The normalizer stays that of the whole row, so a forced
+    token's score is its log-probability under the model.
     """
     x = ops.cast(logits, "float32")
     top = ops.max(x, axis=-1, keepdims=True)  # (N, 1)
@@ -157,13 +163,108 @@ def normalizer(logits: Tensor, banned_ids: tuple[int, ...]) -> tuple[Tensor, Ten
     banned = ops.zeros_like(vocab) > 0
     for token in banned_ids:
         banned = banned | (vocab == token)
+    if forced is not None:
+        forced = ops.cast(forced, "int32")[:, None]  # (N, 1)
+        banned = banned[None, :] | ((forced >= 0) & (vocab[None, :] != forced))  # (N, V)
     return ops.where(banned, NEG_INF, x), top, log_sum
 
 
-def log_probs(logits: Tensor, banned_ids: tuple[int, ...]) -> Tensor:
-    """`(N, V)` logits -> `(N, V)` float32 log-probabilities, `-inf` at `banned_ids`."""
-    x, top, log_sum = normalizer(logits, banned_ids)
+def log_probs(logits: Tensor, banned_ids: tuple[int, ...], forced: Tensor | None = None) -> Tensor:
+    """`(N, V)` logits -> `(N, V)` float32 log-probabilities, `-inf` at `banned_ids`
+    (and, in a row with a `forced` token, at every other token; see `normalizer`)."""
+    x, top, log_sum = normalizer(logits, banned_ids, forced)
     return (x - top) - log_sum
+
+
+def forced_tokens(carry: dict) -> Tensor | None:
+    """`(A,)` the token each sentence of the carry must take at this step, `-1` where it
+    is free: its target prefix's token while the step is inside the prefix (the carry's
+    `prefix` `(A, P)` and `prefix_length` `(A,)`); `None` without a prefix."""
+    if "prefix" not in carry:
+        return None
+    prefix, step = carry["prefix"], carry["step"]
+    width = prefix.shape[1]
+    if not width:
+        return None
+    token = ops.take_along_axis(prefix, ops.zeros_like(prefix[:, :1]) + ops.minimum(step, width - 1), axis=1)
+    return ops.where(step < carry["prefix_length"], token[:, 0], -1)
+
+
+def add_prefix(carry: dict, prefix: Tensor | None, limit: Tensor) -> Tensor:
+    """Puts a target prefix `(B, P)` (pad after each sentence's own) into the carry, and
+    returns the per-sentence limits `(B,)` raised so that the prefix and one more token
+    fit (what the search then adds is bounded by the limit as before)."""
+    if prefix is None:
+        return limit
+    prefix = ops.cast(prefix, "int32")
+    carry["prefix"] = prefix
+    carry["prefix_length"] = ops.sum(ops.cast(prefix != 0, "int32"), axis=1)  # pad id 0
+    return ops.maximum(limit, carry["prefix_length"] + 1)
+
+
+# Sampling (`sample_tokens`): the noise is a hash of (key, step, token), integer
+# arithmetic in keras.ops, so the same seed gives the same samples on every backend and
+# in any batch; keras.random's generators differ per backend and carry state through
+# the compiled loop.
+SAMPLING_KINDS = ("full", "topk", "topp")
+
+
+def parse_sampling(text: str) -> tuple[str, float]:
+    """`"full"`, `"topk:K"` or `"topp:P"` -> `(kind, value)`; a one-line `ValueError` otherwise."""
+    kind, _, value = text.partition(":")
+    try:
+        if kind == "full" and not value:
+            return "full", 0.0
+        if kind == "topk" and int(value) >= 1:
+            return "topk", float(int(value))
+        if kind == "topp" and 0.0 < float(value) <= 1.0:
+            return "topp", float(value)
+    except ValueError:
+        pass
+    raise ValueError(f"sampling {text!r}: expected full, topk:K (an int >= 1) or topp:P (0 < P <= 1)")
+
+
+def _shift_right(x: Tensor, bits: int) -> Tensor:
+    """Logical right shift of int32 values (keras.ops shifts signed ints arithmetically)."""
+    return ops.bitwise_and(ops.right_shift(x, bits), (1 << (32 - bits)) - 1)
+
+
+def _mix(x: Tensor) -> Tensor:
+    """A 32-bit integer hash (Wellons's "lowbias32") on int32, wrapping."""
+    x = ops.bitwise_xor(x, _shift_right(x, 16))
+    x = x * 0x7FEB352D
+    x = ops.bitwise_xor(x, _shift_right(x, 15))
+    x = x * -0x7B935975  # 0x846ca68b as an int32
+    return ops.bitwise_xor(x, _shift_right(x, 16))
+
+
+def gumbel_noise(keys: Tensor, step: Tensor, vocab: int) -> Tensor:
+    """`(N, V)` float32 Gumbel noise, a function of each row's key `(N,)`, the step and the token."""
+    row = _mix(_mix(ops.cast(keys, "int32")) + _mix(ops.cast(step, "int32") + 0x632BE5AB))  # (N,)
+    bits = _mix(row[:, None] + ops.arange(vocab, dtype="int32")[None, :] * -0x61C88647)  # golden ratio
+    uniform = (ops.cast(_shift_right(bits, 8), "float32") + 0.5) / float(1 << 24)  # (0, 1)
+    return -ops.log(-ops.log(uniform))
+
+
+def sample_tokens(logp: Tensor, sampling: tuple[str, float], temperature: float, keys: Tensor,
+                  step: Tensor) -> Tensor:
+    """`(N,)` tokens drawn from `softmax(logp / temperature)` restricted to the `K` most
+    probable tokens (`topk`) or to the fewest whose probability reaches `P` (`topp`,
+    nucleus sampling, Holtzman et al. 2020), by the Gumbel-max trick with `gumbel_noise`.
+    `-inf` tokens (banned, or not a row's forced token) are never drawn."""
+    kind, value = sampling
+    x = logp / float(temperature)
+    if kind == "topk":
+        kth = ops.top_k(x, min(int(value), x.shape[-1]))[0][:, -1:]  # (N, 1)
+        x = ops.where(x < kth, NEG_INF, x)
+    elif kind == "topp":
+        ranked = ops.top_k(x, x.shape[-1])[0]  # (N, V) descending
+        probs = ops.softmax(ranked, axis=-1)
+        before = ops.cumsum(probs, axis=-1) - probs  # the mass of the tokens ranked above
+        count = ops.sum(ops.cast(before < value, "int32"), axis=-1, keepdims=True)  # >= 1
+        threshold = ops.take_along_axis(ranked, count - 1, axis=1)  # (N, 1)
+        x = ops.where(x < threshold, NEG_INF, x)
+    return ops.cast(ops.argmax(x + gumbel_noise(keys, step, x.shape[-1]), axis=-1), "int32")
 
 
 def write_step(buffer: Tensor, values: Tensor, step: Tensor, time_axis: int) -> Tensor:

@@ -7,15 +7,18 @@ from keras import ops
 from keras_memnmt.decoding.common import (
     NextFn,
     Tensor,
+    add_prefix,
     check_attention,
     check_ids,
     compact_done,
     finish,
     first_call,
+    forced_tokens,
     log_probs,
     resolve_compact,
     resolve_max_length,
     results_store,
+    sample_tokens,
     while_loop,
     write_step,
 )
@@ -32,8 +35,12 @@ def greedy_search(
     return_attention: bool = False,
     max_steps: int | None = None,
     compact: bool | None = None,
+    prefix: Tensor | None = None,
+    sampling: tuple[str, float] | None = None,
+    temperature: float = 1.0,
+    keys: Tensor | None = None,
 ) -> dict[str, Tensor]:
-    """Pick the most probable token at every step, as one compiled loop.
+    """Pick the most probable token at every step (or draw one), as one compiled loop.
 
     Notation: `B` batch, `V` vocabulary, `L` buffer width (`max_steps`),
     `Tx` source length.
@@ -45,12 +52,16 @@ def greedy_search(
        `keras.ops.while_loop`, which calls `next_fn` on the token just
        chosen):
        a. `log p = log_softmax(logits)` `(B, V)`; pad and bos get `-inf`.
+          Inside a sentence's target `prefix`, every token but the prefix's
+          gets `-inf` too (its log-probability stays the model's).
        b. The token is the `top_k(score[:, None] + log p, 1)` `(B,)`,
           i.e. the argmax of `log p`, and its value the new score: the same
           ops as beam search with `K = 1`, so the two pick the same tokens
           (ties included) and the same scores (bitwise on TensorFlow and
           PyTorch; XLA may compile the model's own arithmetic differently
-          in the two loops, a few ulp).
+          in the two loops, a few ulp). With `sampling`, the token is drawn
+          (`common.sample_tokens`, row `b`'s noise from `keys[b]`) and the
+          score adds its log-probability under the model (no temperature).
        c. A sentence finishes on eos, or when `i + 1` reaches its own
           limit (force-finished without eos); its length becomes `i + 1`.
        d. The token is written at column `i` of the `(B, L)` token buffer
@@ -88,6 +99,14 @@ def greedy_search(
         compact: drop finished sentences from the loop (step 2e); the
             results are the same either way. Default: on, except on JAX, where
             it is an error (see `common`).
+        prefix: `(B, P)` int32 target tokens each sentence must start with (pad
+            after a shorter one); its limit is raised to fit the prefix and one
+            token more (`common.add_prefix`). `L` must hold it.
+        sampling: `("full" | "topk" | "topp", value)` (`common.parse_sampling`):
+            draw each token instead of taking the best.
+        temperature: divides the log-probabilities that `sampling` draws from.
+        keys: `(B,)` int32, each row's sampling key (the same key, the same
+            draws on every backend); required with `sampling`.
 
     Returns:
         dict with
@@ -97,6 +116,8 @@ def greedy_search(
         `attention` `(B, L, Tx)` float32, if `return_attention`.
     """
     check_ids(bos_id, eos_id, pad_id)
+    if sampling is not None and keys is None:
+        raise ValueError("sampling needs keys: one int32 key per sentence")
     compact = resolve_compact(compact)
     steps, limit = resolve_max_length(max_length, batch_size, max_steps)  # L, (B,)
     banned = (pad_id, bos_id)
@@ -115,6 +136,9 @@ def greedy_search(
         "lengths": ops.zeros((batch_size,), dtype="int32"),  # (B,)
         "done": ops.zeros((batch_size,), dtype="bool"),  # (B,)
     }
+    carry["limit"] = ops.minimum(add_prefix(carry, prefix, limit), steps)
+    if sampling is not None:
+        carry["keys"] = ops.cast(keys, "int32")  # (B,)
     if return_attention:
         tx = attention.shape[-1]
         carry["attention"] = ops.zeros((batch_size, steps, tx), dtype="float32")  # (B, L, Tx)
@@ -123,11 +147,15 @@ def greedy_search(
         # 2. One step: choose, score, finish, write (B rows below; fewer once
         # compaction has dropped finished sentences).
         step, done, limit = carry["step"], carry["done"], carry["limit"]
-        logp = log_probs(logits, banned)  # (B, V)
-        cand = carry["scores"][:, None] + logp  # (B, V), as beam search ranks them
-        top_score, top_token = ops.top_k(cand, 1)  # (B, 1) each
-        top_score = ops.reshape(top_score, (-1,))  # (B,)
-        top_token = ops.reshape(ops.cast(top_token, "int32"), (-1,))  # (B,)
+        logp = log_probs(logits, banned, forced_tokens(carry))  # (B, V)
+        if sampling is None:
+            cand = carry["scores"][:, None] + logp  # (B, V), as beam search ranks them
+            top_score, top_token = ops.top_k(cand, 1)  # (B, 1) each
+            top_score = ops.reshape(top_score, (-1,))  # (B,)
+            top_token = ops.reshape(ops.cast(top_token, "int32"), (-1,))  # (B,)
+        else:
+            top_token = sample_tokens(logp, sampling, temperature, carry["keys"], step)  # (B,)
+            top_score = carry["scores"] + ops.take_along_axis(logp, top_token[:, None], axis=1)[:, 0]
         active = ops.logical_not(done)
         token = ops.where(active, top_token, pad_id)
         scores = ops.where(active, top_score, carry["scores"])

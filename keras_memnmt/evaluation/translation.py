@@ -62,6 +62,10 @@ def translate_chunks(
     pad_multiple: int = 8,
     progress: bool | None = None,
     alignments: bool = False,
+    prefixes: Sequence[str] | None = None,
+    samples: int = 1,
+    seed: int = 0,
+    line_offset: int = 0,
     **generate_kwargs,
 ) -> Iterator[list]:
     """Translates ``sentences`` ``chunk_size`` at a time, yielding each chunk's outputs in input order.
@@ -77,6 +81,16 @@ def translate_chunks(
     alignment one ``(target piece, source piece, weight)`` per target subword (eos
     left out): the source subword with the largest attention weight at that step of
     the search (the model must have source attention).
+
+    ``prefixes``: one target prefix per sentence (``""``: none); each translation starts
+    with its prefix's subwords (:meth:`Generator.generate`'s ``prefix``). A prefix with a
+    piece the target vocabulary lacks is a ``ValueError`` naming its line.
+
+    With ``sampling`` (in ``generate_kwargs``: ``"full"``, ``"topk:K"``, ``"topp:P"``,
+    and ``temperature``), each sentence gets ``samples`` draws, the ``j``-th of input
+    line ``n`` (counted from 0, plus ``line_offset``) keyed by ``(seed, n, j)``: the same
+    seed gives the same samples whatever the batching, chunking or backend. Each output
+    is then a list of ``samples`` translations (a single string when ``samples`` is 1).
     """
     from tqdm.auto import tqdm
 
@@ -86,6 +100,13 @@ def translate_chunks(
     batch_size = default_batch_size(beam_size) if batch_size is None else batch_size
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be an integer >= 1 (or None for the default), got {batch_size!r}")
+    sampling = generate_kwargs.get("sampling") is not None
+    if not isinstance(samples, int) or samples < 1 or (samples > 1 and not sampling):
+        raise ValueError(f"samples must be an int >= 1, and above 1 only with sampling; got {samples!r}")
+    if samples > 1 and alignments:
+        raise ValueError("alignments are of the best translation: not with several samples")
+    if prefixes is not None and len(prefixes) != len(sentences):
+        raise ValueError(f"{len(prefixes)} prefixes for {len(sentences)} sentences: give one per sentence")
     total = sum(1 for s in sentences if s.strip())
     # A short last batch is filled up with one-token rows (eos) to the full batch size
     # when the input has more than one batch: the compiled search then sees one batch
@@ -94,8 +115,11 @@ def translate_chunks(
     with tqdm(total=total, desc="translating", unit="sent", disable=progress_disabled(progress, total),
               file=sys.stderr) as bar:
         for start in range(0, len(sentences), size):
+            draw = dict(samples=samples, seed=seed) if sampling else None
             yield _translate_chunk(model, vocab, sentences[start:start + size], beam_size, batch_size,
-                                   pad_multiple, rows, bar, alignments, generate_kwargs)
+                                   pad_multiple, rows, bar, alignments, generate_kwargs,
+                                   None if prefixes is None else prefixes[start:start + size],
+                                   draw, line_offset + start)
 
 
 def progress_disabled(progress: bool | None, total: int | None = None) -> bool | None:
@@ -108,35 +132,82 @@ def progress_disabled(progress: bool | None, total: int | None = None) -> bool |
 
 def _translate_chunk(model, vocab: SubwordVocab, sentences: Sequence[str], beam_size: int,
                      batch_size: int, pad_multiple: int, rows: int | None, bar, alignments: bool,
-                     generate_kwargs: dict) -> list:
-    results: list = [("", []) if alignments else ""] * len(sentences)
+                     generate_kwargs: dict, prefixes: Sequence[str] | None = None,
+                     draw: dict | None = None, first_line: int = 0) -> list:
+    copies = draw["samples"] if draw else 1
+    empty = ("", []) if alignments else ""
+    results: list = [empty if copies == 1 else [""] * copies for _ in sentences]
     todo = [i for i, s in enumerate(sentences) if s.strip()]
     if not todo:
         return results
     ids = dict(zip(todo, encode_sources(vocab, [sentences[i] for i in todo])))
-    order = sorted(todo, key=lambda i: len(ids[i]))
+    forced = _prefix_ids(vocab, prefixes, todo, first_line) if prefixes else {}
+    # Each item is one search row: (sentence, draw); without sampling one per sentence.
+    order = [(i, j) for i in sorted(todo, key=lambda i: len(ids[i])) for j in range(copies)]
     for start in range(0, len(order), batch_size):
         chunk = order[start:start + batch_size]
-        width = -(-max(len(ids[i]) for i in chunk) // pad_multiple) * pad_multiple
-        batch = np.full((rows or len(chunk), width), PAD_ID, np.int32)
-        batch[len(chunk):, 0] = EOS_ID
-        for row, i in enumerate(chunk):
-            batch[row, : len(ids[i])] = ids[i]
+        batch = _padded([ids[i] for i, _ in chunk], rows, pad_multiple, EOS_ID)
+        extra = {}
+        if forced:
+            extra["prefix"] = _padded([forced.get(i, []) for i, _ in chunk], rows, pad_multiple, PAD_ID)
+        if draw:
+            keys = [draw_key(draw["seed"], first_line + i, j) for i, j in chunk]
+            extra["keys"] = np.array(keys + [0] * (len(batch) - len(chunk)), np.int32)
         try:
-            out = model.generate(batch, beam_size=beam_size, return_attention=alignments, **generate_kwargs)
+            out = model.generate(batch, beam_size=beam_size, return_attention=alignments, **generate_kwargs,
+                                 **extra)
         except ValueError as e:
             if alignments and "return_attention" in str(e):
                 raise ValueError(f"{type(model).__name__} has no source attention to align with") from None
             raise
         tokens = np.asarray(out["tokens"])[: len(chunk), 0, :]  # best hypothesis (B, L)
-        for row, (i, text) in enumerate(zip(chunk, vocab.target.decode(tokens))):
+        for row, ((i, j), text) in enumerate(zip(chunk, vocab.target.decode(tokens))):
             if alignments:  # attention (B, n_best, L, Tx) of the best hypothesis
                 weights = np.asarray(out["attention"])[row, 0]
                 results[i] = (text, _alignment(vocab, ids[i], tokens[row], weights))
+            elif copies > 1:
+                results[i][j] = text
             else:
                 results[i] = text
-        bar.update(len(chunk))
+        bar.update(sum(1 for _, j in chunk if j == copies - 1))  # sentences whose draws are all done
     return results
+
+
+def _padded(rows: list[list[int]], height: int | None, pad_multiple: int, filler: int) -> np.ndarray:
+    """``rows`` as an int32 array, its width padded up to a multiple of ``pad_multiple``
+    (at least one column) and, with ``height``, filled up to that many rows of one
+    ``filler`` token (a short last batch keeps the compiled batch size)."""
+    width = max(1, -(-max(len(r) for r in rows) // pad_multiple) * pad_multiple)
+    batch = np.full((height or len(rows), width), PAD_ID, np.int32)
+    batch[len(rows):, 0] = filler
+    for row, ids in enumerate(rows):
+        batch[row, : len(ids)] = ids
+    return batch
+
+
+def _prefix_ids(vocab: SubwordVocab, prefixes: Sequence[str], todo: list[int], first_line: int) -> dict:
+    """The target ids of each non-empty prefix of the sentences ``todo``; a piece the
+    vocabulary lacks (SentencePiece's unknown id) is a ``ValueError`` naming its line."""
+    from keras_memnmt.data.vocab import UNK_ID
+
+    given = [i for i in todo if prefixes[i].strip()]
+    out = {}
+    for i, ids in zip(given, vocab.target.encode([prefixes[i].strip() for i in given])):
+        if UNK_ID in ids:
+            raise ValueError(f"prefix line {first_line + i + 1} ({prefixes[i].strip()!r}) has a piece the target "
+                             "vocabulary cannot spell")
+        out[i] = ids
+    return out
+
+
+def draw_key(seed: int, line: int, sample: int) -> int:
+    """The sampling key of draw ``sample`` of input line ``line`` (from 0) under ``seed``:
+    a non-negative int32 (a hash of the three, so no two draws share one in practice)
+    that the search's noise mixes with the step and the token (``decoding.common.gumbel_noise``)."""
+    import hashlib
+
+    digest = hashlib.blake2b(f"{seed}:{line}:{sample}".encode(), digest_size=4).digest()
+    return int.from_bytes(digest, "little") & 0x7FFFFFFF
 
 
 def _alignment(vocab: SubwordVocab, source_ids: list[int], tokens: np.ndarray,

@@ -48,8 +48,19 @@ class Generator:
         alpha: float = 0.6,
         n_best: int = 1,
         return_attention: bool = False,
+        prefix=None,
+        sampling: str | None = None,
+        temperature: float = 1.0,
+        keys=None,
     ) -> dict:
         """Translates a batch of source ids (greedy when ``beam_size == 1``).
+
+        ``prefix`` ``(B, P)`` int ids: each sentence's output starts with its row (pad
+        after a shorter one), then the search goes on; its bound is then at least
+        ``prefix length + max_length_b``. ``sampling`` (``"full"``, ``"topk:K"``,
+        ``"topp:P"``; greedy only) draws each token from the model's distribution at
+        ``temperature`` instead of taking the best, row ``b``'s draws set by
+        ``keys[b]`` (int32; the same keys give the same samples on every backend).
 
         The output length is capped at ``max_length_a · |x| + max_length_b``
         tokens per sentence (eos included). The whole search is one compiled
@@ -71,8 +82,22 @@ class Generator:
         """
         if beam_size < 1 or n_best < 1 or n_best > beam_size:
             raise ValueError(f"need 1 <= n_best <= beam_size, got n_best={n_best}, beam_size={beam_size}")
+        from keras_memnmt.decoding.common import parse_sampling
+
+        extras = {}
+        if sampling is not None:
+            if beam_size != 1:
+                raise ValueError(f"sampling draws one token at a time: it needs beam_size 1, got {beam_size}")
+            if not temperature > 0:
+                raise ValueError(f"temperature must be > 0, got {temperature}")
+            if keys is None:
+                raise ValueError("sampling needs keys: one int32 key per sentence (its draws' seed)")
+            sampling = parse_sampling(sampling)
+            extras["keys"] = ops.convert_to_tensor(keys, "int32")
+        if prefix is not None:
+            extras["prefix"] = ops.convert_to_tensor(prefix, "int32")
         options = (beam_size, float(max_length_a), int(max_length_b), length_penalty, float(alpha),
-                   n_best, return_attention)
+                   n_best, return_attention, sampling, float(temperature))
         source_ids = ops.convert_to_tensor(source_ids, "int32")
         if not self.built:  # create the weights eagerly: never inside jit / tf.function
             self((source_ids[:1], ops.full((1, 1), BOS_ID, "int32")))
@@ -81,18 +106,20 @@ class Generator:
             import torch
 
             with torch.no_grad():
-                return self._generate(source_ids, *options)
+                return self._generate(source_ids, *options, extras=extras)
         # TensorFlow shares one trace per (batch, width cap); with attention, whose (B, L, Tx)
-        # buffers need a static Tx, and on JAX, the compiled function specializes per shape.
-        shared = backend == "tensorflow" and not return_attention
+        # buffers need a static Tx, with a prefix, whose width sets the buffers', and on
+        # JAX, the compiled function specializes per shape.
+        shared = backend == "tensorflow" and not return_attention and "prefix" not in extras
         batch, width = (int(d) for d in source_ids.shape)
-        key = (options, batch, _width_cap(width)) if shared else (options, None, None)
+        key = (options, tuple(sorted(extras)), batch, _width_cap(width)) if shared else \
+            (options, tuple(sorted(extras)), None, None)
         cache = self.__dict__.setdefault("_compiled_generate", {})
         if key not in cache:
-            cache[key] = self._compile_generate(*key)
-        return cache[key](source_ids)
+            cache[key] = self._compile_generate(key[0], *key[2:], extras=key[1])
+        return cache[key](source_ids, extras)
 
-    def _compile_generate(self, options, batch=None, width_cap=None):
+    def _compile_generate(self, options, batch=None, width_cap=None, extras=()):
         if keras.backend.backend() == "tensorflow":
             import tensorflow as tf
 
@@ -101,31 +128,36 @@ class Generator:
             # included) took most of the tracing time: the first greedy pass over
             # test_2016_flickr went from 2.6-3.0 s to 1.6-1.7 s without it (docs/benchmarks.md).
             if width_cap is None:  # one trace per (batch, width) shape
-                return tf.function(lambda src: self._generate(src, *options), autograph=False)
+                return tf.function(lambda src, extras: self._generate(src, *options, extras=extras),
+                                   autograph=False)
             # One trace for every source width up to `width_cap` (tracing and optimizing
             # the search graph takes seconds, so a trace per padded width made the first
             # pass over a test set several times slower than the second). The width is
             # left unknown; the output buffers are sized for `width_cap`, and the loop
             # still stops once every sentence has finished.
             spec = tf.TensorSpec([batch, None], tf.int32)
-            return tf.function(lambda src: self._generate(src, *options, width_cap=width_cap),
-                               input_signature=[spec], autograph=False)
+            extra_specs = {name: tf.TensorSpec([batch], tf.int32) for name in extras}  # keys
+            return tf.function(lambda src, extras: self._generate(src, *options, width_cap=width_cap,
+                                                                  extras=extras),
+                               input_signature=[spec, extra_specs], autograph=False)
         import jax
 
         @jax.jit
-        def run(source_ids, trainable, non_trainable):
+        def run(source_ids, extras, trainable, non_trainable):
             mapping = list(zip(self.trainable_variables, trainable)) + list(
                 zip(self.non_trainable_variables, non_trainable))
             with keras.StatelessScope(state_mapping=mapping):
-                return self._generate(source_ids, *options)
+                return self._generate(source_ids, *options, extras=extras)
 
-        return lambda src: run(src, [v.value for v in self.trainable_variables],
-                               [v.value for v in self.non_trainable_variables])
+        return lambda src, extras: run(src, extras, [v.value for v in self.trainable_variables],
+                                       [v.value for v in self.non_trainable_variables])
 
     def _generate(self, source_ids, beam_size, max_length_a, max_length_b, length_penalty, alpha,
-                  n_best, return_attention, width_cap=None) -> dict:
+                  n_best, return_attention, sampling=None, temperature=1.0, width_cap=None,
+                  extras=None) -> dict:
         from keras_memnmt.decoding import beam_search, greedy_search
 
+        extras = extras or {}
         batch, width = source_ids.shape  # static, except the width in TensorFlow's shared trace
         if width is None:
             width = width_cap
@@ -134,11 +166,17 @@ class Generator:
         source_len = ops.sum(ops.cast(ops.not_equal(source_ids, PAD_ID), "float32"), axis=1)  # (B,)
         per_sentence = ops.cast(max_length_a * source_len + max_length_b, "int32")  # (B,)
         steps = int(max_length_a * width + max_length_b)  # static buffer width
+        prefix = extras.get("prefix")
+        if prefix is not None:  # room for the prefix and max_length_b tokens after it
+            prefix_len = ops.sum(ops.cast(ops.not_equal(prefix, PAD_ID), "int32"), axis=1)  # (B,)
+            per_sentence = ops.maximum(per_sentence, prefix_len + int(max_length_b))
+            steps = max(steps, int(prefix.shape[1]) + int(max_length_b))
         states = self.search_states(source_ids, steps)
         common = dict(bos_id=BOS_ID, eos_id=EOS_ID, pad_id=PAD_ID, max_steps=steps,
-                      return_attention=return_attention)
+                      return_attention=return_attention, prefix=prefix)
         if beam_size == 1:
-            out = greedy_search(self.decode_step, states, batch, per_sentence, **common)
+            out = greedy_search(self.decode_step, states, batch, per_sentence, sampling=sampling,
+                                temperature=temperature, keys=extras.get("keys"), **common)
             # (B, ...) -> (B, 1, ...): the same layout as beam search's n-best
             return {k: ops.expand_dims(v, 1) for k, v in out.items() if k in ("tokens", "scores", "attention")}
         return beam_search(self.decode_step, states, batch, beam_size, per_sentence,

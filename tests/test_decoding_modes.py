@@ -1,0 +1,167 @@
+"""Search modes beyond greedy and beam: target prefixes and sampling (``generate``'s
+``prefix``, ``sampling``, ``temperature`` and ``keys``; ``translate_chunks``' text level)."""
+
+import numpy as np
+import pytest
+from keras import ops
+
+from keras_memnmt.data import BOS_ID, PAD_ID
+from keras_memnmt.decoding import greedy_search
+from keras_memnmt.decoding.common import gumbel_noise, parse_sampling
+from keras_memnmt.evaluation.scoring import score_ids
+from keras_memnmt.evaluation.translation import draw_key, translate_chunks
+from keras_memnmt.models import MODELS
+from keras_memnmt.testing.tiny_runs import TINY_OPTIONS, library_model_params, synthetic_vocab
+
+# The result can depend on KERAS_BACKEND: run on every backend (conftest.py).
+pytestmark = pytest.mark.backend
+
+SOURCE = np.array([[5, 6, 7, 3, 0, 0], [8, 9, 3, 0, 0, 0], [10, 11, 12, 13, 14, 3]], np.int32)
+PREFIX = np.array([[10, 11, 0], [12, 0, 0], [0, 0, 0]], np.int32)  # the third sentence has none
+
+
+def tiny(name, seed=0):
+    import keras
+
+    keras.utils.set_random_seed(seed)
+    model = MODELS[name](30, 25, **TINY_OPTIONS[name])
+    model((SOURCE[:1], np.full((1, 1), BOS_ID, np.int32)))
+    return model
+
+
+def rows(tokens):
+    """``(B, L)`` tokens -> each row's ids before pad (eos kept where it came)."""
+    return [[int(t) for t in row if t != PAD_ID] for row in np.asarray(tokens)]
+
+
+def sources():
+    return [[int(t) for t in row if t] for row in SOURCE]
+
+
+def numpy_noise(keys, step, vocab):
+    """``gumbel_noise`` written again in NumPy's uint32 arithmetic, from its definition."""
+    def mix(x):
+        x = x.astype(np.uint32)
+        x ^= x >> np.uint32(16)
+        x = x * np.uint32(0x7FEB352D)
+        x ^= x >> np.uint32(15)
+        x = x * np.uint32(0x846CA68B)
+        return x ^ (x >> np.uint32(16))
+
+    with np.errstate(over="ignore"):
+        row = mix(mix(np.asarray(keys, np.uint32)) + mix(np.uint32(step) + np.uint32(0x632BE5AB)))
+        bits = mix(row[:, None] + np.arange(vocab, dtype=np.uint32)[None, :] * np.uint32(0x9E3779B9))
+    uniform = ((bits >> np.uint32(8)).astype(np.float32) + np.float32(0.5)) / np.float32(1 << 24)
+    return -np.log(-np.log(uniform))
+
+
+def test_the_noise_is_the_same_integer_hash_on_every_backend():
+    keys = np.array([0, 1, 7, 2**31 - 1, 123456789], np.int32)
+    for step in (0, 1, 57):
+        got = ops.convert_to_numpy(gumbel_noise(ops.convert_to_tensor(keys), ops.convert_to_tensor(step, "int32"), 40))
+        np.testing.assert_allclose(got, numpy_noise(keys.astype(np.uint32), step, 40), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("spec, support", [("full", 6), ("topk:2", 2), ("topp:0.5", 2), ("topp:0.8", 4)])
+def test_samples_follow_the_distribution_in_their_support(spec, support):
+    # One step from a fixed distribution over tokens 3..8 (pad, unk and bos never drawn here).
+    probs = np.array([0.0, 0.0, 0.0, 0.3, 0.25, 0.2, 0.12, 0.08, 0.05], np.float32)
+    logits = np.log(np.maximum(probs, 1e-30))
+    n = 6000
+
+    def next_fn(tokens, states):
+        return ops.tile(ops.convert_to_tensor(logits)[None, :], (ops.shape(tokens)[0], 1)), states, None
+
+    out = greedy_search(next_fn, [np.zeros((n, 1), np.float32)], n, max_length=1,
+                        sampling=parse_sampling(spec), keys=np.arange(n, dtype=np.int32))
+    drawn = np.bincount(ops.convert_to_numpy(out["tokens"])[:, 0], minlength=len(probs)) / n
+    kept = np.zeros_like(probs)
+    kept[3:3 + support] = probs[3:3 + support]
+    np.testing.assert_allclose(drawn, kept / kept.sum(), atol=0.025)
+    # Each sample scores its log-probability under the model, not under the restriction.
+    np.testing.assert_allclose(ops.convert_to_numpy(out["scores"]),
+                               np.log(probs[ops.convert_to_numpy(out["tokens"])[:, 0]]), atol=1e-5)
+
+
+def test_a_lower_temperature_draws_the_likely_tokens_more_often():
+    probs = np.array([0.0, 0.0, 0.0, 0.5, 0.3, 0.2], np.float32)
+    logits = np.log(np.maximum(probs, 1e-30))
+    n = 4000
+
+    def next_fn(tokens, states):
+        return ops.tile(ops.convert_to_tensor(logits)[None, :], (ops.shape(tokens)[0], 1)), states, None
+
+    out = greedy_search(next_fn, [np.zeros((n, 1), np.float32)], n, max_length=1, sampling=("full", 0.0),
+                        temperature=0.5, keys=np.arange(n, dtype=np.int32))
+    drawn = np.bincount(ops.convert_to_numpy(out["tokens"])[:, 0], minlength=6)[3:] / n
+    tempered = probs[3:] ** 2 / np.sum(probs[3:] ** 2)  # softmax(log p / 0.5)
+    np.testing.assert_allclose(drawn, tempered, atol=0.025)
+
+
+@pytest.mark.parametrize("name", library_model_params())
+def test_a_prefix_starts_every_output_and_scores_as_teacher_forcing(name):
+    model = tiny(name)
+    for beam in (1, 3):
+        out = model.generate(SOURCE, beam_size=beam, prefix=PREFIX, length_penalty="none")
+        found = rows(np.asarray(out["tokens"])[:, 0])
+        for row, prefix in zip(found, rows(PREFIX)):
+            assert row[: len(prefix)] == prefix and len(row) > len(prefix)
+        forced = score_ids(model, sources(), found)
+        np.testing.assert_allclose([float(np.sum(x)) for x in forced], np.asarray(out["scores"])[:, 0], atol=1e-4)
+        # No prefix and an empty one are the same search.
+        plain = model.generate(SOURCE, beam_size=beam)
+        empty = model.generate(SOURCE, beam_size=beam, prefix=np.zeros_like(PREFIX))
+        assert rows(np.asarray(plain["tokens"])[:, 0]) == rows(np.asarray(empty["tokens"])[:, 0])
+        assert found[2] == rows(np.asarray(plain["tokens"])[:, 0])[2]  # the sentence without a prefix
+
+
+@pytest.mark.parametrize("name", ["rnnsearch", "transformer"])
+def test_samples_are_reproducible_and_score_as_teacher_forcing(name):
+    model = tiny(name)
+    keys = np.array([11, 12, 13], np.int32)
+    first = model.generate(SOURCE, sampling="full", keys=keys)
+    again = model.generate(SOURCE, sampling="full", keys=keys)
+    other = model.generate(SOURCE, sampling="full", keys=keys + 100)
+    assert rows(np.asarray(first["tokens"])[:, 0]) == rows(np.asarray(again["tokens"])[:, 0])
+    assert rows(np.asarray(first["tokens"])[:, 0]) != rows(np.asarray(other["tokens"])[:, 0])
+    drawn = rows(np.asarray(first["tokens"])[:, 0])
+    np.testing.assert_allclose([float(np.sum(x)) for x in score_ids(model, sources(), drawn)],
+                               np.asarray(first["scores"])[:, 0], atol=1e-4)
+    # topk:1 is greedy search; a prefix holds under sampling too.
+    greedy = rows(np.asarray(model.generate(SOURCE)["tokens"])[:, 0])
+    assert rows(np.asarray(model.generate(SOURCE, sampling="topk:1", keys=keys)["tokens"])[:, 0]) == greedy
+    prefixed = rows(np.asarray(model.generate(SOURCE, sampling="full", keys=keys, prefix=PREFIX)["tokens"])[:, 0])
+    assert prefixed[0][:2] == [10, 11] and prefixed[1][:1] == [12]
+
+
+def test_sampling_asks_for_what_it_needs():
+    model = tiny("rnnsearch")
+    with pytest.raises(ValueError, match="needs beam_size 1"):
+        model.generate(SOURCE, beam_size=3, sampling="full", keys=np.zeros(3, np.int32))
+    with pytest.raises(ValueError, match="needs keys"):
+        model.generate(SOURCE, sampling="full")
+    with pytest.raises(ValueError, match="topp:P"):
+        model.generate(SOURCE, sampling="topp:1.5", keys=np.zeros(3, np.int32))
+
+
+def test_text_samples_do_not_depend_on_batching_and_prefixes_lead_the_text():
+    vocab = synthetic_vocab()
+    model = MODELS["rnnsearch"](vocab.source.vocab_size, vocab.target.vocab_size, **TINY_OPTIONS["rnnsearch"])
+    lines = ["the dog runs", "a big green fish sees the cars", "", "the cat"]
+
+    def draws(**kw):
+        return [x for chunk in translate_chunks(model, vocab, lines, beam_size=1, sampling="topk:5", samples=3,
+                                                seed=7, progress=False, **kw) for x in chunk]
+
+    whole = draws()
+    assert len(whole) == 4 and all(len(x) == 3 for x in whole) and whole[2] == ["", "", ""]
+    assert draws(batch_size=1, chunk_size=1) == whole  # keyed by (seed, line, draw), not by batch
+    tail = [x for chunk in translate_chunks(model, vocab, lines[1:], beam_size=1, sampling="topk:5", samples=3,
+                                            seed=7, line_offset=1, progress=False) for x in chunk]
+    assert tail == whole[1:]  # what --resume continues
+    assert draw_key(7, 0, 0) != draw_key(7, 0, 1) != draw_key(8, 0, 0)
+    prefixed = [x for chunk in translate_chunks(model, vocab, lines, beam_size=2, progress=False,
+                                                prefixes=["le hundo", "", "", "le"]) for x in chunk]
+    assert prefixed[0].startswith("le hundo") and prefixed[3].startswith("le") and prefixed[2] == ""
+    with pytest.raises(ValueError, match="prefix line 1 .* cannot spell"):
+        next(translate_chunks(model, vocab, lines, beam_size=1, prefixes=["漢字", "", "", ""], progress=False))

@@ -1,0 +1,63 @@
+"""``memnmt translate --prefix``, ``--sampling``, ``--temperature``, ``--seed``, ``--samples``."""
+
+import pytest
+
+from keras_memnmt.cli import main
+
+# Flags, files and messages: the same on every backend (conftest.py).
+pytestmark = pytest.mark.backend_independent
+
+LINES = ["the dog runs", "", "a big green fish sees the cars"]
+
+
+@pytest.fixture()
+def input_file(tmp_path):
+    path = tmp_path / "in.en"
+    path.write_text("".join(line + "\n" for line in LINES), encoding="utf-8")
+    return str(path)
+
+
+def translate(capsys, *argv) -> list[str]:
+    assert main(["translate", *argv]) == 0
+    return capsys.readouterr().out.splitlines()
+
+
+def test_samples_are_lines_of_their_own_and_the_seed_fixes_them(shared_run, input_file, capsys):
+    argv = ["--model", shared_run, "--input", input_file, "--sampling", "topk:5", "--samples", "2", "--quiet"]
+    first = translate(capsys, *argv, "--seed", "3")
+    assert len(first) == 2 * len(LINES) and first[2:4] == ["", ""]  # an empty line's draws are empty
+    assert translate(capsys, *argv, "--seed", "3") == first
+    assert translate(capsys, *argv, "--seed", "4") != first
+    tempered = translate(capsys, "--model", shared_run, "--input", input_file, "--sampling", "topp:0.9",
+                         "--temperature", "0.5", "--quiet")
+    assert len(tempered) == len(LINES)
+
+
+def test_each_translation_starts_with_its_prefix(shared_run, input_file, tmp_path, capsys):
+    prefixes = tmp_path / "prefix.de"
+    prefixes.write_text("le hundo\nle\n\n", encoding="utf-8")
+    for beam in ("1", "3"):
+        out = translate(capsys, "--model", shared_run, "--input", input_file, "--prefix", str(prefixes),
+                        "--beam", beam, "--quiet")
+        assert len(out) == 3 and out[0].startswith("le hundo") and out[1] == ""
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--seed", "4"], "--seed sets how --sampling draws"),
+    (["--samples", "2"], "--samples sets how --sampling draws"),
+    (["--sampling", "topk:5", "--beam", "3"], "does not combine with --beam 3"),
+    (["--sampling", "top:3"], "--sampling 'top:3': expected full, topk:K"),
+    (["--sampling", "full", "--temperature", "0"], "--temperature must be > 0"),
+    (["--sampling", "full", "--samples", "2", "--show-attention"], "--show-attention needs one"),
+    (["--prefix", "SHORT"], "has 1 lines but the input has 3"),
+    (["--prefix", "UNSPELLABLE"], "prefix line 1 ('漢字') has a piece the target vocabulary cannot spell"),
+])
+def test_bad_flags_are_one_line_errors(shared_run, input_file, tmp_path, capsys, argv, message):
+    files = {"SHORT": "le\n", "UNSPELLABLE": "漢字\n\n\n"}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    argv = [str(tmp_path / arg) if arg in files else arg for arg in argv]
+    assert main(["translate", "--model", shared_run, "--input", input_file, *argv]) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert captured.out == "" and len(lines) == 1 and message in lines[0], captured.err
