@@ -42,6 +42,22 @@ def test_each_translation_starts_with_its_prefix(shared_run, input_file, tmp_pat
         assert len(out) == 3 and out[0].startswith("le hundo") and out[1] == ""
 
 
+def test_alignments_follow_each_translation(shared_run, input_file, capsys):
+    from keras_memnmt.evaluation.alignment import parse_pharaoh
+
+    hard = translate(capsys, "--model", shared_run, "--input", input_file, "--alignments", "--quiet")
+    soft = translate(capsys, "--model", shared_run, "--input", input_file, "--alignments", "soft", "--quiet")
+    plain = translate(capsys, "--model", shared_run, "--input", input_file, "--quiet")
+    assert [line.split(" ||| ")[0] for line in hard] == plain == [line.split(" ||| ")[0] for line in soft]
+    for line, source, out in zip(hard, LINES, plain):
+        links = parse_pharaoh(line.split(" ||| ")[1])
+        # One link per target word, to a word of the source.
+        assert sorted(j for _, j in links) == list(range(len(out.split())))
+        assert all(0 <= i < len(source.split()) for i, _ in links)
+    rows = soft[0].split(" ||| ")[1].split()
+    assert len(rows) == len(plain[0].split()) and all(len(r.split(",")) == len(LINES[0].split()) for r in rows)
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--seed", "4"], "--seed sets how --sampling draws"),
     (["--samples", "2"], "--samples sets how --sampling draws"),
@@ -49,6 +65,7 @@ def test_each_translation_starts_with_its_prefix(shared_run, input_file, tmp_pat
     (["--sampling", "top:3"], "--sampling 'top:3': expected full, topk:K"),
     (["--sampling", "full", "--temperature", "0"], "--temperature must be > 0"),
     (["--sampling", "full", "--samples", "2", "--show-attention"], "--show-attention needs one"),
+    (["--alignments", "--show-attention"], "--alignments and --show-attention: choose one"),
     (["--prefix", "SHORT"], "has 1 lines but the input has 3"),
     (["--prefix", "UNSPELLABLE"], "prefix line 1 ('漢字') has a piece the target vocabulary cannot spell"),
 ])

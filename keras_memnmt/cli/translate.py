@@ -47,6 +47,8 @@ def cmd_translate(args) -> int:
 
     search = search_options(args)  # bad options fail before the model is loaded
     search.update(_drawing(args))
+    if args.alignments and args.show_attention:
+        raise ValueError("--alignments and --show-attention: choose one (words on stdout, or subwords on stderr)")
     if args.resume and not args.output:
         raise ValueError("--resume continues an --output file; give --output")
     members = members_of(args)
@@ -91,10 +93,13 @@ def cmd_translate(args) -> int:
         number = done
         for chunk in translate_chunks(model, vocab, lines[done:], chunk_size=args.chunk_size,
                                       beam_size=args.beam, progress=progress(args),
-                                      alignments=args.show_attention, line_offset=done,
+                                      alignments=args.show_attention, word_alignment=args.alignments,
+                                      line_offset=done,
                                       prefixes=None if prefixes is None else prefixes[done:], **search):
             if args.samples > 1:  # each input line's samples, one per line
                 chunk = [line for draws in chunk for line in draws]
+            if args.alignments:  # Marian's and OpenNMT-py's layout
+                chunk = [f"{line} ||| {links}" for line, links in chunk]
             if not args.show_attention:
                 write(out, "".join(line + "\n" for line in chunk), name)
                 continue
@@ -136,8 +141,8 @@ def _drawing(args) -> dict:
         raise ValueError(f"--sampling draws one token at a time; it does not combine with --beam {args.beam}")
     if not args.temperature > 0:
         raise ValueError(f"--temperature must be > 0, got {args.temperature}")
-    if args.samples > 1 and (args.resume or args.show_attention):
-        flag = "--resume" if args.resume else "--show-attention"
+    if args.samples > 1 and (args.resume or args.show_attention or args.alignments):
+        flag = "--resume" if args.resume else "--show-attention" if args.show_attention else "--alignments"
         raise ValueError(f"--samples {args.samples} writes several lines per input line; {flag} needs one")
     args.beam = 1
     return {"sampling": args.sampling, "temperature": args.temperature, "seed": args.seed,
@@ -173,6 +178,10 @@ def add_parsers(sub) -> None:
                     help="after each translated line, print on stderr each target subword with the "
                          "source subword it attends to most and that weight (models with source "
                          "attention); the translations themselves are unchanged")
+    tl.add_argument("--alignments", nargs="?", const="hard", choices=("hard", "soft"),
+                    help="after each translation, ' ||| ' and its word alignment from the source attention: "
+                         "Pharaoh pairs i-j (hard, the default) or each target word's weights over the "
+                         "source words (soft); models with source attention")
     tl.add_argument("--prefix", help="target prefixes, one per input line (an empty line: none): each "
                     "translation starts with its line's prefix, and the search goes on from there")
     tl.add_argument("--sampling", metavar="full|topk:K|topp:P",

@@ -46,31 +46,52 @@ _INTRANSITIVE = {
 _DETS = {"the": "le", "a": "un"}
 
 
-def _noun_phrase(rng: random.Random, plural: bool) -> tuple[list[str], list[str]]:
+def _noun_phrase(rng: random.Random, plural: bool) -> tuple[list[str], list[str], list[tuple[int, int]]]:
     det = rng.choice(list(_DETS))
     noun = rng.choice(list(_NOUNS))
     adjs = rng.sample(list(_ADJS), rng.randint(0, 3))
     src = ["the" if plural else det, *adjs, noun + ("s" if plural else "")]
     tgt = [_DETS["the" if plural else det], _NOUNS[noun] + ("j" if plural else "")]
     tgt += [_ADJS[a] for a in reversed(adjs)]
-    return src, tgt
+    # determiner, noun, and each adjective to its translation (the adjectives reversed)
+    links = [(0, 0), (len(adjs) + 1, 1)] + [(1 + k, 1 + len(adjs) - k) for k in range(len(adjs))]
+    return src, tgt, links
 
 
 def synthetic_pair(rng: random.Random) -> tuple[str, str]:
     """One (source, target) pair drawn from ``rng``."""
+    return aligned_synthetic_pair(rng)[:2]
+
+
+def aligned_synthetic_pair(rng: random.Random) -> tuple[str, str, list[tuple[int, int]]]:
+    """One (source, target, word alignment) triple drawn from ``rng`` (the same draws as
+    :func:`synthetic_pair`): the alignment links each target word to the source word it
+    translates, as ``(source word index, target word index)`` pairs from 0; every word
+    of both sides has exactly one link."""
     plural = rng.random() < 0.5
-    subj_src, subj_tgt = _noun_phrase(rng, plural)
+    subj_src, subj_tgt, subj_links = _noun_phrase(rng, plural)
     rel_src, rel_tgt = [], []
     if rng.random() < 0.5:
         iv = rng.choice(list(_INTRANSITIVE))
         rel_src = ["that", _INTRANSITIVE[iv][0] if plural else iv]
         rel_tgt = ["ke", _INTRANSITIVE[iv][1]]
     verb = rng.choice(list(_VERBS))
-    obj_src, obj_tgt = _noun_phrase(rng, rng.random() < 0.3)
+    obj_src, obj_tgt, obj_links = _noun_phrase(rng, rng.random() < 0.3)
     verb_src = _VERBS[verb][0] if plural else verb
     src = [*subj_src, *rel_src, verb_src, *obj_src]
     tgt = [*subj_tgt, *rel_tgt, *obj_tgt, _VERBS[verb][1] + ("-as" if plural else "-a")]
-    return " ".join(src), " ".join(tgt)
+    n_subj, n_rel = len(subj_src), len(rel_src)  # the two noun phrases have equal lengths on both sides
+    links = list(subj_links) + [(n_subj + k, n_subj + k) for k in range(n_rel)]
+    links += [(n_subj + n_rel + 1 + i, n_subj + n_rel + j) for i, j in obj_links]
+    links.append((n_subj + n_rel, len(tgt) - 1))  # the verb, last in the target
+    return " ".join(src), " ".join(tgt), sorted(links)
+
+
+def synthetic_alignments(size: int = 10000, seed: int = 0) -> list[list[tuple[int, int]]]:
+    """The word alignment of each pair of ``synthetic_corpus(size, seed)`` (see
+    :func:`aligned_synthetic_pair`): a gold standard to measure a model's alignments by."""
+    rng = random.Random(seed)
+    return [aligned_synthetic_pair(rng)[2] for _ in range(size)]
 
 
 def synthetic_corpus(size: int = 10000, seed: int = 0) -> ParallelCorpus:

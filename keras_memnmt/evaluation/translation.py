@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from keras_memnmt.data.vocab import EOS_ID, PAD_ID, SubwordVocab, encode_sources
+from keras_memnmt.evaluation.alignment import format_alignment, parse_pharaoh
 
 # Rows (sentences x beam) per search step by default. A step is a few matmuls over the
 # rows; more rows amortize each step's fixed cost, fewer rows waste less on the sentences
@@ -63,6 +64,7 @@ def translate_chunks(
     progress: bool | None = None,
     alignments: bool = False,
     prefixes: Sequence[str] | None = None,
+    word_alignment: str | None = None,
     samples: int = 1,
     seed: int = 0,
     line_offset: int = 0,
@@ -81,6 +83,10 @@ def translate_chunks(
     alignment one ``(target piece, source piece, weight)`` per target subword (eos
     left out): the source subword with the largest attention weight at that step of
     the search (the model must have source attention).
+
+    With ``word_alignment`` (``"hard"`` or ``"soft"``) each output is a pair
+    ``(translation, alignment line)`` between source and target words
+    (:mod:`keras_memnmt.evaluation.alignment`; the model must have source attention).
 
     ``prefixes``: one target prefix per sentence (``""``: none); each translation starts
     with its prefix's subwords (:meth:`Generator.generate`'s ``prefix``). A prefix with a
@@ -103,7 +109,9 @@ def translate_chunks(
     sampling = generate_kwargs.get("sampling") is not None
     if not isinstance(samples, int) or samples < 1 or (samples > 1 and not sampling):
         raise ValueError(f"samples must be an int >= 1, and above 1 only with sampling; got {samples!r}")
-    if samples > 1 and alignments:
+    if alignments and word_alignment:
+        raise ValueError("alignments (per subword) and word_alignment: choose one")
+    if samples > 1 and (alignments or word_alignment):
         raise ValueError("alignments are of the best translation: not with several samples")
     if prefixes is not None and len(prefixes) != len(sentences):
         raise ValueError(f"{len(prefixes)} prefixes for {len(sentences)} sentences: give one per sentence")
@@ -119,7 +127,7 @@ def translate_chunks(
             yield _translate_chunk(model, vocab, sentences[start:start + size], beam_size, batch_size,
                                    pad_multiple, rows, bar, alignments, generate_kwargs,
                                    None if prefixes is None else prefixes[start:start + size],
-                                   draw, line_offset + start)
+                                   draw, line_offset + start, word_alignment)
 
 
 def progress_disabled(progress: bool | None, total: int | None = None) -> bool | None:
@@ -133,9 +141,10 @@ def progress_disabled(progress: bool | None, total: int | None = None) -> bool |
 def _translate_chunk(model, vocab: SubwordVocab, sentences: Sequence[str], beam_size: int,
                      batch_size: int, pad_multiple: int, rows: int | None, bar, alignments: bool,
                      generate_kwargs: dict, prefixes: Sequence[str] | None = None,
-                     draw: dict | None = None, first_line: int = 0) -> list:
+                     draw: dict | None = None, first_line: int = 0, word_alignment: str | None = None) -> list:
     copies = draw["samples"] if draw else 1
-    empty = ("", []) if alignments else ""
+    empty = ("", []) if alignments else ("", "") if word_alignment else ""
+    attend = bool(alignments or word_alignment)
     results: list = [empty if copies == 1 else [""] * copies for _ in sentences]
     todo = [i for i, s in enumerate(sentences) if s.strip()]
     if not todo:
@@ -154,10 +163,10 @@ def _translate_chunk(model, vocab: SubwordVocab, sentences: Sequence[str], beam_
             keys = [draw_key(draw["seed"], first_line + i, j) for i, j in chunk]
             extra["keys"] = np.array(keys + [0] * (len(batch) - len(chunk)), np.int32)
         try:
-            out = model.generate(batch, beam_size=beam_size, return_attention=alignments, **generate_kwargs,
+            out = model.generate(batch, beam_size=beam_size, return_attention=attend, **generate_kwargs,
                                  **extra)
         except ValueError as e:
-            if alignments and "return_attention" in str(e):
+            if attend and "return_attention" in str(e):
                 raise ValueError(f"{type(model).__name__} has no source attention to align with") from None
             raise
         tokens = np.asarray(out["tokens"])[: len(chunk), 0, :]  # best hypothesis (B, L)
@@ -165,6 +174,9 @@ def _translate_chunk(model, vocab: SubwordVocab, sentences: Sequence[str], beam_
             if alignments:  # attention (B, n_best, L, Tx) of the best hypothesis
                 weights = np.asarray(out["attention"])[row, 0]
                 results[i] = (text, _alignment(vocab, ids[i], tokens[row], weights))
+            elif word_alignment:
+                results[i] = (text, _word_alignment(vocab, ids[i], tokens[row], np.asarray(out["attention"])[row, 0],
+                                                    word_alignment))
             elif copies > 1:
                 results[i][j] = text
             else:
@@ -222,6 +234,39 @@ def _alignment(vocab: SubwordVocab, source_ids: list[int], tokens: np.ndarray,
         j = int(np.argmax(row))
         pairs.append((vocab.target.id_to_piece(token), vocab.source.id_to_piece(source_ids[j]), float(row[j])))
     return pairs
+
+
+def _word_alignment(vocab: SubwordVocab, source_ids: list[int], tokens: np.ndarray, weights: np.ndarray,
+                    kind: str) -> str:
+    """The word alignment line of one translation (``tokens``, eos and pad left out) of
+    ``source_ids`` (eos last, left out) from its ``(L, Tx)`` attention."""
+    target = []
+    for token in tokens.tolist():
+        if token in (EOS_ID, PAD_ID):
+            break
+        target.append(vocab.target.id_to_piece(token))
+    source = [vocab.source.id_to_piece(i) for i in source_ids[:-1]]
+    return format_alignment(source, target, weights, kind)
+
+
+def reference_alignments(model, vocab, sources: Sequence[str], references: Sequence[str],
+                         kind: str = "hard", batch_size: int | None = None) -> list[str]:
+    """The word alignment the model's attention gives each ``(source, reference)`` pair:
+    the reference is forced as a target prefix (greedy search; what the model would
+    attend to while writing that very translation), and the links of the words after it
+    are left out. One line per pair (``format_alignment``)."""
+    lines = []
+    for chunk in translate_chunks(model, vocab, sources, beam_size=1, batch_size=batch_size, progress=False,
+                                  prefixes=references, word_alignment=kind):
+        lines += [links for _, links in chunk]
+    out = []
+    for line, reference in zip(lines, references, strict=True):
+        words = len(reference.split())
+        if kind == "hard":
+            out.append(" ".join(f"{i}-{j}" for i, j in parse_pharaoh(line) if j < words))
+        else:
+            out.append(" ".join(line.split()[:words]))
+    return out
 
 
 def score(hypotheses: Sequence[str], references: Sequence[str]) -> dict:
