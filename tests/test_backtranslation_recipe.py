@@ -37,6 +37,8 @@ def test_halves_need_two_pairs():
     ("backtranslation_beam=0", "expected an int >= 1"),
     ("reverse_model=bert", "expected one of"),
     ("corpus=synthetic", "needs a language pair"),
+    ("bt_decoding=topp:0.9", "expected beam, sampling or topk:K"),
+    ("bt_decoding=topk:0", "expected beam, sampling or topk:K"),
 ])
 def test_bad_options_are_clear_errors(override, message, capsys, tmp_path):
     assert main(["train", "multi30k_backtranslation", "--out", str(tmp_path / "bt"),
@@ -102,3 +104,26 @@ def test_an_interrupted_backtranslation_continues(recipe_out, tmp_path):
     with pytest.raises(ConfigError, match="other beam_size"):
         backtranslate(reverse, german, prefix, "en", "de", Options(backtranslation_beam=3),
                       log=lambda m: None)
+
+
+@pytest.mark.slow
+def test_backtranslation_by_sampling_draws_the_same_after_a_stop(recipe_out, tmp_path):
+    german = read_lines(os.path.join(recipe_out, "synthetic.de"))
+    beam = read_lines(os.path.join(recipe_out, "synthetic.en"))
+    reverse = os.path.join(recipe_out, "reverse")
+    options = Options(bt_decoding="topk:5", chunk_size=10)
+    whole = str(tmp_path / "whole")
+    assert backtranslate(reverse, german, whole, "en", "de", options, log=lambda m: None, seed=3) == 32
+    drawn = read_lines(whole + ".en")
+    assert len(drawn) == 32 and drawn != beam
+    with open(whole + ".json") as f:
+        assert {"decoding": "topk:5", "seed": 3}.items() <= json.load(f).items()
+    # Stopped after 12 lines: the rest is drawn as an uninterrupted call draws it.
+    cut = str(tmp_path / "cut")
+    assert backtranslate(reverse, german, cut, "en", "de", options, log=lambda m: None, seed=3) == 32
+    with open(cut + ".en", "w", encoding="utf-8") as f:
+        f.write("".join(line + "\n" for line in drawn[:12]))
+    assert backtranslate(reverse, german, cut, "en", "de", options, log=lambda m: None, seed=3) == 20
+    assert read_lines(cut + ".en") == drawn
+    with pytest.raises(ConfigError, match="other seed"):
+        backtranslate(reverse, german, cut, "en", "de", options, log=lambda m: None, seed=4)

@@ -13,7 +13,9 @@ used only through their German side. The stages, for the config's ``src=en, tgt=
    instead.
 2. ``OUT/synthetic.de`` and ``OUT/synthetic.en``: the second half's German, and its
    translation by the reverse run's ``best.keras`` with beam ``backtranslation_beam`` (4),
-   one line per German sentence. The English is appended in chunks, so a stopped stage
+   one line per German sentence; or, with ``bt_decoding=sampling`` or ``topk:K``, a draw
+   from the reverse model per sentence (Edunov et al. 2018, "Understanding
+   Back-Translation at Scale"), set by the config's ``seed``. The English is appended in chunks, so a stopped stage
    continues after its last complete line; ``OUT/synthetic.json`` records the run, beam
    and sentences that made it.
 3. ``OUT/union``: en→de on the real half plus the synthetic pairs (the files
@@ -57,6 +59,10 @@ class Options:
     """The recipe's own settings (``--set backtranslation_beam=5``)."""
 
     backtranslation_beam: int = 4  # beam of the reverse model when it makes the synthetic source
+    # How the reverse model makes the synthetic source: "beam" (search, backtranslation_beam),
+    # or a draw per sentence, "sampling" (the whole distribution) or "topk:K" (Edunov et al. 2018),
+    # keyed by the config's seed and the sentence's line (memnmt translate --sampling)
+    bt_decoding: str = "beam"
     reverse_model: str | None = None  # the de→en stage's model (None = the config's model and options)
     reverse_epochs: int | None = None  # the de→en stage's epochs (None = the config's epochs)
     reverse_run: str | None = None  # an existing de→en run directory to translate with (no stage 1)
@@ -71,6 +77,22 @@ class Options:
             raise ConfigError(f"reverse_epochs={self.reverse_epochs!r}: expected an int >= 1 or none")
         if self.reverse_model is not None:
             validate_model_name(self.reverse_model)
+        if self.bt_decoding != "beam":
+            from keras_memnmt.decoding.common import parse_sampling
+
+            try:
+                parse_sampling("full" if self.bt_decoding == "sampling" else self.bt_decoding)
+            except ValueError:
+                raise ConfigError(f"bt_decoding={self.bt_decoding!r}: expected beam, sampling or topk:K") from None
+            if not self.bt_decoding.startswith(("sampling", "topk:")):
+                raise ConfigError(f"bt_decoding={self.bt_decoding!r}: expected beam, sampling or topk:K")
+
+    def decoding(self, seed: int) -> dict:
+        """The keyword arguments of ``translate`` that make the synthetic source."""
+        if self.bt_decoding == "beam":
+            return {"beam_size": self.backtranslation_beam}
+        return {"beam_size": 1, "sampling": "full" if self.bt_decoding == "sampling" else self.bt_decoding,
+                "seed": seed}
 
 
 OPTIONS = Options()
@@ -141,14 +163,16 @@ def _complete_lines(path: str) -> int:
 
 
 def backtranslate(reverse_dir: str, sentences: list[str], prefix: str, src: str, tgt: str,
-                  options: Options, log=print) -> int:
+                  options: Options, log=print, seed: int = 0) -> int:
     """Writes ``sentences`` (target language) to ``{prefix}.{tgt}`` and their translations
     by the run ``reverse_dir`` to ``{prefix}.{src}``, one line each; returns the number of
     sentences translated now (0 when the files were complete).
 
     The translations are appended ``options.chunk_size`` at a time: a stopped call is
     continued by the next one. ``{prefix}.json`` records what made the files; files made
-    from other sentences, another run or another beam are a :class:`ConfigError`.
+    from other sentences, another run, another beam or another decoding are a
+    :class:`ConfigError`. With ``options.bt_decoding`` other than beam, line ``n`` is drawn
+    with the key ``(seed, n, 0)``: a continued call draws what an uninterrupted one would.
     """
     results = os.path.join(reverse_dir, "results.json")
     with open(results if os.path.isfile(results) else os.path.join(reverse_dir, "config.json"), "rb") as f:
@@ -159,6 +183,8 @@ def backtranslate(reverse_dir: str, sentences: list[str], prefix: str, src: str,
               "reverse_run_sha256": reverse_id,
               "beam_size": options.backtranslation_beam, "sentences": len(sentences),
               "sentences_sha256": _sha256("\n".join(sentences).encode("utf-8"))}
+    if options.bt_decoding != "beam":  # files made by beam search keep the record they had
+        record.update(decoding=options.bt_decoding, seed=seed)
     meta, target_file, source_file = prefix + ".json", f"{prefix}.{tgt}", f"{prefix}.{src}"
     if os.path.isfile(meta) and os.path.isfile(target_file):
         with open(meta) as f:
@@ -181,12 +207,16 @@ def backtranslate(reverse_dir: str, sentences: list[str], prefix: str, src: str,
         log(f"back-translation: {source_file} is complete ({done} lines); skipped")
         return 0
     model, vocab, _ = load_run(reverse_dir)
+    how = f"beam {options.backtranslation_beam}" if options.bt_decoding == "beam" else \
+        f"{options.bt_decoding}, seed {seed}"
     log(f"back-translation: translating {len(sentences) - done} {tgt} sentences into {source_file} "
-        f"with {reverse_dir} (beam {options.backtranslation_beam}; {done} done before)")
+        f"with {reverse_dir} ({how}; {done} done before)")
+    decoding = options.decoding(seed)
     for start in range(done, len(sentences), options.chunk_size):
         chunk = sentences[start:start + options.chunk_size]
-        out = translate(model, vocab, chunk, beam_size=options.backtranslation_beam,
-                        batch_size=options.translate_batch_size, progress=False)
+        offset = {"line_offset": start} if "sampling" in decoding else {}
+        out = translate(model, vocab, chunk, batch_size=options.translate_batch_size, progress=False,
+                        **decoding, **offset)
         with open(source_file, "a", encoding="utf-8") as f:
             f.write("".join(" ".join(line.split("\n")) + "\n" for line in out))
             f.flush()
@@ -240,7 +270,7 @@ def run(config: TrainConfig, out_dir: str, options: Options = OPTIONS, data_dir:
     # 2. the synthetic pairs
     german = [pool.target[i] for i in mono]
     synthetic = os.path.join(out_dir, "synthetic")
-    backtranslate(reverse_dir, german, synthetic, config.src, config.tgt, options, log)
+    backtranslate(reverse_dir, german, synthetic, config.src, config.tgt, options, log, seed=config.seed)
     # 3. the union, 4. the baseline
     union_files = configs["union"].train_prefix
     if overwrite or not os.path.isfile(os.path.join(out_dir, "union", "results.json")):
