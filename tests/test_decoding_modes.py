@@ -170,3 +170,21 @@ def test_text_samples_do_not_depend_on_batching_and_prefixes_lead_the_text():
     assert prefixed[0].startswith("le hundo") and prefixed[3].startswith("le") and prefixed[2] == ""
     with pytest.raises(ValueError, match="prefix line 1 .* cannot spell"):
         next(translate_chunks(model, vocab, lines, beam_size=1, prefixes=["漢字", "", "", ""], progress=False))
+
+
+def test_an_ensemble_takes_prefixes_and_samples():
+    from keras_memnmt.models import Ensemble
+
+    ensemble = Ensemble([tiny("rnnsearch", seed=1), tiny("memdec", seed=2)])
+    out = ensemble.generate(SOURCE, beam_size=3, prefix=PREFIX, length_penalty="none")
+    found = rows(np.asarray(out["tokens"])[:, 0])
+    assert found[0][:2] == [10, 11] and found[1][:1] == [12]
+    np.testing.assert_allclose([float(np.sum(x)) for x in score_ids(ensemble, sources(), found)],
+                               np.asarray(out["scores"])[:, 0], atol=1e-4)
+    keys = np.array([1, 2, 3], np.int32)
+    drawn = ensemble.generate(SOURCE, sampling="topk:4", keys=keys)
+    assert rows(np.asarray(drawn["tokens"])[:, 0]) == rows(np.asarray(
+        ensemble.generate(SOURCE, sampling="topk:4", keys=keys)["tokens"])[:, 0])
+    np.testing.assert_allclose([float(np.sum(x)) for x in score_ids(ensemble, sources(),
+                                                                    rows(np.asarray(drawn["tokens"])[:, 0]))],
+                               np.asarray(drawn["scores"])[:, 0], atol=1e-4)
