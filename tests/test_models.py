@@ -90,7 +90,7 @@ def test_generate_is_the_same_at_every_padded_width(beam_size):
         np.testing.assert_allclose(keras.ops.convert_to_numpy(r["scores"]),
                                    keras.ops.convert_to_numpy(runs[0]["scores"]), atol=1e-5)
     if keras.backend.backend() == "tensorflow":
-        shared = [f for (_, _, width_cap), f in model._compiled_generate.items() if width_cap]
+        shared = [f for (*_, width_cap), f in model._compiled_generate.items() if width_cap]
         assert len(shared) == 1 and shared[0].experimental_get_tracing_count() == 1
 
 
