@@ -13,6 +13,11 @@ also need length penalties (GNMT, average) applied to finished hypotheses, a set
 finished hypotheses kept per sentence while the other beams go on, n-best lists scored as
 they are ranked, each step's attention (alignments, `--show-attention`), finished
 sentences leaving the loop, and ensembles that average their members' probabilities.
+Sampling (`greedy_search(sampling=...)`) is not keras-hub's `TopKSampler` / `TopPSampler`
+either: those draw with `keras.random`, whose numbers differ from backend to backend;
+here each sentence's draws come from an integer hash of its own key, the step and the
+token (`common.gumbel_noise`), so a seed gives the same samples on every backend, in any
+batch and after a resumed translation, inside the same loop as target prefixes.
 """
 
 from keras_memnmt.decoding.beam import beam_search
