@@ -212,7 +212,11 @@ def test_an_ensemble_is_a_system_translating_as_evaluate_does(runs, tmp_path, ca
     result = json.loads(out.read_text())
     assert [s["name"] for s in result["systems"]] == [a, "ab", "c"]  # in the order given
     (ensemble,) = result["systems"][1]["runs"]
-    assert ensemble["run"] == f"{a}:best+{b}" and ensemble["hypotheses"] is None
+    # Its translations are kept beside the JSON (no run stores them): its score recomputes.
+    kept_file = tmp_path / "ensemble.hyps" / f"ab.{result['split']}.beam2.txt"
+    assert ensemble["run"] == f"{a}:best+{b}" and ensemble["hypotheses"] == str(kept_file)
+    kept = open(ensemble["hypotheses"], encoding="utf-8").read().splitlines()
+    assert len(kept) == 60 == result["sentences"]
     assert ensemble["tests"][0]["baseline_run"] == a and f"{a}:best+{b}" in table
     assert main(["evaluate", "--model", a, "--model", b, "--beam", "2", "--limit", "60", "--quiet"]) == 0
     evaluated = json.loads(capsys.readouterr().out)
@@ -220,6 +224,16 @@ def test_an_ensemble_is_a_system_translating_as_evaluate_does(runs, tmp_path, ca
     assert round(ensemble["bleu"]["score"], 2) == evaluated["bleu"]
     assert ensemble["bleu"]["score"] != result["systems"][0]["runs"][0]["bleu"]["score"]
     assert {run: run_fingerprint(run) for run in (b, c)} == untouched
+    from keras_memnmt.evaluation.splits import load_test_set
+    from keras_memnmt.evaluation.translation import score
+    from keras_memnmt.rundir.runs import read_config
+
+    test = load_test_set(read_config(a), result["split"])[0]
+    assert score(kept, test.target[:60])["bleu"] == evaluated["bleu"]  # recomputed from the kept file
+    # The same comparison again writes the same files (its own outputs, not a run's).
+    assert main(["compare", a, "--ensemble", f"ab={a}:best,{b}", "--system", f"c={c}", "--beam", "2",
+                 "--limit", "60", "--trials", "100", "--bootstrap", "100", "--json", str(out), "--quiet"]) == 0
+    assert kept_file.read_text(encoding="utf-8").splitlines() == kept
 
 
 @pytest.mark.parametrize("fault", ["checkpoint", "vocabulary", "incomplete"])

@@ -90,16 +90,20 @@ def cmd_compare(args) -> int:
     search = search_options(args)
     systems = parse_systems(args.runs, [ensemble_system(s) if isinstance(s, EnsembleSpec) else s
                                         for s in args.system or []])
+    keep = None
     if args.json:
         from keras_memnmt.rundir.outputs import check_output
 
         members = [m for s in systems for m in s.members or []]
         check_output("--json", args.json, inputs=[("the model file to compare", f) for f in model_files(members)])
+        if members:  # an ensemble's translations beside the JSON: no run stores them
+            keep = os.path.splitext(args.json)[0] + ".hyps"
+            check_output("--json", keep, directory=True)
     log = (lambda msg: None) if args.quiet else \
         (lambda msg: print(f"memnmt compare: {msg}", file=sys.stderr, flush=True))
     result = compare(systems, split=args.split, beam_size=args.beam, data_dir=args.data_dir,
                      limit=args.limit, seed=args.seed, bootstrap=args.bootstrap, trials=args.trials,
-                     log=log, **search)
+                     log=log, keep=keep, **search)
     text = as_json(result)
     if args.json:
         try:

@@ -240,9 +240,15 @@ def compare_hypotheses(systems: Sequence[System], hypotheses: dict[str, list[str
 def compare(systems: Sequence[System], split: str = DEFAULT_TEST_SPLIT, beam_size: int = 5,
             length_penalty: str = "gnmt", alpha: float = 0.6, data_dir: str | None = None,
             limit: int | None = None, seed: int = DEFAULT_SEED, bootstrap: int = 1000,
-            trials: int = 10000, store: bool = True, log: Callable[[str], None] | None = None) -> dict:
+            trials: int = 10000, store: bool = True, log: Callable[[str], None] | None = None,
+            keep: str | None = None) -> dict:
     """Translates (or reuses the stored translations of) every run on ``split`` and compares
     the systems (see :func:`compare_hypotheses`).
+
+    An ensemble belongs to no run, so its translations are stored by no run: with
+    ``keep`` (a folder) each ensemble's are written there, ``{name}.{split}.beam{K}.txt``,
+    and its result's ``hypotheses`` names that file (else ``None``), so that its scores
+    can be computed again from the files as a run's can.
 
     ``split="all"``: every test split the loader knows, a missing one skipped with a note;
     the result is then ``{"splits": [one result per split], "skipped": [...]}``. Every run
@@ -258,6 +264,7 @@ def compare(systems: Sequence[System], split: str = DEFAULT_TEST_SPLIT, beam_siz
         pairing(len(systems[0].runs), len(system.runs))
     # What translates: each run alone, and each ensemble (its label) of its members.
     ensembles = {s.runs[0]: s.members for s in systems if s.members}
+    ensemble_names = {s.runs[0]: s.name for s in systems if s.members}
     labels = list(dict.fromkeys(r for s in systems for r in s.runs))
     runs = list(dict.fromkeys(run for label in labels for run, _ in ensembles.get(label, [(label, None)])))
     for run in runs:
@@ -293,6 +300,8 @@ def compare(systems: Sequence[System], split: str = DEFAULT_TEST_SPLIT, beam_siz
             if log:
                 log(f"{label}: {'reused ' + got['file'] if got['reused'] else 'translated'} ({split_name})")
             hyps[label], files[label], references = got["hypotheses"], got["file"], got["references"]
+            if keep is not None and label in ensembles:
+                files[label] = _keep_translations(keep, ensemble_names[label], split_name, beam_size, hyps[label])
         result = compare_hypotheses(systems, hyps, references, seed=seed, bootstrap=bootstrap,
                                     trials=trials)
         for system in result["systems"]:
@@ -304,6 +313,18 @@ def compare(systems: Sequence[System], split: str = DEFAULT_TEST_SPLIT, beam_siz
     if split == "all":
         return {"splits": results, "skipped": skipped}
     return results[0]
+
+
+def _keep_translations(folder: str, name: str, split: str, beam_size: int, hypotheses: Sequence[str]) -> str:
+    """Writes an ensemble's translations, one line each, to ``folder`` (made if missing)
+    whole or not at all; returns the file's path."""
+    from keras_memnmt.files import write_text
+
+    os.makedirs(folder, exist_ok=True)
+    safe = "".join(c if c.isalnum() or c in "-_.+" else "_" for c in name)
+    path = os.path.join(folder, f"{safe}.{split}.beam{beam_size}.txt")
+    write_text(path, "".join(line + "\n" for line in hypotheses))
+    return path
 
 
 # ----- the terminal table ---------------------------------------------------------------------
