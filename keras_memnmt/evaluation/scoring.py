@@ -14,9 +14,11 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+import keras
 import numpy as np
 
 from keras_memnmt.data.vocab import BOS_ID, EOS_ID, PAD_ID, SubwordVocab, encode_sources
+from keras_memnmt.decoding.common import log_probs
 
 # Sentences per teacher-forced batch by default: one forward pass holds (B, T, V) logits.
 SCORE_BATCH_SENTENCES = 64
@@ -32,13 +34,12 @@ def token_log_probs(model, source_ids: np.ndarray, target_ids: np.ndarray) -> np
     target_ids = np.asarray(target_ids, np.int32)
     target_in = np.concatenate([np.full((len(target_ids), 1), BOS_ID, np.int32), target_ids[:, :-1]], axis=1)
     target_in[target_in == PAD_ID] = EOS_ID  # after eos: any id, masked below (as training pads)
-    logits = np.asarray(model.predict_on_batch((np.asarray(source_ids, np.int32), target_in)), np.float32)
-    # The searches' log-softmax (decoding.common.normalizer): (logit - max) - log sum exp.
-    top = logits.max(axis=-1, keepdims=True)
-    log_sum = np.log(np.exp(logits - top).sum(axis=-1, keepdims=True))
-    picked = np.take_along_axis(logits, target_ids[..., None], axis=-1)[..., 0]
-    logp = (picked - top[..., 0]) - log_sum[..., 0]
-    return np.where(target_ids == PAD_ID, 0.0, logp).astype(np.float32)
+    logits = model.predict_on_batch((np.asarray(source_ids, np.int32), target_in))  # (B, T, V)
+    vocab = logits.shape[-1]
+    # The searches' own log-softmax, nothing banned: a score is what a search reports.
+    logp = np.asarray(keras.ops.convert_to_numpy(log_probs(np.reshape(logits, (-1, vocab)), ())), np.float32)
+    picked = np.take_along_axis(logp.reshape(*target_ids.shape, vocab), target_ids[..., None], axis=-1)[..., 0]
+    return np.where(target_ids == PAD_ID, 0.0, picked).astype(np.float32)
 
 
 def score_ids(
@@ -58,7 +59,7 @@ def score_ids(
     """
     from tqdm.auto import tqdm
 
-    from keras_memnmt.evaluation.translation import progress_disabled
+    from keras_memnmt.evaluation.translation import padded_rows, progress_disabled
 
     if len(sources) != len(targets):
         raise ValueError(f"{len(sources)} sources but {len(targets)} targets")
@@ -67,19 +68,12 @@ def score_ids(
     results: list[np.ndarray | None] = [None] * len(sources)
     todo = [i for i, s in enumerate(sources) if len(s)]
     order = sorted(todo, key=lambda i: (len(targets[i]), len(sources[i])))
-
-    def width(rows):
-        return -(-max(len(r) for r in rows) // pad_multiple) * pad_multiple
-
     with tqdm(total=len(todo), desc="scoring", unit="sent", disable=progress_disabled(progress, len(todo)),
               file=sys.stderr) as bar:
         for start in range(0, len(order), batch_size):
             chunk = order[start:start + batch_size]
-            src = np.full((len(chunk), width([sources[i] for i in chunk])), PAD_ID, np.int32)
-            tgt = np.full((len(chunk), width([targets[i] for i in chunk])), PAD_ID, np.int32)
-            for row, i in enumerate(chunk):
-                src[row, : len(sources[i])] = sources[i]
-                tgt[row, : len(targets[i])] = targets[i]
+            src = padded_rows([sources[i] for i in chunk], None, pad_multiple, PAD_ID)
+            tgt = padded_rows([targets[i] for i in chunk], None, pad_multiple, PAD_ID)
             logp = token_log_probs(model, src, tgt)
             for row, i in enumerate(chunk):
                 results[i] = logp[row, : len(targets[i])]

@@ -155,10 +155,10 @@ def _translate_chunk(model, vocab: SubwordVocab, sentences: Sequence[str], beam_
     order = [(i, j) for i in sorted(todo, key=lambda i: len(ids[i])) for j in range(copies)]
     for start in range(0, len(order), batch_size):
         chunk = order[start:start + batch_size]
-        batch = _padded([ids[i] for i, _ in chunk], rows, pad_multiple, EOS_ID)
+        batch = padded_rows([ids[i] for i, _ in chunk], rows, pad_multiple, EOS_ID)
         extra = {}
         if forced:
-            extra["prefix"] = _padded([forced.get(i, []) for i, _ in chunk], rows, pad_multiple, PAD_ID)
+            extra["prefix"] = padded_rows([forced.get(i, []) for i, _ in chunk], rows, pad_multiple, PAD_ID)
         if draw:
             keys = [draw_key(draw["seed"], first_line + i, j) for i, j in chunk]
             extra["keys"] = np.array(keys + [0] * (len(batch) - len(chunk)), np.int32)
@@ -185,7 +185,7 @@ def _translate_chunk(model, vocab: SubwordVocab, sentences: Sequence[str], beam_
     return results
 
 
-def _padded(rows: list[list[int]], height: int | None, pad_multiple: int, filler: int) -> np.ndarray:
+def padded_rows(rows: list[list[int]], height: int | None, pad_multiple: int, filler: int) -> np.ndarray:
     """``rows`` as an int32 array, its width padded up to a multiple of ``pad_multiple``
     (at least one column) and, with ``height``, filled up to that many rows of one
     ``filler`` token (a short last batch keeps the compiled batch size)."""
