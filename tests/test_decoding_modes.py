@@ -188,3 +188,57 @@ def test_an_ensemble_takes_prefixes_and_samples():
     np.testing.assert_allclose([float(np.sum(x)) for x in score_ids(ensemble, sources(),
                                                                     rows(np.asarray(drawn["tokens"])[:, 0]))],
                                np.asarray(drawn["scores"])[:, 0], atol=1e-4)
+
+
+# Constraints: phrases separated by -1; the third sentence has none.
+CONSTRAINTS = np.array([[7, 8, -1, 15], [12, 0, 0, 0], [0, 0, 0, 0]], np.int32)
+
+
+def contains(row, phrase):
+    return any(row[i:i + len(phrase)] == phrase for i in range(len(row) - len(phrase) + 1))
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_constrained_outputs_hold_every_phrase_and_score_as_teacher_forcing(name):
+    model = tiny(name)
+    out = model.generate(SOURCE, beam_size=3, constraints=CONSTRAINTS, length_penalty="none")
+    found = rows(np.asarray(out["tokens"])[:, 0])
+    assert contains(found[0], [7, 8]) and contains(found[0], [15]) and contains(found[1], [12])
+    np.testing.assert_allclose([float(np.sum(x)) for x in score_ids(model, sources(), found)],
+                               np.asarray(out["scores"])[:, 0], atol=1e-4)
+    plain = model.generate(SOURCE, beam_size=3, length_penalty="none")
+    assert found[2] == rows(np.asarray(plain["tokens"])[:, 0])[2]  # the sentence without constraints
+    # With a prefix as well: the prefix first, the phrases somewhere in the output.
+    both = rows(np.asarray(model.generate(SOURCE, beam_size=3, constraints=CONSTRAINTS, prefix=PREFIX)["tokens"])[:, 0])
+    assert both[0][:2] == [10, 11] and contains(both[0], [7, 8]) and both[1][:1] == [12]
+    with pytest.raises(ValueError, match="constraints need beam search"):
+        model.generate(SOURCE, constraints=CONSTRAINTS)
+
+
+def test_an_ensemble_meets_constraints():
+    from keras_memnmt.models import Ensemble
+
+    ensemble = Ensemble([tiny("rnnsearch", seed=1), tiny("memdec", seed=2)])
+    out = ensemble.generate(SOURCE, beam_size=3, constraints=CONSTRAINTS, length_penalty="none", n_best=2)
+    for j in range(2):
+        found = rows(np.asarray(out["tokens"])[:, j])
+        assert contains(found[0], [7, 8]) and contains(found[0], [15]) and contains(found[1], [12])
+    found = rows(np.asarray(out["tokens"])[:, 0])
+    np.testing.assert_allclose([float(np.sum(x)) for x in score_ids(ensemble, sources(), found)],
+                               np.asarray(out["scores"])[:, 0], atol=1e-4)
+
+
+def test_text_constraints_appear_in_the_translations():
+    vocab = synthetic_vocab()
+    model = MODELS["rnnsearch"](vocab.source.vocab_size, vocab.target.vocab_size, **TINY_OPTIONS["rnnsearch"])
+    lines = ["the dog runs", "a big green fish sees the cars", "", "the cat"]
+    wanted = ["hundo", "le hundo\tgrande", "", ""]
+    out = [x for chunk in translate_chunks(model, vocab, lines, beam_size=3, progress=False, constraints=wanted,
+                                           batch_size=2) for x in chunk]
+    # The phrases' subwords appear in order (a word may go on after a phrase's last subword).
+    assert "hundo" in out[0] and "le hundo" in out[1] and "grande" in out[1] and out[2] == ""
+    for given, beam, message in ((["漢字", "", "", ""], 3, "constraints line 1: '漢字' has a piece"),
+                                 (["", "a\tb\tc", "", ""], 2, "constraints line 2 has 3 phrases, more than the beam"),
+                                 (wanted, 1, "constraints need beam search")):
+        with pytest.raises(ValueError, match=message):
+            next(translate_chunks(model, vocab, lines, beam_size=beam, constraints=given, progress=False))

@@ -58,6 +58,14 @@ def test_alignments_follow_each_translation(shared_run, input_file, capsys):
     assert len(rows) == len(plain[0].split()) and all(len(r.split(",")) == len(LINES[0].split()) for r in rows)
 
 
+def test_each_translation_holds_its_constraints(shared_run, input_file, tmp_path, capsys):
+    constraints = tmp_path / "constraints.de"
+    constraints.write_text("hundo\tle\n\ngrande\n", encoding="utf-8")
+    out = translate(capsys, "--model", shared_run, "--input", input_file, "--constraints", str(constraints),
+                    "--beam", "3", "--quiet")
+    assert len(out) == 3 and "hundo" in out[0] and "le" in out[0] and out[1] == "" and "grande" in out[2]
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--seed", "4"], "--seed sets how --sampling draws"),
     (["--samples", "2"], "--samples sets how --sampling draws"),
@@ -68,9 +76,14 @@ def test_alignments_follow_each_translation(shared_run, input_file, capsys):
     (["--alignments", "--show-attention"], "--alignments and --show-attention: choose one"),
     (["--prefix", "SHORT"], "has 1 lines but the input has 3"),
     (["--prefix", "UNSPELLABLE"], "prefix line 1 ('漢字') has a piece the target vocabulary cannot spell"),
+    (["--constraints", "SHORT"], "SHORT has 1 lines but the input has 3"),
+    (["--constraints", "UNSPELLABLE"], "constraints line 1: '漢字' has a piece the target vocabulary cannot spell"),
+    (["--constraints", "MANY", "--beam", "2"], "constraints line 1 has 3 phrases, more than the beam (2)"),
+    (["--constraints", "SHORT", "--beam", "1"], "--constraints needs beam search: --beam 2 or more (got --beam 1)"),
+    (["--constraints", "SHORT", "--sampling", "full"], "--constraints needs beam search: --beam 2 or more, not"),
 ])
 def test_bad_flags_are_one_line_errors(shared_run, input_file, tmp_path, capsys, argv, message):
-    files = {"SHORT": "le\n", "UNSPELLABLE": "漢字\n\n\n"}
+    files = {"SHORT": "le\n", "UNSPELLABLE": "漢字\n\n\n", "MANY": "le\thundo\tgrande\n\n\n"}
     for name, text in files.items():
         (tmp_path / name).write_text(text, encoding="utf-8")
     argv = [str(tmp_path / arg) if arg in files else arg for arg in argv]

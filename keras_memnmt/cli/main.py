@@ -14,7 +14,17 @@ import contextlib
 import os
 import sys
 
-from keras_memnmt.cli import data, evaluate, export, plot, results, runfiles, score, train, translate
+from keras_memnmt.cli import (
+    data,
+    evaluate,
+    export,
+    plot,
+    results,
+    runfiles,
+    score,
+    train,
+    translate,
+)
 
 
 def _setup_process() -> None:

@@ -47,6 +47,9 @@ def cmd_translate(args) -> int:
 
     search = search_options(args)  # bad options fail before the model is loaded
     search.update(_drawing(args))
+    if args.constraints and (args.sampling or args.beam < 2):
+        raise ValueError("--constraints needs beam search: --beam 2 or more" +
+                         (", not --sampling" if args.sampling else f" (got --beam {args.beam})"))
     if args.alignments and args.show_attention:
         raise ValueError("--alignments and --show-attention: choose one (words on stdout, or subwords on stderr)")
     if args.resume and not args.output:
@@ -55,20 +58,14 @@ def cmd_translate(args) -> int:
     if args.output:
         from keras_memnmt.rundir.outputs import check_output
 
-        inputs = [(f"the {flag} file", path) for flag, path in (("--input", args.input), ("--prefix", args.prefix))
-                  if path]
+        inputs = [(f"the {flag} file", path) for flag, path in (("--input", args.input), ("--prefix", args.prefix),
+                                                                 ("--constraints", args.constraints)) if path]
         check_output("--output", args.output,
                      inputs=inputs + [("a model file to translate with", f) for f in model_files(members)])
     partial = _partial_output(args.output) if args.resume and os.path.isfile(args.output) else None
     # The model first: a bad --model is reported before standard input is waited for.
     model, vocab, _ = load_ensemble(members)
-    from keras_memnmt.data import read_lines
-
-    prefixes = read_lines(args.prefix) if args.prefix else None  # before standard input is read
-    lines = read_lines(args.input) if args.input else read_stdin()
-    if prefixes is not None and len(prefixes) != len(lines):
-        raise ValueError(f"--prefix {args.prefix} has {len(prefixes)} lines but the input has {len(lines)}: "
-                         "one prefix (or an empty line) per input line")
+    prefixes, constraints, lines = _read_inputs(args)
     done = 0
     if partial:  # keep the complete lines; an unfinished last one (no newline) is translated again
         done, end, size = partial
@@ -95,7 +92,8 @@ def cmd_translate(args) -> int:
                                       beam_size=args.beam, progress=progress(args),
                                       alignments=args.show_attention, word_alignment=args.alignments,
                                       line_offset=done,
-                                      prefixes=None if prefixes is None else prefixes[done:], **search):
+                                      prefixes=None if prefixes is None else prefixes[done:],
+                                      constraints=None if constraints is None else constraints[done:], **search):
             if args.samples > 1:  # each input line's samples, one per line
                 chunk = [line for draws in chunk for line in draws]
             if args.alignments:  # Marian's and OpenNMT-py's layout
@@ -118,6 +116,21 @@ def cmd_translate(args) -> int:
         except OSError as e:
             raise OSError(f"cannot write {name}: {e.strerror or e}") from e
     return 0
+
+
+def _read_inputs(args) -> tuple[list[str] | None, list[str] | None, list[str]]:
+    """``--prefix`` and ``--constraints`` lines (read before standard input is waited
+    for), then the input lines; a per-line file must have one line per input line."""
+    from keras_memnmt.data import read_lines
+
+    prefixes = read_lines(args.prefix) if args.prefix else None
+    constraints = read_lines(args.constraints) if args.constraints else None
+    lines = read_lines(args.input) if args.input else read_stdin()
+    for flag, path, given in (("--prefix", args.prefix, prefixes), ("--constraints", args.constraints, constraints)):
+        if given is not None and len(given) != len(lines):
+            raise ValueError(f"{flag} {path} has {len(given)} lines but the input has {len(lines)}: "
+                             "one line (empty for none) per input line")
+    return prefixes, constraints, lines
 
 
 def _drawing(args) -> dict:
@@ -184,6 +197,9 @@ def add_parsers(sub) -> None:
                          "source words (soft); models with source attention")
     tl.add_argument("--prefix", help="target prefixes, one per input line (an empty line: none): each "
                     "translation starts with its line's prefix, and the search goes on from there")
+    tl.add_argument("--constraints", help="target phrases each translation must contain, one line per input "
+                    "line, phrases separated by tabs (an empty line: none); lexically constrained beam search "
+                    "(dynamic beam allocation), --beam 2 or more and at most --beam phrases a line")
     tl.add_argument("--sampling", metavar="full|topk:K|topp:P",
                     help="draw each output token instead of searching: from the whole distribution, "
                          "the K most probable tokens, or the fewest whose probability reaches P "

@@ -18,10 +18,13 @@ either: those draw with `keras.random`, whose numbers differ from backend to bac
 here each sentence's draws come from an integer hash of its own key, the step and the
 token (`common.gumbel_noise`), so a seed gives the same samples on every backend, in any
 batch and after a resumed translation, inside the same loop as target prefixes.
+`constrained_beam_search` keeps given target phrases in every output (dynamic beam
+allocation, `keras_memnmt.decoding.constrained`).
 """
 
 from keras_memnmt.decoding.beam import beam_search
 from keras_memnmt.decoding.common import LENGTH_PENALTIES, length_penalty
+from keras_memnmt.decoding.constrained import constrained_beam_search
 from keras_memnmt.decoding.greedy import greedy_search
 
-__all__ = ["LENGTH_PENALTIES", "beam_search", "greedy_search", "length_penalty"]
+__all__ = ["LENGTH_PENALTIES", "beam_search", "constrained_beam_search", "greedy_search", "length_penalty"]

@@ -17,8 +17,7 @@ from keras_memnmt.decoding.common import (
     Tensor,
     add_prefix,
     check_attention,
-    check_ids,
-    check_length_penalty,
+    check_beam,
     compact_done,
     finish,
     first_call,
@@ -231,14 +230,7 @@ def beam_search(
         `lengths` `(B, n_best)` int32 — tokens up to and including eos;
         `attention` `(B, n_best, L, Tx)` float32, if `return_attention`.
     """
-    check_ids(bos_id, eos_id, pad_id)
-    check_length_penalty(length_penalty)
-    if not isinstance(beam_size, int) or beam_size < 1:
-        raise ValueError(f"beam_size must be an int >= 1; received: {beam_size!r}")
-    if not isinstance(n_best, int) or not 1 <= n_best <= beam_size:
-        raise ValueError(
-            f"n_best must be an int in [1, beam_size={beam_size}]; received: {n_best!r}"
-        )
+    check_beam(bos_id, eos_id, pad_id, length_penalty, beam_size, n_best)
     penalty_kind = length_penalty  # the argument shadows the function of that name
 
     def lp(lengths):
@@ -367,15 +359,20 @@ def beam_search(
         return compact_done(carry, store, k) if compact else (carry, store)  # g.
 
     store = finish(*while_loop(cond, body, carry, store, varying=compact), finished)
-    found = store["fin_scores"][:, :n_best] > NEG_INF  # (B, n_best)
+    return n_best_outputs(store, n_best, pad_id)
+
+
+def n_best_outputs(finished: dict, n_best: int, pad_id: int) -> dict[str, Tensor]:
+    """The returned dict from the `(B, K, ...)` finished buffers (`fin_tokens`,
+    `fin_scores`, `fin_raw`, `fin_lengths`, `fin_attention` if kept): the first `n_best`,
+    with pad tokens, length 0 and zero attention where none finished."""
+    found = finished["fin_scores"][:, :n_best] > NEG_INF  # (B, n_best)
     outputs = {
-        "tokens": ops.where(found[:, :, None], store["fin_tokens"][:, :n_best], pad_id),
-        "scores": store["fin_scores"][:, :n_best],
-        "raw_scores": store["fin_raw"][:, :n_best],
-        "lengths": ops.where(found, store["fin_lengths"][:, :n_best], 0),
+        "tokens": ops.where(found[:, :, None], finished["fin_tokens"][:, :n_best], pad_id),
+        "scores": finished["fin_scores"][:, :n_best],
+        "raw_scores": finished["fin_raw"][:, :n_best],
+        "lengths": ops.where(found, finished["fin_lengths"][:, :n_best], 0),
     }
-    if return_attention:
-        outputs["attention"] = ops.where(
-            found[:, :, None, None], store["fin_attention"][:, :n_best], 0.0
-        )
+    if "fin_attention" in finished:
+        outputs["attention"] = ops.where(found[:, :, None, None], finished["fin_attention"][:, :n_best], 0.0)
     return outputs

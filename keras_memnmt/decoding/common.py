@@ -102,6 +102,16 @@ def check_ids(bos_id: int, eos_id: int, pad_id: int) -> None:
         )
 
 
+def check_beam(bos_id: int, eos_id: int, pad_id: int, length_penalty: str, beam_size: int, n_best: int) -> None:
+    """The arguments the beam searches share, each a one-line `ValueError` naming it."""
+    check_ids(bos_id, eos_id, pad_id)
+    check_length_penalty(length_penalty)
+    if not isinstance(beam_size, int) or beam_size < 1:
+        raise ValueError(f"beam_size must be an int >= 1; received: {beam_size!r}")
+    if not isinstance(n_best, int) or not 1 <= n_best <= beam_size:
+        raise ValueError(f"n_best must be an int in [1, beam_size={beam_size}]; received: {n_best!r}")
+
+
 def resolve_max_length(
     max_length: int | Tensor, batch_size: int, max_steps: int | None
 ) -> tuple[int, Tensor]:

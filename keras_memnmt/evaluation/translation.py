@@ -65,6 +65,7 @@ def translate_chunks(
     alignments: bool = False,
     prefixes: Sequence[str] | None = None,
     word_alignment: str | None = None,
+    constraints: Sequence[str] | None = None,
     samples: int = 1,
     seed: int = 0,
     line_offset: int = 0,
@@ -92,6 +93,12 @@ def translate_chunks(
     with its prefix's subwords (:meth:`Generator.generate`'s ``prefix``). A prefix with a
     piece the target vocabulary lacks is a ``ValueError`` naming its line.
 
+    ``constraints``: one line per sentence of target phrases separated by tabs (``""``:
+    none); each translation contains every phrase (lexically constrained beam search,
+    :mod:`keras_memnmt.decoding.constrained`; ``beam_size`` 2 or more, and no more
+    phrases on a line than ``beam_size``). A phrase the target vocabulary cannot spell
+    is a ``ValueError`` naming its line.
+
     With ``sampling`` (in ``generate_kwargs``: ``"full"``, ``"topk:K"``, ``"topp:P"``,
     and ``temperature``), each sentence gets ``samples`` draws, the ``j``-th of input
     line ``n`` (counted from 0, plus ``line_offset``) keyed by ``(seed, n, j)``: the same
@@ -113,8 +120,11 @@ def translate_chunks(
         raise ValueError("alignments (per subword) and word_alignment: choose one")
     if samples > 1 and (alignments or word_alignment):
         raise ValueError("alignments are of the best translation: not with several samples")
-    if prefixes is not None and len(prefixes) != len(sentences):
-        raise ValueError(f"{len(prefixes)} prefixes for {len(sentences)} sentences: give one per sentence")
+    for name, given in (("prefixes", prefixes), ("constraints", constraints)):
+        if given is not None and len(given) != len(sentences):
+            raise ValueError(f"{len(given)} {name} for {len(sentences)} sentences: give one per sentence")
+    if constraints is not None and beam_size < 2:
+        raise ValueError(f"constraints need beam search (a beam of 2 or more), got beam_size {beam_size}")
     total = sum(1 for s in sentences if s.strip())
     # A short last batch is filled up with one-token rows (eos) to the full batch size
     # when the input has more than one batch: the compiled search then sees one batch
@@ -127,7 +137,8 @@ def translate_chunks(
             yield _translate_chunk(model, vocab, sentences[start:start + size], beam_size, batch_size,
                                    pad_multiple, rows, bar, alignments, generate_kwargs,
                                    None if prefixes is None else prefixes[start:start + size],
-                                   draw, line_offset + start, word_alignment)
+                                   draw, line_offset + start, word_alignment,
+                                   None if constraints is None else constraints[start:start + size])
 
 
 def progress_disabled(progress: bool | None, total: int | None = None) -> bool | None:
@@ -141,7 +152,8 @@ def progress_disabled(progress: bool | None, total: int | None = None) -> bool |
 def _translate_chunk(model, vocab: SubwordVocab, sentences: Sequence[str], beam_size: int,
                      batch_size: int, pad_multiple: int, rows: int | None, bar, alignments: bool,
                      generate_kwargs: dict, prefixes: Sequence[str] | None = None,
-                     draw: dict | None = None, first_line: int = 0, word_alignment: str | None = None) -> list:
+                     draw: dict | None = None, first_line: int = 0, word_alignment: str | None = None,
+                     constraints: Sequence[str] | None = None) -> list:
     copies = draw["samples"] if draw else 1
     empty = ("", []) if alignments else ("", "") if word_alignment else ""
     attend = bool(alignments or word_alignment)
@@ -151,6 +163,7 @@ def _translate_chunk(model, vocab: SubwordVocab, sentences: Sequence[str], beam_
         return results
     ids = dict(zip(todo, encode_sources(vocab, [sentences[i] for i in todo])))
     forced = _prefix_ids(vocab, prefixes, todo, first_line) if prefixes else {}
+    wanted = _constraint_ids(vocab, constraints, todo, first_line, beam_size) if constraints else {}
     # Each item is one search row: (sentence, draw); without sampling one per sentence.
     order = [(i, j) for i in sorted(todo, key=lambda i: len(ids[i])) for j in range(copies)]
     for start in range(0, len(order), batch_size):
@@ -159,6 +172,8 @@ def _translate_chunk(model, vocab: SubwordVocab, sentences: Sequence[str], beam_
         extra = {}
         if forced:
             extra["prefix"] = padded_rows([forced.get(i, []) for i, _ in chunk], rows, pad_multiple, PAD_ID)
+        if wanted:
+            extra["constraints"] = padded_rows([wanted.get(i, []) for i, _ in chunk], rows, pad_multiple, PAD_ID)
         if draw:
             keys = [draw_key(draw["seed"], first_line + i, j) for i, j in chunk]
             extra["keys"] = np.array(keys + [0] * (len(batch) - len(chunk)), np.int32)
@@ -209,6 +224,33 @@ def _prefix_ids(vocab: SubwordVocab, prefixes: Sequence[str], todo: list[int], f
             raise ValueError(f"prefix line {first_line + i + 1} ({prefixes[i].strip()!r}) has a piece the target "
                              "vocabulary cannot spell")
         out[i] = ids
+    return out
+
+
+def _constraint_ids(vocab: SubwordVocab, constraints: Sequence[str], todo: list[int], first_line: int,
+                    beam_size: int) -> dict:
+    """The constraint row of each sentence of ``todo`` with constraints: its phrases' target
+    ids, separated by ``SEPARATOR``. A phrase the vocabulary cannot spell, or more phrases
+    than ``beam_size``, is a ``ValueError`` naming its line."""
+    from keras_memnmt.data.vocab import UNK_ID
+    from keras_memnmt.decoding.constrained import SEPARATOR
+
+    out = {}
+    for i in todo:
+        phrases = [p.strip() for p in constraints[i].split("\t") if p.strip()]
+        if not phrases:
+            continue
+        line = first_line + i + 1
+        if len(phrases) > beam_size:
+            raise ValueError(f"constraints line {line} has {len(phrases)} phrases, more than the beam "
+                             f"({beam_size}): a beam cannot keep a place for each")
+        row: list[int] = []
+        for phrase, ids in zip(phrases, vocab.target.encode(phrases), strict=True):
+            if UNK_ID in ids or not ids:
+                raise ValueError(f"constraints line {line}: {phrase!r} has a piece the target vocabulary "
+                                 "cannot spell")
+            row += ([SEPARATOR] if row else []) + list(ids)
+        out[i] = row
     return out
 
 

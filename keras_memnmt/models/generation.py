@@ -52,6 +52,7 @@ class Generator:
         sampling: str | None = None,
         temperature: float = 1.0,
         keys=None,
+        constraints=None,
     ) -> dict:
         """Translates a batch of source ids (greedy when ``beam_size == 1``).
 
@@ -61,6 +62,10 @@ class Generator:
         ``"topp:P"``; greedy only) draws each token from the model's distribution at
         ``temperature`` instead of taking the best, row ``b``'s draws set by
         ``keys[b]`` (int32; the same keys give the same samples on every backend).
+        ``constraints`` ``(B, M)`` int ids (beam search only): target phrases each
+        output must contain, phrases separated by -1, pad after the last
+        (:mod:`keras_memnmt.decoding.constrained`); the bound grows by each
+        sentence's constraint tokens.
 
         The output length is capped at ``max_length_a · |x| + max_length_b``
         tokens per sentence (eos included). The whole search is one compiled
@@ -96,6 +101,11 @@ class Generator:
             extras["keys"] = ops.convert_to_tensor(keys, "int32")
         if prefix is not None:
             extras["prefix"] = ops.convert_to_tensor(prefix, "int32")
+        if constraints is not None:
+            if beam_size < 2 or sampling is not None:
+                raise ValueError(f"constraints need beam search (beam_size 2 or more), got beam_size {beam_size}"
+                                 + (" and sampling" if sampling is not None else ""))
+            extras["constraints"] = ops.convert_to_tensor(constraints, "int32")
         options = (beam_size, float(max_length_a), int(max_length_b), length_penalty, float(alpha),
                    n_best, return_attention, sampling, float(temperature))
         source_ids = ops.convert_to_tensor(source_ids, "int32")
@@ -109,8 +119,9 @@ class Generator:
                 return self._generate(source_ids, *options, extras=extras)
         # TensorFlow shares one trace per (batch, width cap); with attention, whose (B, L, Tx)
         # buffers need a static Tx, with a prefix, whose width sets the buffers', and on
-        # JAX, the compiled function specializes per shape.
-        shared = backend == "tensorflow" and not return_attention and "prefix" not in extras
+        # JAX, the compiled function specializes per shape (so do constraints, whose width
+        # sets the buffers' too).
+        shared = backend == "tensorflow" and not return_attention and not {"prefix", "constraints"} & set(extras)
         batch, width = (int(d) for d in source_ids.shape)
         key = (options, tuple(sorted(extras)), batch, _width_cap(width)) if shared else \
             (options, tuple(sorted(extras)), None, None)
@@ -156,6 +167,7 @@ class Generator:
                   n_best, return_attention, sampling=None, temperature=1.0, width_cap=None,
                   extras=None) -> dict:
         from keras_memnmt.decoding import beam_search, greedy_search
+        from keras_memnmt.decoding.constrained import constrained_beam_search
 
         extras = extras or {}
         batch, width = source_ids.shape  # static, except the width in TensorFlow's shared trace
@@ -171,6 +183,9 @@ class Generator:
             prefix_len = ops.sum(ops.cast(ops.not_equal(prefix, PAD_ID), "int32"), axis=1)  # (B,)
             per_sentence = ops.maximum(per_sentence, prefix_len + int(max_length_b))
             steps = max(steps, int(prefix.shape[1]) + int(max_length_b))
+        constraints = extras.get("constraints")
+        if constraints is not None:  # the limit grows by the sentence's constraint tokens (in the search)
+            steps += int(constraints.shape[1])
         states = self.search_states(source_ids, steps)
         common = dict(bos_id=BOS_ID, eos_id=EOS_ID, pad_id=PAD_ID, max_steps=steps,
                       return_attention=return_attention, prefix=prefix)
@@ -179,5 +194,8 @@ class Generator:
                                 temperature=temperature, keys=extras.get("keys"), **common)
             # (B, ...) -> (B, 1, ...): the same layout as beam search's n-best
             return {k: ops.expand_dims(v, 1) for k, v in out.items() if k in ("tokens", "scores", "attention")}
+        if constraints is not None:
+            return constrained_beam_search(self.decode_step, states, batch, beam_size, per_sentence, constraints,
+                                           length_penalty=length_penalty, alpha=alpha, n_best=n_best, **common)
         return beam_search(self.decode_step, states, batch, beam_size, per_sentence,
                            length_penalty=length_penalty, alpha=alpha, n_best=n_best, **common)

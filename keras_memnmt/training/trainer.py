@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import math
 import os
 import sys
 import time
@@ -54,9 +53,9 @@ from keras_memnmt.runtime import enable_compilation_cache
 from keras_memnmt.training import hosts
 from keras_memnmt.training.callbacks import (
     BleuValidation,
+    DivergenceStop,
     EpochBar,
     ProgressLog,
-    DivergenceStop,
     RunLog,
     TrainingDiverged,
     plateau_counters,
