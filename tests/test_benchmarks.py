@@ -236,3 +236,23 @@ def test_a_model_without_a_matmul_count_has_no_flops():
 
     assert Seq2Seq.matmul_macs(types.SimpleNamespace()) is None
     assert throughput.train_flops_per_batch(types.SimpleNamespace(matmul_macs=lambda: None), 14, 15) is None
+
+
+def test_constraints_benchmark_meets_every_phrase_and_prints_each_figure(shared_run, tmp_path, capsys):
+    import constraints
+
+    from keras_memnmt.data.synthetic import synthetic_corpus
+
+    corpus = synthetic_corpus(12, seed=5)
+    (tmp_path / "src").write_text("".join(s + "\n" for s in corpus.source), encoding="utf-8")
+    (tmp_path / "ref").write_text("".join(t + "\n" for t in corpus.target), encoding="utf-8")
+    drawn = constraints.draw_constraints(list(corpus.target), 2, seed=1)
+    assert all(1 <= len(p) <= 2 for p in drawn) and drawn == constraints.draw_constraints(list(corpus.target), 2, seed=1)
+    for phrases, reference in zip(drawn, corpus.target):
+        assert all(f" {p} " in f" {reference} " for p in phrases)
+    assert constraints.main(["--run", shared_run, "--source", str(tmp_path / "src"), "--reference",
+                             str(tmp_path / "ref"), "--beam", "3"]) == 0
+    figures = side_by_side.parse_lines(capsys.readouterr().out)
+    assert float(figures["c1_coverage"]) == float(figures["c2_coverage"]) == 1.0
+    assert int(figures["c2_phrases"]) == sum(map(len, drawn))
+    assert {"none_bleu_lc", "c1_sentences_per_second", "c2_coverage_words"} <= set(figures)
