@@ -256,3 +256,20 @@ def test_constraints_benchmark_meets_every_phrase_and_prints_each_figure(shared_
     assert float(figures["c1_coverage"]) == float(figures["c2_coverage"]) == 1.0
     assert int(figures["c2_phrases"]) == sum(map(len, drawn))
     assert {"none_bleu_lc", "c1_sentences_per_second", "c2_coverage_words"} <= set(figures)
+
+
+def test_serve_load_benchmark_prints_each_figure_without_errors(shared_run, tmp_path, capsys):
+    import serve_load
+
+    from keras_memnmt.data.synthetic import synthetic_corpus
+
+    (tmp_path / "src").write_text("".join(s + "\n" for s in synthetic_corpus(6, seed=2).source), encoding="utf-8")
+    assert serve_load.main(["--run", shared_run, "--source", str(tmp_path / "src"), "--seconds", "1",
+                            "--clients", "1,3"]) == 0
+    figures = side_by_side.parse_lines(capsys.readouterr().out)
+    for mode in ("batched", "single"):
+        for clients in (1, 3):
+            assert int(figures[f"{mode}_c{clients}_errors"]) == 0
+            assert int(figures[f"{mode}_c{clients}_mismatches"]) == 0
+            assert float(figures[f"{mode}_c{clients}_sentences_per_second"]) > 0
+    assert {"speedup_c1", "speedup_c3"} <= set(figures)

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.backend_independent
 
 LEVELS = {"files": 0, "runtime": 0, "data": 1, "layers": 2, "decoding": 2, "models": 3, "testing": 3,
           "config": 4, "settings": 4, "inspection": 4, "plots": 4, "rundir": 5, "evaluation": 6, "export": 7,
-          "training": 7, "recipes": 8, "cli": 9,
+          "training": 7, "recipes": 8, "serving": 8, "cli": 9,
           # Deprecated import paths (each re-exports a module that moved).
           "runs": 10, "records": 10, "outputs": 10, "results": 10, "inference": 10, "compare": 10}
 ROOT = os.path.dirname(keras_memnmt.__file__)

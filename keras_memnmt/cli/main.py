@@ -22,6 +22,7 @@ from keras_memnmt.cli import (
     results,
     runfiles,
     score,
+    serve,
     train,
     translate,
 )
@@ -45,7 +46,7 @@ def _setup_process() -> None:
 
 
 # Each group's module adds its subcommands, in the order `memnmt --help` lists them.
-GROUPS = (data, train, translate, score, evaluate, plot, results, runfiles, export)
+GROUPS = (data, train, translate, score, evaluate, plot, results, runfiles, export, serve)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -66,6 +66,7 @@ def translate_chunks(
     prefixes: Sequence[str] | None = None,
     word_alignment: str | None = None,
     constraints: Sequence[str] | None = None,
+    n_best: int | None = None,
     samples: int = 1,
     seed: int = 0,
     line_offset: int = 0,
@@ -99,6 +100,10 @@ def translate_chunks(
     phrases on a line than ``beam_size``). A phrase the target vocabulary cannot spell
     is a ``ValueError`` naming its line.
 
+    With ``n_best`` each output is a list of ``n_best`` pairs ``(translation, score)``,
+    best first (the search's length-normalized log-probability; an empty input gets
+    ``("", 0.0)`` pairs, as the SavedModel export answers).
+
     With ``sampling`` (in ``generate_kwargs``: ``"full"``, ``"topk:K"``, ``"topp:P"``,
     and ``temperature``), each sentence gets ``samples`` draws, the ``j``-th of input
     line ``n`` (counted from 0, plus ``line_offset``) keyed by ``(seed, n, j)``: the same
@@ -118,6 +123,8 @@ def translate_chunks(
         raise ValueError(f"samples must be an int >= 1, and above 1 only with sampling; got {samples!r}")
     if alignments and word_alignment:
         raise ValueError("alignments (per subword) and word_alignment: choose one")
+    if n_best is not None and (alignments or word_alignment or samples > 1):
+        raise ValueError("n_best lists are of plain translations: not with alignments or several samples")
     if samples > 1 and (alignments or word_alignment):
         raise ValueError("alignments are of the best translation: not with several samples")
     for name, given in (("prefixes", prefixes), ("constraints", constraints)):
@@ -138,7 +145,7 @@ def translate_chunks(
                                    pad_multiple, rows, bar, alignments, generate_kwargs,
                                    None if prefixes is None else prefixes[start:start + size],
                                    draw, line_offset + start, word_alignment,
-                                   None if constraints is None else constraints[start:start + size])
+                                   None if constraints is None else constraints[start:start + size], n_best)
 
 
 def progress_disabled(progress: bool | None, total: int | None = None) -> bool | None:
@@ -153,9 +160,9 @@ def _translate_chunk(model, vocab: SubwordVocab, sentences: Sequence[str], beam_
                      batch_size: int, pad_multiple: int, rows: int | None, bar, alignments: bool,
                      generate_kwargs: dict, prefixes: Sequence[str] | None = None,
                      draw: dict | None = None, first_line: int = 0, word_alignment: str | None = None,
-                     constraints: Sequence[str] | None = None) -> list:
+                     constraints: Sequence[str] | None = None, n_best: int | None = None) -> list:
     copies = draw["samples"] if draw else 1
-    empty = ("", []) if alignments else ("", "") if word_alignment else ""
+    empty = ("", []) if alignments else ("", "") if word_alignment else [("", 0.0)] * n_best if n_best else ""
     attend = bool(alignments or word_alignment)
     results: list = [empty if copies == 1 else [""] * copies for _ in sentences]
     todo = [i for i, s in enumerate(sentences) if s.strip()]
@@ -179,11 +186,18 @@ def _translate_chunk(model, vocab: SubwordVocab, sentences: Sequence[str], beam_
             extra["keys"] = np.array(keys + [0] * (len(batch) - len(chunk)), np.int32)
         try:
             out = model.generate(batch, beam_size=beam_size, return_attention=attend, **generate_kwargs,
-                                 **extra)
+                                 **extra, **({"n_best": n_best} if n_best else {}))
         except ValueError as e:
             if attend and "return_attention" in str(e):
                 raise ValueError(f"{type(model).__name__} has no source attention to align with") from None
             raise
+        if n_best:  # (B, n_best, L) tokens and (B, n_best) scores
+            texts = vocab.target.decode(np.asarray(out["tokens"])[: len(chunk)].reshape(len(chunk) * n_best, -1))
+            scores = np.asarray(out["scores"])[: len(chunk)]
+            for row, (i, _) in enumerate(chunk):
+                results[i] = [(texts[row * n_best + j], float(scores[row, j])) for j in range(n_best)]
+            bar.update(len(chunk))
+            continue
         tokens = np.asarray(out["tokens"])[: len(chunk), 0, :]  # best hypothesis (B, L)
         for row, ((i, j), text) in enumerate(zip(chunk, vocab.target.decode(tokens))):
             if alignments:  # attention (B, n_best, L, Tx) of the best hypothesis

@@ -1,0 +1,233 @@
+"""The ASGI application of `memnmt serve`: TensorFlow Serving's REST API, and a page.
+
+Why Starlette on uvicorn: the server needs routing, request bodies read as a stream (so
+an oversized body is refused before it is all read), lifespan hooks (the batcher starts
+and drains with the server) and a graceful stop on SIGINT/SIGTERM, and nothing more.
+Starlette gives exactly these in one small dependency, and uvicorn is its reference
+server (signal handling, keep-alive, HTTP/1.1 parsing); FastAPI would add request models
+and OpenAPI generation on top, which a protocol fixed by TensorFlow Serving does not use.
+
+The protocol (https://www.tensorflow.org/tfx/serving/api_rest), for the export's
+signatures (:mod:`keras_memnmt.serving.translators`):
+
+- ``GET /v1/models/NAME`` (and ``/versions/1``): the model's status;
+  ``GET /v1/models/NAME/metadata``: its signatures.
+- ``POST /v1/models/NAME:predict`` (and ``/versions/1:predict``) with
+  ``{"instances": [...]}`` (row format: each instance a sentence, or
+  ``{"sentences": "..."}``) answered by ``{"predictions": [...]}``, or ``{"inputs":
+  [...]}`` / ``{"inputs": {"sentences": [...]}}`` (columnar) answered by ``{"outputs":
+  {...}}``; ``"signature_name"`` picks ``translate`` (the default, as
+  ``serving_default``) or ``translate_n_best``.
+- Beyond TensorFlow Serving (a client that sends none of these works with both):
+  ``"options"`` in the request (search options, :data:`~keras_memnmt.serving.translators.OPTIONS`),
+  ``"warnings"`` in the answer (a sentence truncated to the translator's 200 subwords),
+  ``GET /v1/models`` (the models served) and ``POST /v1/models/NAME:inspect`` (the
+  page's translations with pictures).
+
+Every error is ``{"error": "message"}`` with an HTTP status: 400 for a bad request, 404
+for an unknown model or path, 405 for a wrong method, 413 for a body over ``max_body``
+bytes, 503 when the queue is full or the server is stopping, 500 if translating fails
+(the traceback goes to the server's stderr, not to the client).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import traceback
+from importlib import resources
+
+from keras_memnmt.data import MAX_INPUT_TOKENS
+from keras_memnmt.serving.batching import Batcher
+from keras_memnmt.serving.translators import DEFAULT_SIGNATURE, INPUT, SIGNATURES, RequestError
+
+PICTURE_SENTENCES = 4  # the page's pictures: of at most this many sentences per request
+
+
+def parse_predict(body) -> tuple[str, list[str], bool, dict]:
+    """A predict request's ``(signature, sentences, row format, options)``."""
+    if not isinstance(body, dict):
+        raise RequestError('the body must be a JSON object with "instances" or "inputs"')
+    unknown = sorted(set(body) - {"signature_name", "instances", "inputs", "options"})
+    if unknown:
+        raise RequestError(f"unknown field(s) {', '.join(unknown)}: expected instances or inputs, "
+                           "signature_name, options")
+    signature = body.get("signature_name", DEFAULT_SIGNATURE)
+    signature = "translate" if signature == DEFAULT_SIGNATURE else signature
+    if signature not in SIGNATURES:
+        raise RequestError(f"signature_name {json.dumps(signature)}: expected one of translate, translate_n_best")
+    if ("instances" in body) == ("inputs" in body):
+        raise RequestError('give exactly one of "instances" (row format) and "inputs" (columnar format)')
+    row = "instances" in body
+    given = body["instances"] if row else body["inputs"]
+    if not row and isinstance(given, dict):
+        if set(given) != {INPUT}:
+            raise RequestError(f'inputs: expected {{"{INPUT}": [...]}}, got the keys {sorted(given)}')
+        given = given[INPUT]
+    if not isinstance(given, list):
+        raise RequestError(f"{'instances' if row else 'inputs'}: expected a list of sentences, "
+                           f"got {json.dumps(given)[:80]}")
+    sentences = []
+    for i, item in enumerate(given):
+        if row and isinstance(item, dict):
+            if set(item) != {INPUT}:
+                raise RequestError(f'instances[{i}]: expected a string or {{"{INPUT}": "..."}}, got the keys '
+                                   f"{sorted(item)}")
+            item = item[INPUT]
+        if not isinstance(item, str):
+            raise RequestError(f"{'instances' if row else 'inputs'}[{i}]: expected a string, got "
+                               f"{json.dumps(item)[:80]}")
+        sentences.append(item)
+    return signature, sentences, row, body.get("options") or {}
+
+
+def answer(signature: str, results: list[list[tuple[str, float]]], row: bool) -> dict:
+    """The predictions (row format) or outputs (columnar) of each sentence's n-best list."""
+    text, score = SIGNATURES[signature]
+    if signature == "translate":
+        values = [(best[0][0], best[0][1]) for best in results]
+    else:
+        values = [([t for t, _ in best], [s for _, s in best]) for best in results]
+    if row:
+        return {"predictions": [{text: t, score: s} for t, s in values]}
+    return {"outputs": {text: [t for t, _ in values], score: [s for _, s in values]}}
+
+
+def create_app(translator, name: str, max_batch: int = 32, max_wait: float = 0.005, max_queue: int = 1024,
+               max_body: int = 1 << 20):
+    """The Starlette application serving ``translator`` as model ``name``."""
+    from starlette.applications import Starlette
+    from starlette.exceptions import HTTPException
+    from starlette.responses import HTMLResponse, JSONResponse
+    from starlette.routing import Route
+
+    batcher = Batcher(lambda key, sentences: translator.translate(sentences, key), max_batch=max_batch, max_wait=max_wait, max_queue=max_queue)
+    page = resources.files("keras_memnmt.serving").joinpath("page.html").read_text(encoding="utf-8")
+
+    def model_of(request):
+        asked = request.path_params["name"]
+        version = request.path_params.get("version")
+        if ":" in asked and asked.split(":", 1)[0] == name:  # GET on a POST verb's path
+            raise RequestError(f"{request.method} is not allowed on {request.url.path}", 405)
+        if asked != name:
+            raise RequestError(f"no model named {json.dumps(asked)}; this server has {json.dumps(name)}", 404)
+        if version is not None and version != "1":
+            raise RequestError(f"model {name} has version 1 only, not {json.dumps(version)}", 404)
+        return translator
+
+    async def read_json(request):
+        length = request.headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > max_body:
+            raise RequestError(f"the body has {length} bytes, more than this server takes ({max_body}, "
+                               "--max-body-bytes)", 413)
+        body = bytearray()
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > max_body:
+                raise RequestError(f"the body has more than {max_body} bytes, the most this server takes "
+                                   "(--max-body-bytes)", 413)
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise RequestError(f"the body is not UTF-8 (byte {e.start})") from None
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as e:
+            raise RequestError(f"the body is not JSON: {e.msg} (line {e.lineno}, column {e.colno})") from None
+
+    def warnings_of(sentences: list[str], field: str) -> list[str]:
+        lengths = translator.source_lengths(sentences) or []
+        return [f"{field}[{i}] has {n} subword tokens; its first {MAX_INPUT_TOKENS} were translated"
+                for i, n in enumerate(lengths) if n > MAX_INPUT_TOKENS]
+
+    async def translate(sentences: list[str], options: dict, signature: str):
+        key = translator.search(options, signature)
+        return await batcher.submit(key, sentences) if sentences else []
+
+    async def predict(request):
+        model_of(request)
+        signature, sentences, row, options = parse_predict(await read_json(request))
+        results = await translate(sentences, options, signature)
+        body = answer(signature, results, row)
+        warnings = warnings_of(sentences, "instances" if row else "inputs")
+        return JSONResponse({**body, "warnings": warnings} if warnings else body)
+
+    async def inspect(request):
+        model_of(request)
+        body = await read_json(request)
+        if not isinstance(body, dict) or not isinstance(body.get("sentences"), list) or not all(
+                isinstance(s, str) for s in body["sentences"]):
+            raise RequestError('expected {"sentences": ["...", ...], "options": {...}}')
+        sentences = body["sentences"]
+        results = await translate(sentences, body.get("options") or {}, "translate_n_best")
+        out = []
+        for i, (source, best) in enumerate(zip(sentences, results)):
+            pictures = []
+            if i < PICTURE_SENTENCES and best[0][0]:
+                pictures = await batcher.run_alone(translator.pictures, source, best[0][0])
+            out.append({"source": source, "translations": [{"translation": t, "score": s} for t, s in best],
+                        "pictures": pictures})
+        warnings = warnings_of(sentences, "sentences")
+        return JSONResponse({"results": out, **({"warnings": warnings} if warnings else {})})
+
+    async def status(request):
+        model_of(request)
+        return JSONResponse({"model_version_status": [
+            {"version": "1", "state": "AVAILABLE", "status": {"error_code": "OK", "error_message": ""}}]})
+
+    async def metadata(request):
+        model_of(request)
+        signature_def = {
+            sig: {"inputs": {INPUT: {"dtype": "DT_STRING", "tensor_shape": {"dim": [{"size": "-1"}]}}},
+                  "outputs": {out: {"dtype": "DT_STRING" if i == 0 else "DT_FLOAT"} for i, out in enumerate(outs)},
+                  "method_name": "tensorflow/serving/predict"}
+            for sig, outs in SIGNATURES.items()}
+        signature_def[DEFAULT_SIGNATURE] = signature_def["translate"]
+        return JSONResponse({"model_spec": {"name": name, "signature_name": "", "version": "1"},
+                             "metadata": {"signature_def": {"signature_def": signature_def}}})
+
+    async def models(request):
+        return JSONResponse({"models": [{"name": name, **translator.describe(),
+                                         "batching": {"max_batch": max_batch, "max_wait_ms": max_wait * 1000,
+                                                      "max_queue": max_queue, "batches": batcher.batches,
+                                                      "sentences": batcher.sentences}}]})
+
+    async def home(request):
+        return HTMLResponse(page)
+
+    async def request_error(request, error: RequestError):
+        return JSONResponse({"error": str(error)}, status_code=error.status)
+
+    async def http_error(request, error: HTTPException):
+        message = {404: f"no such path: {request.url.path}", 405: f"{request.method} is not allowed on "
+                   f"{request.url.path}"}.get(error.status_code, str(error.detail))
+        return JSONResponse({"error": message}, status_code=error.status_code)
+
+    async def server_error(request, error: Exception):
+        traceback.print_exception(type(error), error, error.__traceback__, file=sys.stderr)
+        return JSONResponse({"error": f"translating failed: {type(error).__name__}: {error}"}, status_code=500)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        batcher.start()
+        try:
+            yield
+        finally:
+            await batcher.close()
+
+    routes = [
+        Route("/", home, methods=["GET"]),
+        Route("/v1/models", models, methods=["GET"]),
+        Route("/v1/models/{name}", status, methods=["GET"]),
+        Route("/v1/models/{name}/versions/{version}", status, methods=["GET"]),
+        Route("/v1/models/{name}/metadata", metadata, methods=["GET"]),
+        Route("/v1/models/{name}:predict", predict, methods=["POST"]),
+        Route("/v1/models/{name}/versions/{version}:predict", predict, methods=["POST"]),
+        Route("/v1/models/{name}:inspect", inspect, methods=["POST"]),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan,
+                    exception_handlers={RequestError: request_error, HTTPException: http_error,
+                                        Exception: server_error})
+    app.state.batcher = batcher
+    return app

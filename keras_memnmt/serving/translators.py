@@ -1,0 +1,209 @@
+"""What `memnmt serve` translates with: a run (or an ensemble of runs) or a SavedModel export.
+
+Both answer TensorFlow Serving's signatures of the export (:mod:`keras_memnmt.export`):
+``translate`` (``sentences`` → ``translation``, ``score``) and ``translate_n_best``
+(``sentences`` → ``translations``, ``scores``). A run also takes search options per
+request (:data:`OPTIONS`); an export's search is fixed when it is exported.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from collections.abc import Sequence
+
+SIGNATURES = {
+    "translate": ("translation", "score"),
+    "translate_n_best": ("translations", "scores"),
+}
+DEFAULT_SIGNATURE = "serving_default"  # TensorFlow Serving's name; the export maps it to translate
+INPUT = "sentences"
+MAX_BEAM = 64
+
+
+class RequestError(ValueError):
+    """A request the server answers with an HTTP error: ``status`` and a one-line message."""
+
+    def __init__(self, message: str, status: int = 400):
+        super().__init__(message)
+        self.status = status
+
+
+def _integer(value, name: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise RequestError(f"options.{name}: expected an integer from {low} to {high}, got {json.dumps(value)}")
+    return value
+
+
+def _number(value, name: str, low: float, high: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+        raise RequestError(f"options.{name}: expected a number from {low} to {high}, got {json.dumps(value)}")
+    return float(value)
+
+
+def _choice(value, name: str, choices: Sequence[str]) -> str:
+    if value not in choices:
+        raise RequestError(f"options.{name}: expected one of {', '.join(choices)}, got {json.dumps(value)}")
+    return value
+
+
+def _sampling(value, name: str) -> str:
+    from keras_memnmt.decoding.common import parse_sampling
+
+    try:
+        parse_sampling(value if isinstance(value, str) else "")
+    except ValueError:
+        raise RequestError(f"options.{name}: expected full, topk:K or topp:P, got {json.dumps(value)}") from None
+    return value
+
+
+# name -> (default, check): the search options a request may set ("options": {...}).
+OPTIONS = {
+    "beam": (5, lambda v, n: _integer(v, n, 1, MAX_BEAM)),
+    "n_best": (None, lambda v, n: _integer(v, n, 1, MAX_BEAM)),  # None: translate's 1, translate_n_best's beam
+    "length_penalty": ("gnmt", lambda v, n: _choice(v, n, ("gnmt", "average", "none"))),
+    "alpha": (0.6, lambda v, n: _number(v, n, 0.0, 10.0)),
+    "sampling": (None, _sampling),
+    "temperature": (1.0, lambda v, n: _number(v, n, 1e-3, 100.0)),
+    "seed": (0, lambda v, n: _integer(v, n, 0, 2**31 - 1)),
+}
+
+
+class RunTranslator:
+    """A run directory, or several as an ensemble (``members`` as ``memnmt translate``
+    pairs ``--model`` and ``--checkpoint``)."""
+
+    kind = "run"
+
+    def __init__(self, members: list[tuple[str, str | None]]):
+        from keras_memnmt.rundir.runs import load_ensemble
+
+        self.model, self.vocab, self.config = load_ensemble(members)
+        self.members = members
+        self.has_pictures = all(hasattr(m, "step_details") for m in self.models())
+
+    def models(self) -> list:
+        return list(getattr(self.model, "models", [self.model]))
+
+    def search(self, given: dict, signature: str) -> tuple:
+        """The request's options, checked and completed, as a hashable key (requests with
+        the same key are batched together)."""
+        if not isinstance(given, dict):
+            raise RequestError(f"options: expected an object, got {json.dumps(given)[:80]}")
+        unknown = sorted(set(given) - set(OPTIONS))
+        if unknown:
+            raise RequestError(f"options: unknown {', '.join(unknown)}; known: {', '.join(OPTIONS)}")
+        chosen = {name: default if given.get(name) is None else check(given[name], name)
+                  for name, (default, check) in OPTIONS.items()}
+        if chosen["sampling"] is not None:
+            if "beam" in given and chosen["beam"] != 1:
+                raise RequestError("options.sampling draws one token at a time: not with a beam above 1")
+            chosen["beam"] = 1
+        if chosen["n_best"] is None:
+            chosen["n_best"] = chosen["beam"] if signature == "translate_n_best" else 1
+        if chosen["n_best"] > chosen["beam"]:
+            raise RequestError(f"options.n_best {chosen['n_best']} is more than the beam ({chosen['beam']})")
+        return tuple(sorted(chosen.items()))
+
+    def translate(self, sentences: list[str], search: tuple) -> list[list[tuple[str, float]]]:
+        """Each sentence's n-best ``(translation, score)`` list."""
+        from keras_memnmt.evaluation.translation import translate_chunks
+
+        options = dict(search)
+        kwargs = {"length_penalty": options["length_penalty"], "alpha": options["alpha"]}
+        if options["sampling"] is not None:
+            kwargs.update(sampling=options["sampling"], temperature=options["temperature"], seed=options["seed"])
+        out = []
+        for chunk in translate_chunks(self.model, self.vocab, sentences, beam_size=options["beam"],
+                                      n_best=options["n_best"], progress=False, **kwargs):
+            out += chunk
+        return out
+
+    def source_lengths(self, sentences: list[str]) -> list[int]:
+        return [len(ids) for ids in self.vocab.source.encode([s.strip() for s in sentences])]
+
+    def pictures(self, source: str, translation: str) -> list[dict]:
+        """The pictures `memnmt plot` draws for ``source`` forced on ``translation``, one
+        per member model, as PNG data URLs."""
+        from keras_memnmt.inspection import inspect_pair
+        from keras_memnmt.plots import png_bytes
+
+        if not self.has_pictures or not source.strip():
+            return []
+        out = []
+        for index, model in enumerate(self.models()):
+            inspection = inspect_pair(model, self.vocab, source, reference=translation)
+            png = base64.b64encode(png_bytes(inspection)).decode("ascii")
+            out.append({"model": f"{type(model).__name__} (member {index + 1})" if len(self.models()) > 1
+                        else type(model).__name__, "panels": [p.detail for p in model.panels],
+                        "png": f"data:image/png;base64,{png}"})
+        return out
+
+    def describe(self) -> dict:
+        return {"kind": self.kind, "runs": [run for run, _ in self.members], "options": list(OPTIONS),
+                "pictures": self.has_pictures}
+
+
+class ExportTranslator:
+    """A SavedModel written by ``memnmt export``, called through its signatures."""
+
+    kind = "export"
+    has_pictures = False
+
+    def __init__(self, path: str):
+        import tensorflow as tf
+        import tensorflow_text  # noqa: F401  (registers the SentencePiece ops the export calls)
+
+        from keras_memnmt.export.saved_model import METADATA_FILE
+
+        self.path = path
+        self.loaded = tf.saved_model.load(path)
+        with open(os.path.join(path, METADATA_FILE), encoding="utf-8") as f:
+            self.info = json.load(f)
+
+    def search(self, given: dict, signature: str) -> tuple:
+        if given:
+            raise RequestError(f"options: an export's search is fixed when it is exported ({self._search()}); "
+                               "serve the run to choose it")
+        return (("signature", signature),)
+
+    def translate(self, sentences: list[str], search: tuple) -> list[list[tuple[str, float]]]:
+        import tensorflow as tf
+
+        signature = dict(search)["signature"]
+        out = self.loaded.signatures[signature](sentences=tf.constant(sentences, tf.string))
+        if signature == "translate":
+            texts, scores = out["translation"].numpy()[:, None], out["score"].numpy()[:, None]
+        else:
+            texts, scores = out["translations"].numpy(), out["scores"].numpy()
+        return [[(t.decode("utf-8"), float(s)) for t, s in zip(row_t, row_s)] for row_t, row_s in zip(texts, scores)]
+
+    def _search(self) -> str:
+        keys = ("beam_size", "n_best", "length_penalty", "alpha", "max_length")
+        return ", ".join(f"{k} {self.info[k]}" for k in keys if k in self.info)
+
+    def source_lengths(self, sentences: list[str]) -> list[int] | None:
+        return None  # the export truncates in its graph; its tokenizer is not read here
+
+    def pictures(self, source: str, translation: str) -> list[dict]:
+        return []
+
+    def describe(self) -> dict:
+        return {"kind": self.kind, "path": self.path, "options": [], "pictures": False,
+                "search": self._search()}
+
+
+def load_translator(members: list[tuple[str, str | None]]):
+    """A :class:`RunTranslator`, or an :class:`ExportTranslator` for one export folder."""
+    from keras_memnmt.export.saved_model import not_an_export
+
+    first, checkpoint = members[0]
+    if os.path.isdir(first) and os.path.isfile(os.path.join(first, "saved_model.pb")):
+        if len(members) > 1 or checkpoint is not None:
+            raise ValueError(f"{first} is a SavedModel export: serve it alone, without --checkpoint")
+        reason = not_an_export(first)
+        if reason:
+            raise ValueError(f"{first}: {reason}")
+        return ExportTranslator(first)
+    return RunTranslator(members)

@@ -1,0 +1,292 @@
+"""``memnmt serve``: TensorFlow Serving's REST protocol over a run and over an export, bad
+input, dynamic batching, a clean stop, and the page in a real browser."""
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from keras_memnmt.cli import main
+
+# The protocol and the server: the same on every backend (CI runs it on one, conftest.py).
+pytestmark = pytest.mark.backend_independent
+
+SENTENCES = ["the dog runs", "a big green fish sees the cars", "", "the cat"]
+
+
+@pytest.fixture(scope="module")
+def export_dir(shared_run, shared_folder):
+    """The shared run exported with beam 3 (the SavedModel TensorFlow Serving would load)."""
+    from keras_memnmt.export import export_translator
+    from keras_memnmt.rundir.runs import load_run
+
+    def build(root):
+        model, vocab, _ = load_run(shared_run)
+        export_translator(model, vocab, str(root / "export"), beam_size=3, n_best=2)
+
+    return str(shared_folder("serve_export", build) / "export")
+
+
+def client_of(members, name="m", **limits):
+    from starlette.testclient import TestClient
+
+    from keras_memnmt.serving.app import create_app
+    from keras_memnmt.serving.translators import load_translator
+
+    return TestClient(create_app(load_translator([(m, None) for m in members]), name, **limits))
+
+
+@pytest.fixture(scope="module")
+def run_client(shared_run):
+    with client_of([shared_run], max_body=4096) as client:
+        yield client
+
+
+def memnmt_translate(run, sentences, beam):
+    from keras_memnmt.evaluation.translation import translate
+    from keras_memnmt.rundir.runs import load_run
+
+    model, vocab, _ = load_run(run)
+    return translate(model, vocab, sentences, beam_size=beam, progress=False)
+
+
+def test_predict_answers_as_memnmt_translate_in_both_formats(run_client, shared_run):
+    expected = memnmt_translate(shared_run, SENTENCES, beam=5)
+    rows = run_client.post("/v1/models/m:predict", json={"instances": SENTENCES})
+    assert rows.status_code == 200
+    assert [p["translation"] for p in rows.json()["predictions"]] == expected
+    assert rows.json()["predictions"][2] == {"translation": "", "score": 0.0}
+    named = run_client.post("/v1/models/m/versions/1:predict", json={"instances": [{"sentences": s} for s in SENTENCES]})
+    assert named.json() == rows.json()
+    columns = run_client.post("/v1/models/m:predict", json={"inputs": {"sentences": SENTENCES}})
+    assert columns.json()["outputs"]["translation"] == expected
+    greedy = run_client.post("/v1/models/m:predict", json={"inputs": SENTENCES, "options": {"beam": 1}})
+    assert greedy.json()["outputs"]["translation"] == memnmt_translate(shared_run, SENTENCES, beam=1)
+    n_best = run_client.post("/v1/models/m:predict", json={
+        "signature_name": "translate_n_best", "instances": SENTENCES[:2], "options": {"beam": 3, "n_best": 2}})
+    first = n_best.json()["predictions"][0]
+    assert len(first["translations"]) == 2 and first["scores"][0] >= first["scores"][1]
+    assert run_client.post("/v1/models/m:predict", json={"instances": []}).json() == {"predictions": []}
+
+
+def test_status_metadata_and_the_models_served(run_client):
+    assert run_client.get("/v1/models/m").json()["model_version_status"][0]["state"] == "AVAILABLE"
+    signatures = run_client.get("/v1/models/m/metadata").json()["metadata"]["signature_def"]["signature_def"]
+    assert set(signatures) == {"translate", "translate_n_best", "serving_default"}
+    assert set(signatures["translate"]["outputs"]) == {"translation", "score"}
+    (model,) = run_client.get("/v1/models").json()["models"]
+    assert model["name"] == "m" and model["kind"] == "run" and "beam" in model["options"]
+
+
+@pytest.mark.parametrize("request_kwargs, status, message", [
+    ({"content": b"{not json"}, 400, "the body is not JSON"),
+    ({"content": b'{"instances": ["\xff\xfe"]}'}, 400, "the body is not UTF-8 (byte 16)"),
+    ({"json": ["a"]}, 400, 'a JSON object with "instances" or "inputs"'),
+    ({"json": {"instances": "a dog"}}, 400, "instances: expected a list of sentences"),
+    ({"json": {"instances": ["a", 3]}}, 400, "instances[1]: expected a string, got 3"),
+    ({"json": {"instances": [{"text": "a"}]}}, 400, "instances[0]: expected a string or"),
+    ({"json": {"instances": ["a"], "inputs": ["a"]}}, 400, "give exactly one of"),
+    ({"json": {"inputs": {"x": ["a"]}}}, 400, "inputs: expected"),
+    ({"json": {"instances": ["a"], "extra": 1}}, 400, "unknown field(s) extra"),
+    ({"json": {"instances": ["a"], "signature_name": "nope"}}, 400, 'signature_name "nope"'),
+    ({"json": {"instances": ["a"], "options": {"beam": 0}}}, 400, "options.beam: expected an integer from 1 to 64"),
+    ({"json": {"instances": ["a"], "options": {"beam": 2, "n_best": 3}}}, 400, "options.n_best 3 is more than"),
+    ({"json": {"instances": ["a"], "options": {"speed": 1}}}, 400, "options: unknown speed"),
+    ({"json": {"instances": ["a"], "options": {"sampling": "top:3"}}}, 400, "options.sampling: expected full"),
+    ({"json": {"instances": ["a " * 3000]}}, 413, "more than this server takes (4096"),
+])
+def test_bad_requests_get_a_json_error_and_a_status(run_client, request_kwargs, status, message):
+    reply = run_client.post("/v1/models/m:predict", **request_kwargs)
+    assert reply.status_code == status and message in reply.json()["error"], reply.text
+    assert set(reply.json()) == {"error"}
+    assert run_client.get("/v1/models/m").status_code == 200  # the server goes on
+
+
+def test_unknown_models_paths_and_methods(run_client):
+    for path, method, status, message in [("/v1/models/other:predict", "post", 404, 'no model named "other"'),
+                                          ("/v1/models/other", "get", 404, 'no model named "other"'),
+                                          ("/v1/models/m/versions/2:predict", "post", 404, "version 1 only"),
+                                          ("/etc/passwd", "get", 404, "no such path: /etc/passwd"),
+                                          ("/v1/models/m:predict", "get", 405, "GET is not allowed")]:
+        reply = getattr(run_client, method)(path, **({"json": {"instances": ["a"]}} if method == "post" else {}))
+        assert reply.status_code == status and message in reply.json()["error"], (path, reply.text)
+
+
+def test_a_long_sentence_is_truncated_with_a_warning(shared_run):
+    from keras_memnmt.data import MAX_INPUT_TOKENS
+
+    with client_of([shared_run]) as client:
+        long = " ".join(["hundo"] * 5000)
+        reply = client.post("/v1/models/m:predict", json={"instances": ["the dog", long]})
+    assert reply.status_code == 200
+    (warning,) = reply.json()["warnings"]
+    assert warning.startswith("instances[1] has ") and f"its first {MAX_INPUT_TOKENS} were translated" in warning
+    assert len(reply.json()["predictions"]) == 2
+
+
+def test_the_served_export_answers_as_its_signature_in_python(export_dir):
+    """The same request body, to `memnmt serve` of the export and to the SavedModel's
+    signatures called in Python (what TensorFlow Serving runs)."""
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401
+
+    loaded = tf.saved_model.load(export_dir)
+    with client_of([export_dir]) as client:
+        for signature, outputs in (("translate", ("translation", "score")),
+                                   ("translate_n_best", ("translations", "scores"))):
+            body = {"signature_name": signature, "instances": SENTENCES}
+            served = client.post("/v1/models/m:predict", json=body).json()["predictions"]
+            direct = loaded.signatures[signature](sentences=tf.constant(SENTENCES))
+            texts, scores = direct[outputs[0]].numpy(), direct[outputs[1]].numpy()
+            for row, prediction in enumerate(served):
+                want = texts[row].decode() if texts.ndim == 1 else [t.decode() for t in texts[row]]
+                assert prediction[outputs[0]] == want
+                assert prediction[outputs[1]] == pytest.approx(scores[row].tolist(), abs=1e-5)
+        refused = client.post("/v1/models/m:predict", json={"instances": ["a"], "options": {"beam": 2}})
+        assert refused.status_code == 400 and "fixed when it is exported" in refused.json()["error"]
+
+
+def test_the_page_is_served_and_inspect_gives_pictures(run_client):
+    page = run_client.get("/")
+    assert page.status_code == 200 and "<textarea" in page.text and "http" not in page.text.split("<script>")[1]
+    reply = run_client.post("/v1/models/m:inspect", json={"sentences": ["the dog runs", ""], "options": {"n_best": 2}})
+    first, empty = reply.json()["results"]
+    assert len(first["translations"]) == 2 and first["pictures"][0]["png"].startswith("data:image/png;base64,")
+    assert "attention" in " ".join(first["pictures"][0]["panels"])
+    assert empty["pictures"] == [] and empty["translations"][0]["translation"] == ""
+
+
+def test_concurrent_requests_share_batches_and_a_full_queue_refuses_at_once():
+    from keras_memnmt.serving.batching import Batcher
+    from keras_memnmt.serving.translators import RequestError
+
+    seen = []
+
+    def work(key, sentences):
+        time.sleep(0.05)
+        seen.append((key, list(sentences)))
+        return [f"{key[0]}:{s}" for s in sentences]
+
+    async def scenario():
+        batcher = Batcher(work, max_batch=8, max_wait=0.02, max_queue=12)
+        batcher.start()
+        requests = [batcher.submit(("a",) if i % 3 else ("b",), [f"s{i}", f"t{i}"]) for i in range(6)]
+        results = await asyncio.gather(*requests)
+        with pytest.raises(RequestError, match="the queue holds 12"):
+            await batcher.submit(("a",), ["x"] * 13)
+        late = asyncio.ensure_future(batcher.submit(("a",), ["last"]))
+        await asyncio.sleep(0)
+        await batcher.close()  # what is queued is still translated
+        with pytest.raises(RequestError, match="shutting down"):
+            await batcher.submit(("a",), ["x"])
+        return results, late.result()
+
+    results, late = asyncio.run(scenario())
+    assert results == [[f"{'a' if i % 3 else 'b'}:s{i}", f"{'a' if i % 3 else 'b'}:t{i}"] for i in range(6)]
+    assert late == ["a:last"]
+    assert len(seen) < 7 and all(len(s) <= 8 for _, s in seen)  # batches, none over max_batch
+    assert all(len({k for k, _ in seen if k == key}) for key, _ in seen)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until_up(port: int, process, seconds: float = 120.0) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"memnmt serve exited: {process.stderr.read()}")
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2).read()
+            return
+        except (urllib.error.URLError, ConnectionError, OSError):
+            time.sleep(0.5)
+    raise AssertionError("memnmt serve did not answer in time")
+
+
+@pytest.fixture()
+def served(shared_run):
+    port = free_port()
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    process = subprocess.Popen([sys.executable, "-m", "keras_memnmt.cli", "serve", "--model", shared_run,
+                                "--port", str(port), "--name", "m"], stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        wait_until_up(port, process)
+        yield port, process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+def test_the_command_serves_and_stops_cleanly_on_a_signal(served, stop):
+    port, process = served
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/models/m:predict",
+                                     data=json.dumps({"instances": ["the dog runs"]}).encode(),
+                                     headers={"Content-Type": "application/json"})
+    assert json.loads(urllib.request.urlopen(request, timeout=60).read())["predictions"][0]["translation"]
+    process.send_signal(stop)
+    assert process.wait(timeout=60) == 0
+    err = process.stderr.read()
+    assert "Traceback" not in err and f"serving m (run) at http://127.0.0.1:{port}/" in err
+
+
+def test_a_port_in_use_is_a_one_line_error(shared_run, capsys):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["serve", "--model", shared_run, "--port", str(port)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and f"--port {port}: cannot listen there" in lines[0]
+
+
+def chromium() -> tuple[str, str] | None:
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver = shutil.which("chromedriver")
+    return (browser, driver) if browser and driver else None
+
+
+@pytest.mark.skipif(chromium() is None, reason="no chromium and chromedriver here (Debian: apt-get install "
+                    "chromium chromium-driver); the HTTP tests above still run")
+def test_the_page_in_a_browser_translates_and_draws_the_pictures(served):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    port, _ = served
+    browser, driver_path = chromium()
+    options = webdriver.ChromeOptions()
+    options.binary_location = browser
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(driver_path), options=options)
+    try:
+        driver.set_page_load_timeout(60)
+        driver.get(f"http://127.0.0.1:{port}/")
+        WebDriverWait(driver, 60).until(lambda d: "model m" in d.find_element(By.ID, "status").text)
+        driver.find_element(By.ID, "source").send_keys("the dog runs")
+        driver.find_element(By.ID, "translate").click()
+        WebDriverWait(driver, 120).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".result .translation"))
+        text = driver.find_element(By.CSS_SELECTOR, ".result .translation").text
+        assert text.strip() and driver.find_element(By.ID, "error").text == ""
+        pictures = driver.find_elements(By.CSS_SELECTOR, "img.picture")
+        assert pictures
+        WebDriverWait(driver, 30).until(lambda d: all(
+            d.execute_script("return arguments[0].complete && arguments[0].naturalWidth > 0", img) for img in pictures))
+    finally:
+        driver.quit()
