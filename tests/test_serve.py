@@ -78,6 +78,20 @@ def test_predict_answers_as_memnmt_translate_in_both_formats(run_client, shared_
     assert run_client.post("/v1/models/m:predict", json={"instances": []}).json() == {"predictions": []}
 
 
+def test_instances_take_a_prefix_and_constraints(run_client):
+    instances = [{"sentences": "the dog runs", "prefix": "le hundo"},
+                 {"sentences": "a big green fish sees the cars", "constraints": ["grande", "le"]}, "the cat"]
+    reply = run_client.post("/v1/models/m:predict", json={"instances": instances, "options": {"beam": 3}})
+    first, second, third = (p["translation"] for p in reply.json()["predictions"])
+    assert first.startswith("le hundo") and "grande" in second and "le" in second and third
+    for instance, options, message in [({"sentences": "a", "prefix": "漢字"}, {}, "instances[0]: prefix ('漢字') has"),
+                                       ({"sentences": "a", "constraints": ["漢字"]}, {}, "instances[0]: constraints: '漢字'"),
+                                       ({"sentences": "a", "constraints": ["le"]}, {"beam": 1}, "need beam search"),
+                                       ({"sentences": "a", "constraints": "le"}, {}, "expected a list of phrases")]:
+        reply = run_client.post("/v1/models/m:predict", json={"instances": ["b", instance], "options": options})
+        assert reply.status_code == 400 and message in reply.json()["error"].replace("instances[1]", "instances[0]")
+
+
 def test_status_metadata_and_the_models_served(run_client):
     assert run_client.get("/v1/models/m").json()["model_version_status"][0]["state"] == "AVAILABLE"
     signatures = run_client.get("/v1/models/m/metadata").json()["metadata"]["signature_def"]["signature_def"]
@@ -94,6 +108,7 @@ def test_status_metadata_and_the_models_served(run_client):
     ({"json": {"instances": "a dog"}}, 400, "instances: expected a list of sentences"),
     ({"json": {"instances": ["a", 3]}}, 400, "instances[1]: expected a string, got 3"),
     ({"json": {"instances": [{"text": "a"}]}}, 400, "instances[0]: expected a string or"),
+    ({"json": {"instances": [{"sentences": "a", "prefix": 3}]}}, 400, "instances[0].prefix: expected a string"),
     ({"json": {"instances": ["a"], "inputs": ["a"]}}, 400, "give exactly one of"),
     ({"json": {"inputs": {"x": ["a"]}}}, 400, "inputs: expected"),
     ({"json": {"instances": ["a"], "extra": 1}}, 400, "unknown field(s) extra"),
@@ -153,6 +168,8 @@ def test_the_served_export_answers_as_its_signature_in_python(export_dir):
                 assert prediction[outputs[1]] == pytest.approx(scores[row].tolist(), abs=1e-5)
         refused = client.post("/v1/models/m:predict", json={"instances": ["a"], "options": {"beam": 2}})
         assert refused.status_code == 400 and "fixed when it is exported" in refused.json()["error"]
+        refused = client.post("/v1/models/m:predict", json={"instances": [{"sentences": "a", "prefix": "le"}]})
+        assert refused.status_code == 400 and "an export takes no prefix" in refused.json()["error"]
 
 
 def test_the_page_is_served_and_inspect_gives_pictures(run_client):
@@ -242,6 +259,27 @@ def test_the_command_serves_and_stops_cleanly_on_a_signal(served, stop):
     assert process.wait(timeout=60) == 0
     err = process.stderr.read()
     assert "Traceback" not in err and f"serving m (run) at http://127.0.0.1:{port}/" in err
+
+
+def test_a_request_in_flight_at_sigterm_is_finished(served):
+    """A request being translated when SIGTERM arrives gets its whole answer; then the
+    process exits 0."""
+    import threading
+
+    port, process = served
+    body = json.dumps({"instances": [f"the dog runs {i}" for i in range(48)], "options": {"beam": 4}}).encode()
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/models/m:predict", data=body,
+                                     headers={"Content-Type": "application/json"})
+    answers = []
+    thread = threading.Thread(target=lambda: answers.append(json.loads(urllib.request.urlopen(request, timeout=120)
+                                                                        .read())))
+    thread.start()
+    time.sleep(1.0)  # sent and being translated (48 sentences of an untrained model run to their limit)
+    assert thread.is_alive()
+    process.send_signal(signal.SIGTERM)
+    thread.join(timeout=120)
+    assert process.wait(timeout=120) == 0
+    assert len(answers) == 1 and len(answers[0]["predictions"]) == 48
 
 
 def test_a_port_in_use_is_a_one_line_error(shared_run, capsys):

@@ -169,8 +169,8 @@ def _translate_chunk(model, vocab: SubwordVocab, sentences: Sequence[str], beam_
     if not todo:
         return results
     ids = dict(zip(todo, encode_sources(vocab, [sentences[i] for i in todo])))
-    forced = _prefix_ids(vocab, prefixes, todo, first_line) if prefixes else {}
-    wanted = _constraint_ids(vocab, constraints, todo, first_line, beam_size) if constraints else {}
+    forced = prefix_ids(vocab, prefixes, todo, first_line) if prefixes else {}
+    wanted = constraint_ids(vocab, constraints, todo, first_line, beam_size) if constraints else {}
     # Each item is one search row: (sentence, draw); without sampling one per sentence.
     order = [(i, j) for i in sorted(todo, key=lambda i: len(ids[i])) for j in range(copies)]
     for start in range(0, len(order), batch_size):
@@ -226,7 +226,7 @@ def padded_rows(rows: list[list[int]], height: int | None, pad_multiple: int, fi
     return batch
 
 
-def _prefix_ids(vocab: SubwordVocab, prefixes: Sequence[str], todo: list[int], first_line: int) -> dict:
+def prefix_ids(vocab: SubwordVocab, prefixes: Sequence[str], todo: list[int], first_line: int) -> dict:
     """The target ids of each non-empty prefix of the sentences ``todo``; a piece the
     vocabulary lacks (SentencePiece's unknown id) is a ``ValueError`` naming its line."""
     from keras_memnmt.data.vocab import UNK_ID
@@ -241,7 +241,7 @@ def _prefix_ids(vocab: SubwordVocab, prefixes: Sequence[str], todo: list[int], f
     return out
 
 
-def _constraint_ids(vocab: SubwordVocab, constraints: Sequence[str], todo: list[int], first_line: int,
+def constraint_ids(vocab: SubwordVocab, constraints: Sequence[str], todo: list[int], first_line: int,
                     beam_size: int) -> dict:
     """The constraint row of each sentence of ``todo`` with constraints: its phrases' target
     ids, separated by ``SEPARATOR``. A phrase the vocabulary cannot spell, or more phrases

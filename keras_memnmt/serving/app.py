@@ -45,8 +45,12 @@ from keras_memnmt.serving.translators import DEFAULT_SIGNATURE, INPUT, SIGNATURE
 PICTURE_SENTENCES = 4  # the page's pictures: of at most this many sentences per request
 
 
-def parse_predict(body) -> tuple[str, list[str], bool, dict]:
-    """A predict request's ``(signature, sentences, row format, options)``."""
+INSTANCE_FIELDS = {INPUT, "prefix", "constraints"}  # "prefix" and "constraints": beyond TensorFlow Serving
+
+
+def parse_predict(body) -> tuple[str, list[tuple[str, str, str]], bool, dict]:
+    """A predict request's ``(signature, items, row format, options)``; an item is
+    ``(sentence, target prefix, constraints)``, the constraints tab-separated (``""``: none)."""
     if not isinstance(body, dict):
         raise RequestError('the body must be a JSON object with "instances" or "inputs"')
     unknown = sorted(set(body) - {"signature_name", "instances", "inputs", "options"})
@@ -68,18 +72,26 @@ def parse_predict(body) -> tuple[str, list[str], bool, dict]:
     if not isinstance(given, list):
         raise RequestError(f"{'instances' if row else 'inputs'}: expected a list of sentences, "
                            f"got {json.dumps(given)[:80]}")
-    sentences = []
+    items = []
     for i, item in enumerate(given):
+        prefix, constraints = "", []
         if row and isinstance(item, dict):
-            if set(item) != {INPUT}:
-                raise RequestError(f'instances[{i}]: expected a string or {{"{INPUT}": "..."}}, got the keys '
-                                   f"{sorted(item)}")
+            if INPUT not in item or not set(item) <= INSTANCE_FIELDS:
+                raise RequestError(f'instances[{i}]: expected a string or {{"{INPUT}": "...", "prefix": "...", '
+                                   f'"constraints": ["...", ...]}}, got the keys {sorted(item)}')
+            prefix, constraints = item.get("prefix", ""), item.get("constraints", [])
+            if not isinstance(prefix, str):
+                raise RequestError(f"instances[{i}].prefix: expected a string, got {json.dumps(prefix)[:80]}")
+            if not isinstance(constraints, list) or not all(isinstance(c, str) and "\t" not in c
+                                                            for c in constraints):
+                raise RequestError(f"instances[{i}].constraints: expected a list of phrases (strings without "
+                                   f"tabs), got {json.dumps(constraints)[:80]}")
             item = item[INPUT]
         if not isinstance(item, str):
             raise RequestError(f"{'instances' if row else 'inputs'}[{i}]: expected a string, got "
                                f"{json.dumps(item)[:80]}")
-        sentences.append(item)
-    return signature, sentences, row, body.get("options") or {}
+        items.append((item, prefix, "\t".join(c.strip() for c in constraints if c.strip())))
+    return signature, items, row, body.get("options") or {}
 
 
 def answer(signature: str, results: list[list[tuple[str, float]]], row: bool) -> dict:
@@ -102,7 +114,8 @@ def create_app(translator, name: str, max_batch: int = 32, max_wait: float = 0.0
     from starlette.responses import HTMLResponse, JSONResponse
     from starlette.routing import Route
 
-    batcher = Batcher(lambda key, sentences: translator.translate(sentences, key), max_batch=max_batch, max_wait=max_wait, max_queue=max_queue)
+    batcher = Batcher(lambda key, items: translator.translate(items, key), max_batch=max_batch, max_wait=max_wait,
+                      max_queue=max_queue)
     page = resources.files("keras_memnmt.serving").joinpath("page.html").read_text(encoding="utf-8")
 
     def model_of(request):
@@ -141,16 +154,17 @@ def create_app(translator, name: str, max_batch: int = 32, max_wait: float = 0.0
         return [f"{field}[{i}] has {n} subword tokens; its first {MAX_INPUT_TOKENS} were translated"
                 for i, n in enumerate(lengths) if n > MAX_INPUT_TOKENS]
 
-    async def translate(sentences: list[str], options: dict, signature: str):
+    async def translate(items: list[tuple[str, str, str]], options: dict, signature: str):
         key = translator.search(options, signature)
-        return await batcher.submit(key, sentences) if sentences else []
+        translator.check_items(items, key)  # a bad prefix or constraint fails its own request only
+        return await batcher.submit(key, items) if items else []
 
     async def predict(request):
         model_of(request)
-        signature, sentences, row, options = parse_predict(await read_json(request))
-        results = await translate(sentences, options, signature)
+        signature, items, row, options = parse_predict(await read_json(request))
+        results = await translate(items, options, signature)
         body = answer(signature, results, row)
-        warnings = warnings_of(sentences, "instances" if row else "inputs")
+        warnings = warnings_of([text for text, _, _ in items], "instances" if row else "inputs")
         return JSONResponse({**body, "warnings": warnings} if warnings else body)
 
     async def inspect(request):
@@ -160,7 +174,7 @@ def create_app(translator, name: str, max_batch: int = 32, max_wait: float = 0.0
                 isinstance(s, str) for s in body["sentences"]):
             raise RequestError('expected {"sentences": ["...", ...], "options": {...}}')
         sentences = body["sentences"]
-        results = await translate(sentences, body.get("options") or {}, "translate_n_best")
+        results = await translate([(s, "", "") for s in sentences], body.get("options") or {}, "translate_n_best")
         out = []
         for i, (source, best) in enumerate(zip(sentences, results)):
             pictures = []

@@ -106,14 +106,36 @@ class RunTranslator:
             raise RequestError(f"options.n_best {chosen['n_best']} is more than the beam ({chosen['beam']})")
         return tuple(sorted(chosen.items()))
 
-    def translate(self, sentences: list[str], search: tuple) -> list[list[tuple[str, float]]]:
-        """Each sentence's n-best ``(translation, score)`` list."""
+    def check_items(self, items: list[tuple[str, str, str]], search: tuple) -> None:
+        """A prefix or constraint the target vocabulary cannot spell, more phrases than the
+        beam, or constraints without a beam: a ``RequestError`` naming the instance."""
+        from keras_memnmt.evaluation.translation import constraint_ids, prefix_ids
+
+        beam = dict(search)["beam"]
+        for i, (_, prefix, constraints) in enumerate(items):
+            try:
+                if prefix.strip():
+                    prefix_ids(self.vocab, [prefix], [0], 0)
+                if constraints:
+                    if beam < 2:
+                        raise ValueError("constraints need beam search: options.beam 2 or more")
+                    constraint_ids(self.vocab, [constraints], [0], 0, beam)
+            except ValueError as e:
+                raise RequestError(f"instances[{i}]: {str(e).replace(' line 1', '')}") from None
+
+    def translate(self, items: list[tuple[str, str, str]], search: tuple) -> list[list[tuple[str, float]]]:
+        """Each item's (sentence, prefix, constraints) n-best ``(translation, score)`` list."""
         from keras_memnmt.evaluation.translation import translate_chunks
 
+        sentences = [text for text, _, _ in items]
         options = dict(search)
         kwargs = {"length_penalty": options["length_penalty"], "alpha": options["alpha"]}
         if options["sampling"] is not None:
             kwargs.update(sampling=options["sampling"], temperature=options["temperature"], seed=options["seed"])
+        if any(prefix for _, prefix, _ in items):
+            kwargs["prefixes"] = [prefix for _, prefix, _ in items]
+        if any(constraints for _, _, constraints in items):
+            kwargs["constraints"] = [constraints for _, _, constraints in items]
         out = []
         for chunk in translate_chunks(self.model, self.vocab, sentences, beam_size=options["beam"],
                                       n_best=options["n_best"], progress=False, **kwargs):
@@ -168,9 +190,15 @@ class ExportTranslator:
                                "serve the run to choose it")
         return (("signature", signature),)
 
-    def translate(self, sentences: list[str], search: tuple) -> list[list[tuple[str, float]]]:
+    def check_items(self, items: list[tuple[str, str, str]], search: tuple) -> None:
+        for i, (_, prefix, constraints) in enumerate(items):
+            if prefix or constraints:
+                raise RequestError(f"instances[{i}]: an export takes no prefix or constraints; serve the run")
+
+    def translate(self, items: list[tuple[str, str, str]], search: tuple) -> list[list[tuple[str, float]]]:
         import tensorflow as tf
 
+        sentences = [text for text, _, _ in items]
         signature = dict(search)["signature"]
         out = self.loaded.signatures[signature](sentences=tf.constant(sentences, tf.string))
         if signature == "translate":
