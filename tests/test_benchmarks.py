@@ -258,6 +258,7 @@ def test_constraints_benchmark_meets_every_phrase_and_prints_each_figure(shared_
     assert {"none_bleu_lc", "c1_sentences_per_second", "c2_coverage_words"} <= set(figures)
 
 
+@pytest.mark.slow
 def test_serve_load_benchmark_prints_each_figure_without_errors(shared_run, tmp_path, capsys):
     import serve_load
 

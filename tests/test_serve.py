@@ -248,6 +248,7 @@ def served(shared_run):
             process.wait()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
 def test_the_command_serves_and_stops_cleanly_on_a_signal(served, stop):
     port, process = served
@@ -261,6 +262,7 @@ def test_the_command_serves_and_stops_cleanly_on_a_signal(served, stop):
     assert "Traceback" not in err and f"serving m (run) at http://127.0.0.1:{port}/" in err
 
 
+@pytest.mark.slow
 def test_a_request_in_flight_at_sigterm_is_finished(served):
     """A request being translated when SIGTERM arrives gets its whole answer; then the
     process exits 0."""
@@ -298,6 +300,7 @@ def chromium() -> tuple[str, str] | None:
     return (browser, driver) if browser and driver else None
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(chromium() is None, reason="no chromium and chromedriver here (Debian: apt-get install "
                     "chromium chromium-driver); the HTTP tests above still run")
 def test_the_page_in_a_browser_translates_and_draws_the_pictures(served):
