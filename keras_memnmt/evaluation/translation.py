@@ -67,6 +67,7 @@ def translate_chunks(
     word_alignment: str | None = None,
     constraints: Sequence[str] | None = None,
     n_best: int | None = None,
+    fill_batches: bool = False,
     samples: int = 1,
     seed: int = 0,
     line_offset: int = 0,
@@ -99,6 +100,9 @@ def translate_chunks(
     :mod:`keras_memnmt.decoding.constrained`; ``beam_size`` 2 or more, and no more
     phrases on a line than ``beam_size``). A phrase the target vocabulary cannot spell
     is a ``ValueError`` naming its line.
+
+    ``fill_batches``: every batch is filled up to ``batch_size`` rows (a server that
+    translates batches of any size keeps to a few compiled batch sizes this way).
 
     With ``n_best`` each output is a list of ``n_best`` pairs ``(translation, score)``,
     best first (the search's length-normalized log-probability; an empty input gets
@@ -134,9 +138,9 @@ def translate_chunks(
         raise ValueError(f"constraints need beam search (a beam of 2 or more), got beam_size {beam_size}")
     total = sum(1 for s in sentences if s.strip())
     # A short last batch is filled up with one-token rows (eos) to the full batch size
-    # when the input has more than one batch: the compiled search then sees one batch
-    # size and compiles per width only.
-    rows = batch_size if total > batch_size else None
+    # when the input has more than one batch (or always, with fill_batches): the compiled
+    # search then sees one batch size and compiles per width only.
+    rows = batch_size if total > batch_size or fill_batches else None
     with tqdm(total=total, desc="translating", unit="sent", disable=progress_disabled(progress, total),
               file=sys.stderr) as bar:
         for start in range(0, len(sentences), size):

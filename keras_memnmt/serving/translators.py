@@ -125,7 +125,7 @@ class RunTranslator:
 
     def translate(self, items: list[tuple[str, str, str]], search: tuple) -> list[list[tuple[str, float]]]:
         """Each item's (sentence, prefix, constraints) n-best ``(translation, score)`` list."""
-        from keras_memnmt.evaluation.translation import translate_chunks
+        from keras_memnmt.evaluation.translation import default_batch_size, translate_chunks
 
         sentences = [text for text, _, _ in items]
         options = dict(search)
@@ -136,9 +136,14 @@ class RunTranslator:
             kwargs["prefixes"] = [prefix for _, prefix, _ in items]
         if any(constraints for _, _, constraints in items):
             kwargs["constraints"] = [constraints for _, _, constraints in items]
+        # Batches of 1, 2, 4, ... rows up to the library's batch size: the compiled search is
+        # traced once per batch size (TensorFlow, JAX), so requests of any count reuse a few.
+        largest = default_batch_size(options["beam"])
+        rows = min(largest, 1 << max(0, len(sentences) - 1).bit_length())
         out = []
         for chunk in translate_chunks(self.model, self.vocab, sentences, beam_size=options["beam"],
-                                      n_best=options["n_best"], progress=False, **kwargs):
+                                      n_best=options["n_best"], progress=False, batch_size=rows,
+                                      fill_batches=True, **kwargs):
             out += chunk
         return out
 
