@@ -182,6 +182,15 @@ def test_the_page_is_served_and_inspect_gives_pictures(run_client):
     assert empty["pictures"] == [] and empty["translations"][0]["translation"] == ""
 
 
+def test_an_ensemble_is_served_with_a_picture_per_member(shared_run):
+    with client_of([shared_run, shared_run], name="pair") as client:
+        (model,) = client.get("/v1/models").json()["models"]
+        assert model["runs"] == [shared_run, shared_run]
+        reply = client.post("/v1/models/pair:inspect", json={"sentences": ["the dog runs"]})
+        (result,) = reply.json()["results"]
+    assert [p["model"] for p in result["pictures"]] == ["RNNsearch (member 1)", "RNNsearch (member 2)"]
+
+
 def test_concurrent_requests_share_batches_and_a_full_queue_refuses_at_once():
     from keras_memnmt.serving.batching import Batcher
     from keras_memnmt.serving.translators import RequestError

@@ -84,7 +84,10 @@ class RunTranslator:
         self.has_pictures = all(hasattr(m, "step_details") for m in self.models())
 
     def models(self) -> list:
-        return list(getattr(self.model, "models", [self.model]))
+        """The models whose pictures the page shows: an ensemble's members, or the model."""
+        from keras_memnmt.models import Ensemble
+
+        return list(self.model.members) if isinstance(self.model, Ensemble) else [self.model]
 
     def search(self, given: dict, signature: str) -> tuple:
         """The request's options, checked and completed, as a hashable key (requests with
