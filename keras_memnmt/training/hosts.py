@@ -395,7 +395,23 @@ def _gone_by_pid(cluster: _Cluster) -> list[int]:
                 gone.append(i)
             except (OSError, ValueError):
                 pass
+            else:
+                if _ended_unreaped(int(peer["pid"])):
+                    gone.append(i)
     return gone
+
+
+def _ended_unreaped(pid: int) -> bool:
+    """Whether ``pid`` has ended but its parent has not collected it yet (a zombie, which
+    ``kill(pid, 0)`` still finds): a launcher that waits for its processes in order leaves
+    a killed one so until the others end. Linux's ``/proc``; elsewhere ``False``."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    state = stat.rpartition(")")[2].split()  # after the command's name, which may hold spaces
+    return bool(state) and state[0] in ("Z", "X")
 
 
 def _told_failures(cluster: _Cluster) -> dict[int, str]:
