@@ -236,6 +236,9 @@ def constrained_beam_search(
         carry["fin_attention"] = ops.zeros((b, k, steps, tx), dtype="float32")
     position = ops.arange(m, dtype="int32")[None, None, :]  # (1, 1, M)
     valid = tables["valid"][:, None, :]  # (B, 1, M)
+    # Loop-invariant: each beam's constraint tokens (B, K, M) and each beam's offset k*V (1, K, 1).
+    wanted = ops.repeat(tables["token"][:, None, :], k, axis=1)
+    beams = ops.arange(k, dtype="int32")[None, :, None] * vocab
 
     def met_count(met):  # (A, X, M) -> (A, X)
         return ops.sum(ops.cast(met & valid, "int32"), axis=-1)
@@ -254,9 +257,7 @@ def constrained_beam_search(
         top_raw, top_index = ops.top_k(ops.reshape(cand, (-1, k * vocab)), c)  # (A, C)
         allowed = valid & ops.where(carry["current"][:, :, None] >= 0, position == carry["current"][:, :, None],
                                     tables["first"][:, None, :] & ops.logical_not(carry["met"]))  # (A, K, M)
-        wanted = ops.repeat(tables["token"][:, None, :], k, axis=1)  # (A, K, M)
         want_raw = ops.where(allowed, ops.take_along_axis(cand, wanted, axis=2), NEG_INF)  # (A, K, M)
-        beams = ops.arange(k, dtype="int32")[None, :, None] * vocab  # (1, K, 1)
         best = ops.cast(ops.argmax(cand, axis=-1), "int32")  # (A, K)
         raw = ops.concatenate([top_raw, ops.reshape(want_raw, (-1, k * m)), ops.max(cand, axis=-1)], axis=1)
         index = ops.concatenate([
