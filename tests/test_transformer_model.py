@@ -7,6 +7,7 @@ import pytest
 from keras_memnmt.config import ConfigError, TrainConfig, validate
 from keras_memnmt.data import BOS_ID, EOS_ID, PAD_ID, synthetic_corpus
 from keras_memnmt.decoding import beam_search, greedy_search
+from keras_memnmt.decoding.common import shapes_may_change
 from keras_memnmt.models import Transformer, get_model, model_options
 from keras_memnmt.testing import run_decoder_test
 from keras_memnmt.testing.utils import numpy, small_batch, word_ids
@@ -31,20 +32,50 @@ def test_the_transformer_passes_the_decoder_contract(options):
 def test_the_caches_hold_one_slot_per_position_and_pass_the_source_through():
     """encode's states: memory, mask, step, then per layer a (B, 2, L, H, D/H) self-attention
     cache and the (B, 2, Tx, H, D/H) source keys and values; a step writes its own slot
-    only, advances the step, and returns the source states as the very tensors given."""
+    only (where the loop's shapes may change, a slot it appends: L = 0 at first), advances
+    the step, and returns the source states as the very tensors given."""
     model = Transformer(30, 25, **SIZES)
     src, tgt = small_batch()
-    states = model.encode(src, cache_length=5)
-    assert [tuple(s.shape) for s in states] == [(3, 6, 8), (3, 6), (3, 1)] + [(3, 2, 5, 2, 4), (3, 2, 6, 2, 4)] * 2
+    grows = shapes_may_change()
+    states = model.encode(src, cache_length=None if grows else 5)
+    first = 0 if grows else 5
+    assert [tuple(s.shape) for s in states] == [(3, 6, 8), (3, 6), (3, 1)] + [(3, 2, first, 2, 4), (3, 2, 6, 2, 4)] * 2
     np.testing.assert_array_equal(numpy(states[1]), src != PAD_ID)
     for t in range(3):
         _, new, attention = model.decode_step(keras.ops.convert_to_tensor(tgt[:, t]), states)
         assert attention is None
         assert all(new[i] is states[i] for i in (0, 1, 4, 6))
         np.testing.assert_array_equal(numpy(new[2]), t + 1)
+        assert new[3].shape[2] == (t + 1 if grows else 5)
         written = np.abs(numpy(new[3])).sum(axis=(1, 3, 4))  # (B, L)
         assert (written[:, : t + 1] > 0).all() and (written[:, t + 1:] == 0).all()
         states = new
+
+
+@pytest.mark.skipif(not shapes_may_change(), reason="JAX's loop keeps its shapes: its caches never grow")
+@pytest.mark.parametrize("search", [dict(beam_size=1), dict(beam_size=3, n_best=2), dict(beam_size=3, prefix=True),
+                                    dict(beam_size=3, constraints=True)], ids=["greedy", "beam", "prefix", "constrained"])
+def test_caches_that_grow_with_the_step_search_as_caches_of_the_whole_bound(monkeypatch, search):
+    """Every search over caches that grow a position per step returns the tokens and
+    scores of the same search over caches of the whole step bound, masked."""
+    import keras_memnmt.models.transformer as module
+
+    model = Transformer(30, 25, **{**SIZES, "embedding_dim": 16, "feedforward_units": 32})
+    src = np.random.default_rng(3).integers(4, 30, (6, 9)).astype("int32")
+    src[2, 5:] = PAD_ID
+    options = dict(search, max_length_a=1.0, max_length_b=4)
+    if options.pop("prefix", False):
+        options["prefix"] = np.array([[5, 6], [7, 0]] * 3, "int32")
+    if options.pop("constraints", False):
+        options["constraints"] = np.array([[8, 9, -1, 11]] * 6, "int32")
+    grown = model.generate(src, **options)
+    assert model.search_states(src, 5)[3].shape[2] == 0
+    monkeypatch.setattr(module, "shapes_may_change", lambda: False)
+    assert model.search_states(src, 5)[3].shape[2] == 5
+    model.__dict__.pop("_compiled_generate", None)  # trace the fixed caches anew
+    fixed = model.generate(src, **options)
+    np.testing.assert_array_equal(numpy(grown["tokens"]), numpy(fixed["tokens"]))
+    np.testing.assert_allclose(numpy(grown["scores"]), numpy(fixed["scores"]), atol=1e-5)
 
 
 def test_padding_in_the_source_changes_nothing():
@@ -106,7 +137,7 @@ def test_mixed_bfloat16_trains_and_decodes():
         src, tgt = small_batch()
         assert keras.backend.standardize_dtype(model((src, tgt)).dtype) == "bfloat16"
         assert {keras.backend.standardize_dtype(w.dtype) for w in model.weights} == {"float32"}
-        states = model.encode(src, cache_length=4)
+        states = model.encode(src)
         assert keras.backend.standardize_dtype(states[3].dtype) == "bfloat16"
         for beam in (1, 2):
             out = model.generate(src, beam_size=beam, max_length_a=1.0, max_length_b=2)
@@ -147,7 +178,7 @@ def test_an_ensemble_sizes_its_transformers_caches_to_the_search():
     model = Transformer(30, 25, **SIZES)
     src, _ = small_batch()
     ensemble = Ensemble([model])
-    assert tuple(ensemble.search_states(src, 7)[3].shape) == (3, 2, 7, 2, 4)
+    assert tuple(ensemble.search_states(src, 7)[3].shape) == (3, 2, 0 if shapes_may_change() else 7, 2, 4)
     alone = model.generate(src, beam_size=2, max_length_a=1.0, max_length_b=3)
     together = ensemble.generate(src, beam_size=2, max_length_a=1.0, max_length_b=3)
     np.testing.assert_array_equal(numpy(together["tokens"]), numpy(alone["tokens"]))

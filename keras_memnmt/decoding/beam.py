@@ -21,6 +21,7 @@ from keras_memnmt.decoding.common import (
     compact_done,
     finish,
     first_call,
+    growing_axes,
     forced_tokens,
     log_probs,
     normalizer,
@@ -243,6 +244,7 @@ def beam_search(
 
     # 1. First call on B rows, then K copies of each.
     logits, states, attention = first_call(next_fn, b, bos_id, initial_states)
+    grown = growing_axes(initial_states, states)  # axes a state grows along
     check_attention(attention, return_attention)
     vocab = logits.shape[-1]
     c = min(2 * k, k * vocab)
@@ -358,7 +360,7 @@ def beam_search(
         carry = expand(carry, logits, new_states, attention)
         return compact_done(carry, store, k) if compact else (carry, store)  # g.
 
-    store = finish(*while_loop(cond, body, carry, store, varying=compact), finished)
+    store = finish(*while_loop(cond, body, carry, store, varying=compact, grown=grown), finished)
     return n_best_outputs(store, n_best, pad_id)
 
 

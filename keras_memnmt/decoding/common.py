@@ -22,6 +22,14 @@ nested structure.
 A state that does not change (pass-through memory) should be returned as the
 very tensor `next_fn` was given: beam search then does not reorder it.
 
+A state may also grow along an axis after the batch, by the same amount at every step
+(a Transformer's key/value caches gain one position per step, so that a step reads
+the positions so far and no more), where the loop's shapes may change
+(`shapes_may_change`: TensorFlow and PyTorch). The searches compare the shapes of the
+first call's states with the initial ones (`growing_axes`) and leave those axes free
+in the loop (`while_loop`); on JAX, whose loop keeps every shape, a growing state is an
+error.
+
 `N` is the batch `B` in greedy search and `B * K` in beam search (row
 `b * K + k` is beam `k` of sentence `b`). The first call of each search gets
 `N = B` (every beam starts from the same bos state), later calls `N = B * K`.
@@ -315,12 +323,33 @@ def check_attention(attention: Tensor | None, return_attention: bool) -> None:
 COMPACT_RATIO = 8  # compact once at least 1/COMPACT_RATIO of the loop's sentences are done
 
 
+def shapes_may_change() -> bool:
+    """Whether the searches' loop allows a carried tensor's shape to change from one
+    iteration to the next: TensorFlow (`tf.while_loop` with shape invariants) and
+    PyTorch (a Python loop) do, JAX's `lax.while_loop` does not."""
+    return keras.backend.backend() != "jax"
+
+
 def resolve_compact(compact: bool | None) -> bool:
     """`None` -> on, except on JAX; `True` on JAX is an error (see the module docstring)."""
-    jax = keras.backend.backend() == "jax"
-    if compact and jax:
+    if compact and not shapes_may_change():
         raise ValueError("compact=True needs a loop whose shapes may change; JAX's has fixed shapes")
-    return not jax if compact is None else bool(compact)
+    return shapes_may_change() if compact is None else bool(compact)
+
+
+def growing_axes(before: list[Tensor] | tuple, after: list[Tensor]) -> list[tuple[int, ...]]:
+    """For each state, the axes after the batch whose static size the first call changed
+    (`before`: the initial states, `after`: the first call's): those a state grows
+    along. A one-line `ValueError` on JAX, whose loop keeps every shape."""
+    grown = []
+    for i, (old, new) in enumerate(zip(before, after)):
+        if len(old.shape) != len(new.shape):
+            raise ValueError(f"next_fn changed the rank of state {i}: {tuple(old.shape)} -> {tuple(new.shape)}")
+        grown.append(tuple(a for a in range(1, len(old.shape)) if old.shape[a] != new.shape[a]))
+    if any(grown) and not shapes_may_change():
+        axes = [(i, a) for i, own in enumerate(grown) for a in own]
+        raise ValueError(f"next_fn grows states (state, axis) {axes}: JAX's loop keeps every shape")
+    return grown
 
 
 def retire(carry: dict, store: dict) -> dict:
@@ -356,16 +385,24 @@ def compact_done(carry: dict, store: dict, hypotheses: int) -> tuple[dict, dict]
     return ops.cond(due, drop, lambda: (carry, store))
 
 
-def while_loop(cond, body, carry: dict, store: dict, varying: bool) -> tuple[dict, dict]:
+def while_loop(cond, body, carry: dict, store: dict, varying: bool,
+               grown: list[tuple[int, ...]] | None = None) -> tuple[dict, dict]:
     """`ops.while_loop` over `(carry, store)` (see `results_store`); with `varying`, the carry's batch
-    dimension may change between iterations (TensorFlow: shape invariants;
-    PyTorch: always; never with JAX, see `resolve_compact`)."""
-    if varying and keras.backend.backend() == "tensorflow":
+    dimension may change between iterations, and `carry["states"][i]` may change along
+    the axes `grown[i]` (`growing_axes`) (TensorFlow: shape invariants; PyTorch: always;
+    never with JAX, see `resolve_compact`)."""
+    grown = grown or []
+    if (varying or any(grown)) and keras.backend.backend() == "tensorflow":
         import tensorflow as tf
 
-        relaxed = tf.nest.map_structure(
-            lambda x: tf.TensorShape([None, *x.shape[1:]]) if x.shape.rank else x.shape, carry
-        )
+        def relax(x, axes=()):
+            dims = list(x.shape)
+            for axis in ((0,) if varying and dims else ()) + tuple(axes):
+                dims[axis] = None
+            return tf.TensorShape(dims)
+
+        relaxed = {name: [relax(s, axes) for s, axes in zip(value, grown + [()] * len(value))]
+                   if name == "states" else tf.nest.map_structure(relax, value) for name, value in carry.items()}
         fixed = tf.nest.map_structure(lambda x: x.shape, store)
         return tf.while_loop(cond, body, (carry, store), shape_invariants=(relaxed, fixed))
     return ops.while_loop(cond, body, (carry, store))

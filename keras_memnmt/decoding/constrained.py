@@ -49,6 +49,7 @@ from keras_memnmt.decoding.common import (
     check_attention,
     check_beam,
     first_call,
+    growing_axes,
     forced_tokens,
     log_probs,
     resolve_max_length,
@@ -209,6 +210,7 @@ def constrained_beam_search(
     tables = constraint_tables(constraints)  # (B, M) each
     m = constraints.shape[1]
     logits, states, attention = first_call(next_fn, b, bos_id, initial_states)
+    grown = growing_axes(initial_states, states)  # axes a state grows along
     check_attention(attention, return_attention)
     vocab = logits.shape[-1]
     c = min(2 * k, k * vocab)
@@ -343,5 +345,5 @@ def constrained_beam_search(
         return expand(carry, logits, new_states, attention), store
 
     carry = expand(carry, ops.repeat(logits, k, axis=0), carry["states"], attention)
-    carry, _ = while_loop(cond, body, carry, {}, varying=False)
+    carry, _ = while_loop(cond, body, carry, {}, varying=False, grown=grown)
     return n_best_outputs(carry, n_best, pad_id)

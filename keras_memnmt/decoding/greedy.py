@@ -13,6 +13,7 @@ from keras_memnmt.decoding.common import (
     compact_done,
     finish,
     first_call,
+    growing_axes,
     forced_tokens,
     log_probs,
     resolve_compact,
@@ -124,6 +125,7 @@ def greedy_search(
 
     # 1. The first call fixes the shapes.
     logits, states, attention = first_call(next_fn, batch_size, bos_id, initial_states)
+    grown = growing_axes(initial_states, states)  # axes a state grows along
     check_attention(attention, return_attention)
     carry = {
         "step": ops.convert_to_tensor(0, dtype="int32"),
@@ -190,4 +192,4 @@ def greedy_search(
         carry = select(carry, logits, new_states, attention)
         return compact_done(carry, store, 1) if compact else (carry, store)  # e.
 
-    return finish(*while_loop(cond, body, carry, store, varying=compact), results)
+    return finish(*while_loop(cond, body, carry, store, varying=compact, grown=grown), results)

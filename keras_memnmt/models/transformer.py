@@ -6,12 +6,13 @@ import keras
 from keras import ops
 
 from keras_memnmt.data.vocab import PAD_ID
+from keras_memnmt.decoding.common import shapes_may_change
 from keras_memnmt.models.base import EncoderDecoder
 from keras_memnmt.models.encoder import embedding_initializer
 from keras_memnmt.models.registry import register_model
 
 LAYER_NORM_EPSILON = 1e-5  # keras-hub's TransformerEncoder / TransformerDecoder default
-CACHE_LENGTH = 256  # the positions of `Transformer.encode`'s self-attention caches, by default
+CACHE_LENGTH = 256  # the positions of `Transformer.encode`'s self-attention caches on JAX, by default
 
 # keras-hub is imported where its layers are made, not at the top of this module: importing it
 # takes about 3 s, and every command imports the model registry.
@@ -33,6 +34,23 @@ def _sine_positions(name: str) -> keras.layers.Layer:
 def _add_positions(positions: keras.layers.Layer, embedded, start_index=0):
     """``embedded (B, T, D)`` plus the sine encoding of positions ``start_index .. start_index + T - 1``."""
     return ops.add(embedded, ops.cast(positions(embedded, start_index=start_index), embedded.dtype))
+
+
+def _append_position(layer, x, cache):
+    """A keras-hub ``TransformerDecoder`` layer's self-attention cache ``(B, 2, t, H, D/H)``
+    with the keys and values of the position ``x (B, 1, D)`` appended: ``(B, 2, t + 1, H, D/H)``.
+
+    The layer's own sub-layers compute them as its cached call would (pre-norm: the
+    attention reads the layer-normed input; its key and value projections). Why not the
+    layer's own write (``self_attention_cache_update_index``): it is a ``slice_update``
+    into a cache of fixed length, which on TensorFlow is an XLA dynamic-update-slice
+    compiled on demand for every new shape, and a cache that grows has a new shape at
+    every step (compiling them doubled the first pass over a test set).
+    """
+    attention = layer._self_attention_layer
+    normed = layer._self_attention_layer_norm(x) if layer.normalize_first else x
+    position = ops.stack([attention._key_dense(normed), attention._value_dense(normed)], axis=1)  # (B, 2, 1, H, D/H)
+    return ops.concatenate([cache, ops.cast(position, cache.dtype)], axis=2)
 
 
 @keras.saving.register_keras_serializable(package="keras_memnmt")
@@ -118,11 +136,14 @@ class Transformer(EncoderDecoder):
     - Dropout: on the sum of embeddings and positions, on the attention weights and on
       each sub-layer's output before the residual sum (keras-hub's one ``dropout``).
     - Decoding (:meth:`decode_step`) runs one position per step over key/value caches:
-      each decoder layer's self-attention keys and values of the positions so far, in a
-      buffer of a fixed number of positions (greedy and beam search size it to their own
-      step bound, :meth:`search_states`; :meth:`encode` takes it as ``cache_length``), and
-      its cross-attention keys and values of the source, projected once. All of it goes
+      each decoder layer's self-attention keys and values of the positions so far, and its
+      cross-attention keys and values of the source, projected once. All of it goes
       through keras-hub's own cache arguments, so training and decoding run the same layers.
+      Where the search loop's shapes may change (TensorFlow, PyTorch) the self-attention
+      caches start empty and each step appends its position, so step ``t`` reads and
+      reorders ``t + 1`` positions; JAX's loop keeps its shapes, so there they hold the
+      search's step bound from the start (:meth:`search_states`; :meth:`encode` takes it
+      as ``cache_length``) and every step reads all of them, masked.
     - keras-hub's ``TransformerDecoder`` does not return its attention weights:
       :meth:`decode_step` returns no attention (as the Cho et al. model), so alignments
       and attention pictures are not available.
@@ -208,16 +229,23 @@ class Transformer(EncoderDecoder):
         then the output projection: the target embedding's transpose when tied)."""
         return self.output_logits(self.decoder_norm(outputs))
 
-    def encode(self, source_ids, training=False, cache_length: int = CACHE_LENGTH) -> list:
+    def encode(self, source_ids, training=False, cache_length: int | None = None) -> list:
         """Source ids → the decoding states, all batch first:
 
         ``[memory (B, Tx, D), mask (B, Tx) bool, step (B, 1) int32]``, then for each decoder
         layer its self-attention cache ``(B, 2, L, H, D/H)`` (keys and values, zeros until
         written) and its cross-attention keys and values ``(B, 2, Tx, H, D/H)``. ``step`` is
-        the next position (0: bos), the same in every row; ``L`` is ``cache_length``, the
-        most steps :meth:`decode_step` may take from these states.
+        the next position (0: bos), the same in every row. ``L`` is ``cache_length``:
+        ``None`` gives 0 where :meth:`decode_step` appends a position per step
+        (TensorFlow, PyTorch) and ``CACHE_LENGTH`` on JAX, where it is the most steps
+        :meth:`decode_step` may take from these states.
         """
         memory, mask = self.encoder(source_ids, training=training)
+        if cache_length is None:
+            cache_length = 0 if shapes_may_change() else CACHE_LENGTH
+        elif cache_length and shapes_may_change():
+            raise ValueError(f"cache_length={cache_length}: on {keras.backend.backend()} the caches grow with "
+                             "the step and start empty (pass 0 or None)")
         length = int(cache_length)
         batch, width = ops.shape(memory)[0], ops.shape(memory)[1]
         head_dim = self.embedding_dim // self.num_heads
@@ -225,37 +253,45 @@ class Transformer(EncoderDecoder):
         first = ops.zeros_like(memory[:, :1])  # (B, 1, D)
         for layer in self.decoder_layers:
             cache = ops.zeros((batch, 2, length, self.num_heads, head_dim), memory.dtype)
+            position = ops.zeros((batch, 2, 1, self.num_heads, head_dim), memory.dtype)
             cross = ops.zeros((batch, 2, width, self.num_heads, head_dim), memory.dtype)
             # keras-hub fills a cross-attention cache only in a call that also runs a decoder
             # position (cross_attention_cache_update_index=0); that position's output and
             # self-attention cache are thrown away.
-            _, _, cross = layer(first, memory, encoder_padding_mask=mask, self_attention_cache=cache,
+            _, _, cross = layer(first, memory, encoder_padding_mask=mask, self_attention_cache=position,
                                 self_attention_cache_update_index=0, cross_attention_cache=cross,
                                 cross_attention_cache_update_index=0)
             states += [cache, cross]
         return states
 
     def search_states(self, source_ids, max_steps: int) -> list:
-        """:meth:`encode`'s states with caches of the search's ``max_steps`` positions."""
-        return self.encode(source_ids, cache_length=max_steps)
+        """:meth:`encode`'s states for a search of at most ``max_steps`` steps: empty caches
+        that grow with the step (TensorFlow, PyTorch), or caches of ``max_steps`` positions (JAX)."""
+        return self.encode(source_ids, cache_length=0 if shapes_may_change() else max_steps)
 
     def decode_step(self, tokens, states):
         """One position: previous tokens ``(B,)`` → ``(logits (B, V), states, None)``.
 
         The layers of :meth:`call`, on the position ``step`` only: its keys and values are
-        written into each self-attention cache at ``step``, and it attends to the cached
-        positions ``0..step`` and to the source. Memory, mask and cross-attention keys and
-        values are returned as given (beam search then leaves them in place).
+        written into each self-attention cache at ``step`` (on TensorFlow and PyTorch appended
+        to it, :func:`_append_position`), and it attends to the cached positions ``0..step``
+        and to the source. Memory, mask and cross-attention keys and values are returned as given
+        (beam search then leaves them in place).
         """
         memory, mask, step = states[:3]
         index = step[0, 0]  # every row is at the same position
         x = _add_positions(self.target_positions, self.embed_target(tokens[:, None]), start_index=index)  # (B,1,D)
         new_states = [memory, mask, step + 1]
+        grow = shapes_may_change()
         for i, layer in enumerate(self.decoder_layers):
             cache, cross = states[3 + 2 * i], states[4 + 2 * i]
+            if grow:
+                cache = _append_position(layer, x, cache)
+            # Growing, the cache holds positions 0..step exactly: nothing to write, nothing to mask.
             x, cache, _ = layer(x, memory, encoder_padding_mask=mask, self_attention_cache=cache,
-                                self_attention_cache_update_index=index, cross_attention_cache=cross,
-                                cross_attention_cache_update_index=None)
+                                self_attention_cache_update_index=None if grow else index,
+                                cross_attention_cache=cross, cross_attention_cache_update_index=None,
+                                use_causal_mask=not grow)
             new_states += [cache, cross]
         return self.readout(x)[:, 0], new_states, None
 
