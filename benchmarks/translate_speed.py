@@ -5,7 +5,8 @@
 
 Prints one ``name=value`` line per figure: ``beam{K}_pass{N}_seconds`` for each beam
 size and pass (the first pass includes tracing / compiling the search), and the test
-BLEU of the last pass of each beam size. `throughput.py --translate` times an untrained
+BLEU and lowercased BLEU of the last pass of each beam size; ``--quantize int8`` quantizes
+the model first (Keras's ``model.quantize``). `throughput.py --translate` times an untrained
 model, whose translations run to the length limit; this script needs a trained run
 (``memnmt train ... --out DIR``).
 """
@@ -28,6 +29,9 @@ def main() -> int:
     p.add_argument("--passes", type=int, default=3)
     p.add_argument("--batch-size", type=int, default=None,
                    help="sentences per batch (default: the library's for each beam size)")
+    p.add_argument("--quantize", choices=("int8",), default=None,
+                   help="Keras's own weight quantization (`model.quantize`) of the loaded model "
+                        "before translating: its Dense, EinsumDense and Embedding layers")
     args = p.parse_args()
     try:
         beams = [int(b) for b in args.beams.split(",")]
@@ -54,6 +58,10 @@ def main() -> int:
     except (FileNotFoundError, ValueError, CorpusError, DownloadError) as error:
         p.error(str(error))
     print(f"backend={keras.backend.backend()}")
+    if args.quantize:
+        start = time.perf_counter()
+        model.quantize(args.quantize)
+        print(f"quantize_{args.quantize}_seconds={time.perf_counter() - start:.2f}")
     print(f"sentences={len(test.source)}")
     for beam in beams:
         for n in range(1, args.passes + 1):
@@ -61,7 +69,9 @@ def main() -> int:
             hyps = translate(model, vocab, test.source, beam_size=beam, batch_size=args.batch_size,
                              progress=False)
             print(f"beam{beam}_pass{n}_seconds={time.perf_counter() - start:.2f}", flush=True)
-        print(f"beam{beam}_bleu={score(hyps, test.target)['bleu']:.2f}")
+        scores = score(hyps, test.target)
+        print(f"beam{beam}_bleu={scores['bleu']:.2f}")
+        print(f"beam{beam}_bleu_lowercase={scores['bleu_lowercase']:.2f}")
     return 0
 
 
