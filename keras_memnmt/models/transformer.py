@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import warnings
+
 import keras
 from keras import ops
 
@@ -34,6 +37,17 @@ def _sine_positions(name: str) -> keras.layers.Layer:
 def _add_positions(positions: keras.layers.Layer, embedded, start_index=0):
     """``embedded (B, T, D)`` plus the sine encoding of positions ``start_index .. start_index + T - 1``."""
     return ops.add(embedded, ops.cast(positions(embedded, start_index=start_index), embedded.dtype))
+
+
+@contextlib.contextmanager
+def _one_key_softmax():
+    """Keras warns that a softmax over an axis of one entry is always 1. So it is where a
+    decoder position attends to a self-attention cache of one position (a grown cache's
+    first step, :meth:`Transformer.encode`'s call that fills the source's cache): bos
+    attends to itself."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="You are using a softmax over axis", category=UserWarning)
+        yield
 
 
 def _append_position(layer, x, cache):
@@ -258,9 +272,10 @@ class Transformer(EncoderDecoder):
             # keras-hub fills a cross-attention cache only in a call that also runs a decoder
             # position (cross_attention_cache_update_index=0); that position's output and
             # self-attention cache are thrown away.
-            _, _, cross = layer(first, memory, encoder_padding_mask=mask, self_attention_cache=position,
-                                self_attention_cache_update_index=0, cross_attention_cache=cross,
-                                cross_attention_cache_update_index=0)
+            with _one_key_softmax():
+                _, _, cross = layer(first, memory, encoder_padding_mask=mask, self_attention_cache=position,
+                                    self_attention_cache_update_index=0, cross_attention_cache=cross,
+                                    cross_attention_cache_update_index=0)
             states += [cache, cross]
         return states
 
@@ -288,10 +303,11 @@ class Transformer(EncoderDecoder):
             if grow:
                 cache = _append_position(layer, x, cache)
             # Growing, the cache holds positions 0..step exactly: nothing to write, nothing to mask.
-            x, cache, _ = layer(x, memory, encoder_padding_mask=mask, self_attention_cache=cache,
-                                self_attention_cache_update_index=None if grow else index,
-                                cross_attention_cache=cross, cross_attention_cache_update_index=None,
-                                use_causal_mask=not grow)
+            with _one_key_softmax():
+                x, cache, _ = layer(x, memory, encoder_padding_mask=mask, self_attention_cache=cache,
+                                    self_attention_cache_update_index=None if grow else index,
+                                    cross_attention_cache=cross, cross_attention_cache_update_index=None,
+                                    use_causal_mask=not grow)
             new_states += [cache, cross]
         return self.readout(x)[:, 0], new_states, None
 
