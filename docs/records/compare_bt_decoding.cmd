@@ -1,0 +1,1 @@
+2026-11-29T04:49:57Z memnmt compare docs/records/bt_decoding/beam_union docs/records/bt_decoding/sampling_union docs/records/bt_decoding/baseline --data-dir $MEMNMT_DATA --json docs/records/compare_bt_decoding.json
