@@ -35,6 +35,9 @@ ALLOWED = {
     ("keras_memnmt/testing/tiny_runs.py", "transformer"): "as above: the ensemble fixtures' model without a cell",
     ("benchmarks/side_by_side.py", "rnnsearch"):
         "the side-by-side benchmark compares this model with OpenNMT-py's equivalent of it",
+    ("benchmarks/translate_side_by_side.py", "transformer"):
+        "the translation side by side labels the peers' Transformer (OpenNMT-py's, CTranslate2's) "
+        "and ours with the architecture they share",
 }
 
 
