@@ -213,17 +213,12 @@ def train_peer(args, env: dict, data: str, name: str, model: str) -> str:
     return checkpoint
 
 
-def words(path: str) -> int:
-    with open(path, encoding="utf-8") as f:
-        return sum(len(line.split()) for line in f)
-
-
 def report(name: str, seconds: float, hypotheses: list[str], references: list[str], figures: dict) -> None:
-    import sacrebleu
+    from keras_memnmt.evaluation.translation import score
 
     n = len(hypotheses)
     figures[name] = n / seconds
-    bleu = sacrebleu.corpus_bleu(hypotheses, [references], lowercase=True).score
+    bleu = score(hypotheses, references)["bleu_lowercase"]  # the library's lowercased 13a BLEU
     count = sum(len(h.split()) for h in hypotheses)
     for key, value in (("seconds", f"{seconds:.2f}"), ("sentences_per_second", f"{n / seconds:.1f}"),
                        ("target_words_per_second", f"{count / seconds:.1f}"), ("bleu_lc", f"{bleu:.2f}")):

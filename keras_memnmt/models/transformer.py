@@ -59,7 +59,9 @@ def _append_position(layer, x, cache):
     layer's own write (``self_attention_cache_update_index``): it is a ``slice_update``
     into a cache of fixed length, which on TensorFlow is an XLA dynamic-update-slice
     compiled on demand for every new shape, and a cache that grows has a new shape at
-    every step (compiling them doubled the first pass over a test set).
+    every step (compiling them doubled the first pass over a test set). The price: the
+    layer norm of ``x`` runs twice, here and in the layer's own call (which needs it for
+    the query), rather than writing the layer's call out a second time.
     """
     attention = layer._self_attention_layer
     normed = layer._self_attention_layer_norm(x) if layer.normalize_first else x
@@ -298,17 +300,17 @@ class Transformer(EncoderDecoder):
         x = _add_positions(self.target_positions, self.embed_target(tokens[:, None]), start_index=index)  # (B,1,D)
         new_states = [memory, mask, step + 1]
         grow = shapes_may_change()
-        for i, layer in enumerate(self.decoder_layers):
-            cache, cross = states[3 + 2 * i], states[4 + 2 * i]
-            if grow:
-                cache = _append_position(layer, x, cache)
-            # Growing, the cache holds positions 0..step exactly: nothing to write, nothing to mask.
-            with _one_key_softmax():
+        with _one_key_softmax():
+            for i, layer in enumerate(self.decoder_layers):
+                cache, cross = states[3 + 2 * i], states[4 + 2 * i]
+                if grow:
+                    cache = _append_position(layer, x, cache)
+                # Growing, the cache holds positions 0..step exactly: nothing to write, nothing to mask.
                 x, cache, _ = layer(x, memory, encoder_padding_mask=mask, self_attention_cache=cache,
                                     self_attention_cache_update_index=None if grow else index,
                                     cross_attention_cache=cross, cross_attention_cache_update_index=None,
                                     use_causal_mask=not grow)
-            new_states += [cache, cross]
+                new_states += [cache, cross]
         return self.readout(x)[:, 0], new_states, None
 
     def get_config(self) -> dict:
