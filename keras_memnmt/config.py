@@ -71,6 +71,8 @@ class TrainConfig:
     optimizer: str = "adam"  # "adam" (FusedAdam) or "adadelta" (paper: eps 1e-6, rho 0.95)
     learning_rate: float = 1e-3  # Adam step size (Adadelta: 1.0)
     clipnorm: float = 1.0  # global gradient-norm clipping (paper: 1.0)
+    adam_beta_2: float = 0.999  # Adam's second-moment decay (Keras's; Vaswani et al. 2017, §5.3: 0.98)
+    adam_epsilon: float = 1e-7  # added to Adam's sqrt(v) (Keras's; Vaswani et al. 2017: 1e-9)
     label_smoothing: float = 0.0  # cross-entropy label smoothing
     lr_decay: float = 1.0  # multiply the learning rate by this on a validation plateau (1 = off)
     lr_patience: int = 1  # validations without a BLEU gain before the rate decays
@@ -336,6 +338,8 @@ _RANGES = (
      "a finite number >= 0 (learning_rate 0 freezes the weights)"),
     (("clipnorm",), lambda v: math.isfinite(v) and v >= 0.0, "a finite number >= 0 (0 = no clipping)"),
     (("label_smoothing",), lambda v: 0.0 <= v < 1.0, "a number in [0, 1)"),
+    (("adam_beta_2",), lambda v: 0.0 <= v < 1.0, "a number in [0, 1)"),
+    (("adam_epsilon",), lambda v: math.isfinite(v) and v > 0.0, "a finite number > 0"),
     (("lr_decay",), lambda v: 0.0 < v <= 1.0, "a factor in (0, 1]"),
     (("max_loss",), lambda v: v is None or (math.isfinite(v) and v > 0.0), "a finite number > 0, or None"),
 )

@@ -82,9 +82,16 @@ class TransformerEncoderStack(keras.layers.Layer):
         feedforward_units: hidden size of each layer's feed-forward network.
         dropout: dropout on the embeddings plus positions, the attention weights and each
             sub-layer's output (Vaswani et al. 2017, §5.4).
+        lookup_scale: the factor the embedding's lookups are multiplied by; the rows start at
+            ``N(0, 1 / lookup_scale^2)``, so the lookups start at ``N(0, 1)`` whatever it is
+            (``sqrt(model_dim)``: Vaswani et al. 2017, §3.4).
+        own_embedding: False: the stack has no embedding and its caller passes the embedded
+            source (a model whose source and target share one embedding).
 
     Call arguments:
         source_ids: ``(B, Tx)`` int ids, ``0`` = padding.
+        embedded: ``(B, Tx, model_dim)``, the source's embeddings when the stack has no
+            embedding of its own (scaled as the caller decides); else None.
 
     Returns:
         ``(memory (B, Tx, model_dim), mask (B, Tx) bool)``: the encoder's output and
@@ -92,7 +99,8 @@ class TransformerEncoderStack(keras.layers.Layer):
     """
 
     def __init__(self, vocab_size: int, model_dim: int = 256, num_layers: int = 3, num_heads: int = 4,
-                 feedforward_units: int = 1024, dropout: float = 0.1, **kwargs):
+                 feedforward_units: int = 1024, dropout: float = 0.1, lookup_scale: float = 1.0,
+                 own_embedding: bool = True, **kwargs):
         super().__init__(**kwargs)
         from keras_hub.layers import TransformerEncoder
 
@@ -102,8 +110,11 @@ class TransformerEncoderStack(keras.layers.Layer):
         self.num_heads = num_heads
         self.feedforward_units = feedforward_units
         self.dropout = dropout
-        self.embedding = keras.layers.Embedding(vocab_size, model_dim, name="source_embedding",
-                                                embeddings_initializer=embedding_initializer())
+        self.lookup_scale = float(lookup_scale)
+        self.own_embedding = own_embedding
+        self.embedding = (keras.layers.Embedding(vocab_size, model_dim, name="source_embedding",
+                                                 embeddings_initializer=embedding_initializer(self.lookup_scale))
+                          if own_embedding else None)
         self.positions = _sine_positions("source_positions")
         self.embedding_dropout = keras.layers.Dropout(dropout)
         self.encoder_layers = [
@@ -112,9 +123,16 @@ class TransformerEncoderStack(keras.layers.Layer):
             for i in range(num_layers)]
         self.norm = keras.layers.LayerNormalization(epsilon=LAYER_NORM_EPSILON, name="encoder_norm")
 
-    def call(self, source_ids, training=False):
+    def call(self, source_ids, training=False, embedded=None):
         mask = ops.not_equal(source_ids, PAD_ID)  # (B, Tx)
-        x = _add_positions(self.positions, self.embedding(source_ids))  # (B, Tx, D)
+        if (embedded is None) == (self.embedding is None):
+            raise ValueError("pass `embedded` exactly when the stack has no embedding of its own "
+                             f"(own_embedding={self.own_embedding})")
+        if embedded is None:
+            embedded = self.embedding(source_ids)
+            if self.lookup_scale != 1.0:
+                embedded = ops.multiply(embedded, self.lookup_scale)
+        x = _add_positions(self.positions, embedded)  # (B, Tx, D)
         x = self.embedding_dropout(x, training=training)
         for layer in self.encoder_layers:
             x = layer(x, padding_mask=mask, training=training)
@@ -123,7 +141,8 @@ class TransformerEncoderStack(keras.layers.Layer):
     def get_config(self) -> dict:
         return {**super().get_config(), "vocab_size": self.vocab_size, "model_dim": self.model_dim,
                 "num_layers": self.num_layers, "num_heads": self.num_heads,
-                "feedforward_units": self.feedforward_units, "dropout": self.dropout}
+                "feedforward_units": self.feedforward_units, "dropout": self.dropout,
+                "lookup_scale": self.lookup_scale, "own_embedding": self.own_embedding}
 
 
 @register_model("transformer")
@@ -148,7 +167,15 @@ class Transformer(EncoderDecoder):
       printed post-norm layers need). The paper normalizes after each residual sum.
     - The output projection has no bias (fairseq's Transformer); tied, it is the target
       embedding matrix (``logits = h E^T``, Press & Wolf 2017), untied a ``Dense`` layer.
-      Source and target embeddings are never shared (two vocabularies).
+      With ``share_embeddings`` (one joint vocabulary, ``joint_vocab``) the source's lookups
+      read that same matrix too, scaled as the target's (§3.4: "we share the same weight
+      matrix between the two embedding layers and the pre-softmax linear transformation").
+    - The source embedding's scale (§3.4 multiplies the embedding layers' weights by
+      ``sqrt(d_model)``) is an option, ``scale_source_embedding``: both readings start the
+      lookups at ``N(0, 1)`` (rows at ``N(0, 1/d)`` scaled by ``sqrt(d)``, or rows at ``N(0, 1)``
+      unscaled), and differ in how fast Adam moves them (about ``sqrt(d)`` times faster
+      scaled). Default off, the setting the ``multi30k_transformer`` records were trained with;
+      ``multi30k_transformer_tiny`` shares the embeddings, which scales the source as the paper does.
     - Dropout: on the sum of embeddings and positions, on the attention weights and on
       each sub-layer's output before the residual sum (keras-hub's one ``dropout``).
     - Decoding (:meth:`decode_step`) runs one position per step over key/value caches:
@@ -172,6 +199,11 @@ class Transformer(EncoderDecoder):
             2048; default 1024).
         dropout: dropout on the embeddings plus positions, on the attention weights and on
             each sub-layer's output (§5.4; paper base: 0.1; default 0.1).
+        share_embeddings: the source's lookups read the target embedding (needs
+            ``tie_embeddings`` and equal vocabularies: ``joint_vocab``); default False.
+        scale_source_embedding: the source's own embedding starts at ``N(0, 1/d)`` and its
+            lookups are multiplied by ``sqrt(d)`` (§3.4) instead of ``N(0, 1)`` unscaled;
+            default False (see the decisions). Shared embeddings are always scaled.
 
     Of the base's options, ``embedding_dim`` is ``d_model`` here.
 
@@ -185,16 +217,25 @@ class Transformer(EncoderDecoder):
     picture_note = "cross-attention not drawn: keras-hub's TransformerDecoder does not return its weights"
 
     def __init__(self, source_vocab_size: int, target_vocab_size: int, num_layers: int = 3, num_heads: int = 4,
-                 feedforward_units: int = 1024, dropout: float = 0.1, **kwargs):
+                 feedforward_units: int = 1024, dropout: float = 0.1, share_embeddings: bool = False,
+                 scale_source_embedding: bool = False, **kwargs):
         for name, value in (("source_vocab_size", source_vocab_size), ("num_layers", num_layers),
                             ("num_heads", num_heads), ("feedforward_units", feedforward_units)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+        if share_embeddings and not kwargs.get("tie_embeddings", False):
+            raise ValueError("share_embeddings needs tie_embeddings=True (the one matrix is the source's "
+                             "and target's embedding and the output projection)")
+        if share_embeddings and source_vocab_size != target_vocab_size:
+            raise ValueError(f"share_embeddings needs one vocabulary for both sides (joint_vocab=True), got "
+                             f"source_vocab_size={source_vocab_size}, target_vocab_size={target_vocab_size}")
         self.num_layers = num_layers
         self.num_heads = num_heads
         self.feedforward_units = feedforward_units
+        self.share_embeddings = bool(share_embeddings)
+        self.scale_source_embedding = bool(scale_source_embedding)
         super().__init__(source_vocab_size, target_vocab_size, dropout=dropout, **kwargs)
         # keras-hub's layers take head size embedding_dim // num_heads without checking it divides.
         if not isinstance(self.embedding_dim, int) or self.embedding_dim < 1 or self.embedding_dim % num_heads:
@@ -202,8 +243,16 @@ class Transformer(EncoderDecoder):
                              f"embedding_dim={self.embedding_dim!r}, num_heads={num_heads}")
 
     def make_encoder(self) -> keras.layers.Layer:
+        scale = float(self.embedding_dim) ** 0.5 if self.scale_source_embedding else 1.0
         return TransformerEncoderStack(self.source_vocab_size, self.embedding_dim, self.num_layers, self.num_heads,
-                                       self.feedforward_units, self.dropout, name="encoder")
+                                       self.feedforward_units, self.dropout, lookup_scale=scale,
+                                       own_embedding=not self.share_embeddings, name="encoder")
+
+    def encode_source(self, source_ids, training=False):
+        """The encoder stack on ``source_ids``: ``(memory (B, Tx, D), mask (B, Tx))``; with
+        ``share_embeddings`` its input is the target embedding's lookups (:meth:`embed_target`)."""
+        embedded = self.embed_target(source_ids) if self.share_embeddings else None
+        return self.encoder(source_ids, training=training, embedded=embedded)
 
     def make_decoder(self) -> None:
         from keras_hub.layers import TransformerDecoder
@@ -223,7 +272,7 @@ class Transformer(EncoderDecoder):
         causal mask) and to the real source positions.
         """
         source_ids, target_in = inputs
-        memory, mask = self.encoder(source_ids, training=training)  # (B, Tx, D), (B, Tx)
+        memory, mask = self.encode_source(source_ids, training=training)  # (B, Tx, D), (B, Tx)
         x = self.target_dropout(_add_positions(self.target_positions, self.embed_target(target_in)),
                                 training=training)  # (B, T, D)
         for layer in self.decoder_layers:
@@ -256,7 +305,7 @@ class Transformer(EncoderDecoder):
         (TensorFlow, PyTorch) and ``CACHE_LENGTH`` on JAX, where it is the most steps
         :meth:`decode_step` may take from these states.
         """
-        memory, mask = self.encoder(source_ids, training=training)
+        memory, mask = self.encode_source(source_ids, training=training)
         if cache_length is None:
             cache_length = 0 if shapes_may_change() else CACHE_LENGTH
         elif cache_length and shapes_may_change():
@@ -315,4 +364,5 @@ class Transformer(EncoderDecoder):
 
     def get_config(self) -> dict:
         return {**super().get_config(), "num_layers": self.num_layers, "num_heads": self.num_heads,
-                "feedforward_units": self.feedforward_units}
+                "feedforward_units": self.feedforward_units, "share_embeddings": self.share_embeddings,
+                "scale_source_embedding": self.scale_source_embedding}

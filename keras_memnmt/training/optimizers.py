@@ -180,4 +180,5 @@ def build_optimizer(config) -> keras.optimizers.Optimizer:
                                          global_clipnorm=config.clipnorm)
     # One fused kernel per variable on TensorFlow (see above), Keras's update elsewhere; on
     # every backend it keeps the gradients' global norm (TensorBoard's train/gradient_norm).
-    return FusedAdam(learning_rate=rate, global_clipnorm=config.clipnorm)
+    return FusedAdam(learning_rate=rate, beta_2=config.adam_beta_2, epsilon=config.adam_epsilon,
+                     global_clipnorm=config.clipnorm)
