@@ -19,14 +19,56 @@ pytestmark = pytest.mark.backend
 SIZES = dict(embedding_dim=8, num_layers=2, num_heads=2, feedforward_units=16, dropout=0.0)
 
 
-@pytest.mark.parametrize("options", [dict(), dict(tie_embeddings=True, num_layers=1, num_heads=4)],
-                         ids=["untied", "tied_one_layer"])
-def test_the_transformer_passes_the_decoder_contract(options):
+@pytest.mark.parametrize("options, target_vocab", [
+    (dict(), 25), (dict(tie_embeddings=True, num_layers=1, num_heads=4), 25),
+    (dict(tie_embeddings=True, share_embeddings=True), 30), (dict(scale_source_embedding=True), 25)],
+    ids=["untied", "tied_one_layer", "shared", "scaled_source"])
+def test_the_transformer_passes_the_decoder_contract(options, target_vocab):
     """run_decoder_test: cached stepping equals teacher forcing, the searches score what
     teacher forcing gives their tokens, serialization, a fit step and a .keras round trip."""
-    model = run_decoder_test(lambda: Transformer(30, 25, **{**SIZES, **options}))
+    model = run_decoder_test(lambda: Transformer(30, target_vocab, **{**SIZES, **options}))
     assert (model.output_layer is None) == model.tie_embeddings
+    assert (model.encoder.embedding is None) == model.share_embeddings
     assert not hasattr(model, "cell")
+
+
+def test_shared_embeddings_are_one_matrix_read_by_the_source_scaled_as_the_target():
+    """With share_embeddings the model holds one embedding matrix E; the encoder reads
+    E[source] · sqrt(d), as the decoder reads E[target]: an encoder of its own given the
+    rows E · sqrt(d) computes the same memory."""
+    shared = Transformer(30, 30, **SIZES, tie_embeddings=True, share_embeddings=True)
+    shared.build_weights()
+    def path(w):  # a weight's path within its model
+        return w.path.split("/", 1)[1]
+
+    assert [path(w) for w in shared.weights if "embeddings" in w.path] == ["target_embedding/embeddings"]
+    own = Transformer(30, 30, **SIZES, tie_embeddings=True)
+    own.build_weights()
+    by_path = {path(w): w for w in own.weights}
+    for w in shared.weights:  # every shared weight is also the unshared model's, by path
+        by_path[path(w)].assign(w)
+    table = numpy(shared.target_embedding.embeddings)
+    own.encoder.embedding.embeddings.assign(table * np.sqrt(8.0))
+    src, _ = small_batch()
+    np.testing.assert_allclose(numpy(shared.encode_source(src)[0]), numpy(own.encode_source(src)[0]), atol=1e-5)
+    shared.target_embedding.embeddings.assign(table[::-1].copy())  # the encoder reads the target's matrix
+    assert np.abs(numpy(shared.encode_source(src)[0]) - numpy(own.encode_source(src)[0])).max() > 1e-2
+
+
+def test_a_scaled_source_embedding_starts_small_and_is_read_times_sqrt_d():
+    """scale_source_embedding: rows at N(0, 1/d), lookups times sqrt(d) (Vaswani et al. 2017,
+    §3.4); its memory equals an unscaled model's whose rows are the scaled rows."""
+    options = dict(SIZES, embedding_dim=64, num_heads=2, num_layers=1)
+    scaled = Transformer(500, 25, **options, scale_source_embedding=True)
+    plain = Transformer(500, 25, **options)
+    for model in (scaled, plain):
+        model.build_weights()
+    rows = numpy(scaled.encoder.embedding.embeddings)
+    assert abs(rows.std() - 1 / 8.0) < 0.01 and abs(numpy(plain.encoder.embedding.embeddings).std() - 1.0) < 0.05
+    plain.set_weights(scaled.get_weights())
+    plain.encoder.embedding.embeddings.assign(rows * 8.0)
+    src, _ = small_batch()
+    np.testing.assert_allclose(numpy(scaled.encode_source(src)[0]), numpy(plain.encode_source(src)[0]), atol=1e-5)
 
 
 def test_the_caches_hold_one_slot_per_position_and_pass_the_source_through():
@@ -152,10 +194,13 @@ def test_mixed_bfloat16_trains_and_decodes():
     ("feedforward_units", 0, "feedforward_units must be a positive integer"),
     ("dropout", 1.0, "dropout must be in"),
     ("decoder_units", 64, "Unrecognized keyword arguments .*decoder_units"),
+    ("share_embeddings", True, "share_embeddings needs tie_embeddings=True"),
 ])
 def test_bad_options_are_errors_naming_them(option, value, message):
     with pytest.raises(ValueError, match=message):
         Transformer(30, 25, **{**SIZES, option: value})
+    with pytest.raises(ValueError, match="share_embeddings needs one vocabulary .*joint_vocab"):
+        Transformer(30, 25, **SIZES, tie_embeddings=True, share_embeddings=True)
     with pytest.raises(ValueError, match="source_vocab_size"):
         Transformer(0, 25, **SIZES)
 
