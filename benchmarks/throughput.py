@@ -292,14 +292,19 @@ def benchmark(name: str, config, vocab, batches: list, warmup_steps: int, test, 
     from keras_memnmt.config import build_model
     from keras_memnmt.evaluation.translation import translate
     from keras_memnmt.training import apply_precision, compile_model
+    from keras_memnmt.training.distribution import pad_batches, placement
 
     apply_precision(config)  # the dtype policy, before the build
     print(f"{name}_precision={config.precision}")
+    # --set distribution=data_parallel: the devices, scope and padding `memnmt train` uses.
+    place = placement(config)
+    print(f"{name}_devices={len(place.devices)}")
     gc.collect()
     exact_peak = _reset_peak_rss()
     rss_before = _proc_status_mb("VmRSS")
-    model = build_model(config, vocab.source.vocab_size, vocab.target.vocab_size)
-    compile_model(model, config)
+    with place.scope():
+        model = build_model(config, vocab.source.vocab_size, vocab.target.vocab_size)
+        compile_model(model, config)
 
     class Timer(keras.callbacks.Callback):
         def __init__(self):
@@ -316,10 +321,18 @@ def benchmark(name: str, config, vocab, batches: list, warmup_steps: int, test, 
     # Warm-up: the first steps plus one batch of every shape timed later, so that no
     # compilation (one per bucket shape under jit) falls inside the timed steps.
     by_shape = {(b[0][0].shape, b[1].shape): b for b in timed}
-    model.fit(as_dataset(batches[:warmup_steps] + list(by_shape.values())), verbose=0, shuffle=False)
+
+    def fit(model, batches, **kwargs):
+        dataset = as_dataset(batches)
+        if place.pad_to > 1:  # rows that divide among the devices, as in training
+            dataset = pad_batches(dataset, place.pad_to)
+        with place.scope():
+            model.fit(dataset, verbose=0, shuffle=False, **kwargs)
+
+    fit(model, batches[:warmup_steps] + list(by_shape.values()))
     timer = Timer()
     t0 = time.perf_counter()
-    model.fit(as_dataset(timed), verbose=0, shuffle=False, callbacks=[timer])
+    fit(model, timed, callbacks=[timer])
     wall = time.perf_counter() - t0
     pairs = sum(len(b[1]) for b in timed)
     tokens = sum(int((b[1] != 0).sum()) for b in timed)

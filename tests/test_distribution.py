@@ -306,14 +306,15 @@ NATIVE = re.compile(r"Traceback|^[IWEF]\d{4} \d\d:\d\d:\d\d|Fatal Python error|t
                     r"|Aborted", re.MULTILINE)
 
 
-def _start(work, index: int, count: int, port: int, args: list[str], recipe: str = "quickstart"):
+def _start(work, index: int, count: int, port: int, args: list[str], recipe: str = "quickstart",
+           python: tuple = ("-m", "keras_memnmt.cli"), **environment):
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""),
                KERAS_BACKEND="jax", KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{port}",
                KERAS_DISTRIBUTION_NUM_PROCESSES=str(count), KERAS_DISTRIBUTION_PROCESS_ID=str(index),
-               MEMNMT_HOSTS_TIMEOUT=str(HOSTS_TIMEOUT))
+               MEMNMT_HOSTS_TIMEOUT=str(HOSTS_TIMEOUT), **environment)
     for name in ("XLA_FLAGS", "TF_CPP_MIN_LOG_LEVEL"):  # the command's own: TensorFlow's start-up lines off
         env.pop(name, None)
-    command = [sys.executable, "-m", "keras_memnmt.cli", "train", recipe, "--out", str(work / "run"), *args]
+    command = [sys.executable, *python, "train", recipe, "--out", str(work / "run"), *args]
     return subprocess.Popen(command, cwd=work, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
 
 
@@ -394,6 +395,52 @@ def test_processes_that_differ_stop_before_training(tmp_path, case, second, expe
         line = _one_error_line(err, f"memnmt: error: process {i} of ")
         assert expected in line, line
     assert not (tmp_path / "run").exists()  # no lock, no files: nothing was started
+
+
+# `memnmt train` whose process stops before its training step 3 for ten minutes: alive (its
+# runtime answers the heartbeats) but stuck, as on a hung file system.
+STALLS_AT_STEP_3 = """
+import time
+from keras_memnmt.training import hosts
+began = hosts.step_began
+def stall(step):
+    if step == 3:
+        time.sleep(600)
+    began(step)
+hosts.step_began = stall
+from keras_memnmt.cli.main import console_main
+console_main()
+"""
+# Long enough for a step that compiles (the tiny model's first steps, on a busy 2-core machine).
+STEP_TIMEOUT = 60
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(keras.backend.backend() != "jax", reason="several processes train on JAX")
+def test_a_process_stuck_while_alive_stops_the_other_in_time_naming_it(tmp_path):
+    import time
+
+    port = _free_port()
+    args = [*CLUSTER_ARGS, "--set", "max_steps=30"]
+    timeouts = dict(MEMNMT_HOSTS_STEP_TIMEOUT=str(STEP_TIMEOUT))
+    procs = [_start(tmp_path, 0, 2, port, args, **timeouts),
+             _start(tmp_path, 1, 2, port, args, python=("-c", STALLS_AT_STEP_3), **timeouts)]
+    started = time.monotonic()
+    [(code, err)] = _ended(procs[:1], 400 + STEP_TIMEOUT + HOSTS_TIMEOUT)
+    _one_error_line(err, "memnmt: error: process 0 of 2: process 1 (at step 2) had not begun training step 3 "
+                         f"within {STEP_TIMEOUT} s: stuck ($MEMNMT_HOSTS_STEP_TIMEOUT sets the bound); the run "
+                         "directory resumes")
+    assert code == 3, err[-3000:]
+    assert not (tmp_path / "run" / ".lock").exists()
+    assert json.loads((tmp_path / "run" / "validations.json").read_text())[-1]["step"] == 2
+    # The stuck process: the runtime ends it once its coordinator, process 0, has gone.
+    try:
+        procs[1].wait(timeout=3 * HOSTS_TIMEOUT + 30)
+    except subprocess.TimeoutExpired:
+        procs[1].kill()
+        pytest.fail(f"the stuck process outlived process 0 by {3 * HOSTS_TIMEOUT + 30} s")
+    assert procs[1].returncode != 0
+    assert time.monotonic() - started < 400 + STEP_TIMEOUT + 4 * HOSTS_TIMEOUT + 30
 
 
 @pytest.mark.slow

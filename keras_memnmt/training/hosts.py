@@ -10,6 +10,8 @@ Keras documents for ``keras.distribution.initialize``:
 - ``KERAS_DISTRIBUTION_PROCESS_ID``: this process's number, 0 to N - 1,
 - ``MEMNMT_HOSTS_TIMEOUT`` (optional): the seconds the cluster has to form, and after
   which a process that stops answering counts as gone (default 60).
+- ``MEMNMT_HOSTS_STEP_TIMEOUT`` (optional): the seconds one training step may take,
+  its compilation included, before the run counts as stuck (default 300).
 
 What each process does (SPMD: the model's variables are global arrays over every
 process's devices, so each computation on them needs every process):
@@ -41,7 +43,14 @@ its lock:
   runtime aborts a process when its coordination service reports another gone (or the
   coordinator goes), from its own thread, often while the main thread holds the GIL in a
   native call: the abort's handler is libc's ``_exit`` (exit code 6), and a watcher
-  process prints the line and removes the lock.
+  process prints the line and removes the lock;
+- a process that is alive (it answers the runtime's heartbeats) but stuck outside a
+  collective step (a hung file system, a deadlock) leaves the others waiting in their next
+  training step: a thread of each process (:class:`_StepWatch`) ends a step that has
+  not finished within ``MEMNMT_HOSTS_STEP_TIMEOUT`` seconds, naming the processes that
+  had not begun it (each tells the store the step it began), exit code 3. A stall
+  inside a validation's or the test's translations (every process waits there, outside
+  a training step) is not bounded by it.
 """
 
 from __future__ import annotations
@@ -57,6 +66,7 @@ import signal
 import socket
 import sys
 import tempfile
+import threading
 import time
 
 from keras_memnmt.config import ConfigError
@@ -65,6 +75,10 @@ ENVIRONMENT = ("KERAS_DISTRIBUTION_JOB_ADDRESSES", "KERAS_DISTRIBUTION_NUM_PROCE
                "KERAS_DISTRIBUTION_PROCESS_ID")
 TIMEOUT_VARIABLE = "MEMNMT_HOSTS_TIMEOUT"
 DEFAULT_TIMEOUT = 60  # seconds; JAX's own defaults are 300 (joining) and 100 (heartbeats)
+STEP_TIMEOUT_VARIABLE = "MEMNMT_HOSTS_STEP_TIMEOUT"
+# Seconds; a step's compilation counts (a few seconds per batch shape on JAX's CPU backend,
+# 40-80 s for RNNsearch on a GPU: docs/benchmarks.md).
+DEFAULT_STEP_TIMEOUT = 300
 _PREFIX = "memnmt"  # of this library's keys in the coordination service's store
 
 
@@ -89,15 +103,25 @@ def requested() -> int:
 def timeout() -> int:
     """``$MEMNMT_HOSTS_TIMEOUT`` in seconds (default 60): how long the cluster has to form,
     and after how long without a heartbeat a process counts as gone."""
-    value = os.environ.get(TIMEOUT_VARIABLE, "").strip()
+    return _seconds(TIMEOUT_VARIABLE, DEFAULT_TIMEOUT)
+
+
+def step_timeout() -> int:
+    """``$MEMNMT_HOSTS_STEP_TIMEOUT`` in seconds (default 300): how long one training step
+    may take before the run counts as stuck."""
+    return _seconds(STEP_TIMEOUT_VARIABLE, DEFAULT_STEP_TIMEOUT)
+
+
+def _seconds(variable: str, default: int) -> int:
+    value = os.environ.get(variable, "").strip()
     if not value:
-        return DEFAULT_TIMEOUT
+        return default
     try:
         seconds = int(value)
     except ValueError:
         seconds = 0
     if not 1 <= seconds <= 86400:
-        raise ConfigError(f"${TIMEOUT_VARIABLE}={value!r}: expected a whole number of seconds, 1 to 86400")
+        raise ConfigError(f"${variable}={value!r}: expected a whole number of seconds, 1 to 86400")
     return seconds
 
 
@@ -142,6 +166,8 @@ class _Cluster:
         self.set_abort = lambda joined: None  # the SIGABRT handler while joining, or after
         self.native_log = None  # the file descriptor of the runtime's log
         self.joining = time.monotonic()  # since when this process joins; None once it has
+        self.lock = None  # the run directory's lock this process holds
+        self.step_watch = None  # the _StepWatch, from the first training step on
 
     def who(self) -> str:
         return f"process {self.process} of {self.count}"
@@ -528,6 +554,7 @@ def release_on_abort(lock_path: str) -> None:
     """Has ``lock_path`` removed if the runtime aborts this process (a lock that this
     process holds: the file names its pid)."""
     if _cluster is not None:
+        _cluster.lock = lock_path
         _note(_cluster, lock=lock_path)
 
 
@@ -542,6 +569,89 @@ def training_started() -> None:
                 peers[str(i)] = json.loads(cluster.client.key_value_try_get(f"{_PREFIX}/pid/{i}"))
         peers.pop(str(cluster.process), None)
         _note(cluster, training=True, peers=peers, ending=_ending(cluster))
+
+
+def step_began(step: int) -> None:
+    """Training step ``step`` (counted from 1 over the whole run) begins in this process: the
+    step watch (started at the first step) times it and tells the others."""
+    cluster = _cluster
+    if cluster is None or cluster.client is None:
+        return
+    if cluster.step_watch is None:
+        cluster.step_watch = _StepWatch(cluster, step_timeout())
+        cluster.step_watch.start()
+    cluster.step_watch.began(step)
+
+
+def step_ended() -> None:
+    """The step that :func:`step_began` announced has ended in this process."""
+    cluster = _cluster
+    if cluster is not None and cluster.step_watch is not None:
+        cluster.step_watch.ended()
+
+
+class _StepWatch(threading.Thread):
+    """Ends this process when one training step takes more than ``seconds`` (a process of
+    the run is stuck): one line naming the processes that had not begun the step, the
+    others told, the lock removed, exit code 3. Every second it tells the store the step
+    this process has begun (``memnmt/step/N``), so that the others can name it."""
+
+    def __init__(self, cluster: _Cluster, seconds: int):
+        super().__init__(name="memnmt-step-watch", daemon=True)
+        self.cluster, self.seconds = cluster, seconds
+        self.step, self.since = 0, None  # the step begun; when it began (None: between steps)
+        self.told_step = None
+
+    def began(self, step: int) -> None:
+        self.step, self.since = step, time.monotonic()
+
+    def ended(self) -> None:
+        self.since = None
+
+    def run(self) -> None:
+        while True:
+            time.sleep(min(1.0, self.seconds / 4))
+            step, since = self.step, self.since
+            if step != self.told_step:
+                with contextlib.suppress(Exception):  # the store is gone: the runtime says so
+                    self.cluster.client.key_value_set(f"{_PREFIX}/step/{self.cluster.process}", str(step),
+                                                      allow_overwrite=True)
+                    self.told_step = step
+            if since is not None and time.monotonic() - since > self.seconds:
+                self.stuck(step)
+
+    def stuck(self, step: int) -> None:
+        cluster = self.cluster
+        begun = {}
+        with contextlib.suppress(Exception):
+            for key, value in cluster.client.key_value_dir_get(f"{_PREFIX}/step/"):
+                begun[int(key.rsplit("/", 1)[1])] = int(value)
+        behind = [i for i in range(cluster.count) if i != cluster.process and begun.get(i, 0) < step]
+        if behind:
+            what = " and ".join(f"process {i} (at step {begun.get(i, 0)})" for i in behind)
+            what += f" had not begun training step {step} within {self.seconds} s: stuck"
+        else:
+            what = f"training step {step} did not finish within {self.seconds} s on any process: the run is stuck"
+        message = f"{cluster.who()}: {what} (${STEP_TIMEOUT_VARIABLE} sets the bound){_ending(cluster)}"
+        _tell(cluster, message)
+        cluster.ok, cluster.exit_code = False, 3
+        _note(cluster, ended=True)  # the watcher has nothing to add
+        with contextlib.suppress(OSError):
+            sys.stdout.flush()
+            os.write(2, f"memnmt: error: {message}\n".encode("utf-8", "replace"))
+        _remove_own_lock(cluster.lock)
+        _left(cluster)
+        os._exit(3)
+
+
+def _remove_own_lock(path: str | None) -> None:
+    """Removes the lock at ``path`` if this process holds it (the file names its pid)."""
+    if not path:
+        return
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        with open(path) as f:
+            if int(json.load(f)["pid"]) == os.getpid():
+                os.remove(path)
 
 
 @contextlib.contextmanager

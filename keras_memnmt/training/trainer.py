@@ -200,6 +200,22 @@ class _FirstStep(keras.callbacks.Callback):
         self.done = True
 
 
+class _ClusterSteps(keras.callbacks.Callback):
+    """Tells :mod:`hosts`' step watch when each training step begins and ends (several
+    processes: a step that does not end in time means a stuck process)."""
+
+    def __init__(self, done: int):
+        super().__init__()
+        self.step = done
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self.step += 1
+        hosts.step_began(self.step)
+
+    def on_train_batch_end(self, batch, logs=None):
+        hosts.step_ended()
+
+
 _SHARED_DIR = (": on several processes the run directory is one folder that every process reads at "
                "the same path (a shared file system; docs/scaling.md)")
 
@@ -408,6 +424,8 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
     progress = ProgressLog(log, validation, every_steps=config.log_every, last_step=last_step,
                            per_epoch=per_epoch, initial_step=done, bar=bar)
     callbacks = [stepped, divergence, progress, validation] + ([EpochBar()] if bar else [])
+    if place.processes > 1:  # first: a step's end, before the validation that may follow it
+        callbacks.insert(0, _ClusterSteps(done))
     if place.writer:
         callbacks += [RunLog(os.path.join(out_dir, "log.csv"), append=resume),
                       keras.callbacks.TensorBoard(os.path.join(out_dir, "tensorboard"), update_freq="epoch")]
