@@ -9,7 +9,7 @@ import keras
 from keras import ops
 
 from keras_memnmt.layers import _sublayers as sublayers
-from keras_memnmt.layers._checks import check_positive_int, check_rate
+from keras_memnmt.layers._checks import check_bool, check_positive_int, check_rate
 
 
 class TrackedStack:
@@ -24,11 +24,12 @@ class TrackedStack:
     i.e. layer ``m``'s LSTM reads ``[x^m; h^tracker_{t-1}]`` and the tracker reads ``h^m_t``
     (the recurrent halves are each LSTM's own). ``layer_dropout`` multiplies each layer's
     output by its mask (one per sequence, carried in the state) before the layer above and
-    the tracker read it; the top output is dropped too.
+    the tracker read it (``tracker_reads_masked=False``: the tracker reads layer ``m``'s
+    output before its mask); the top output is dropped too.
     """
 
     def init_tracked_stack(self, num_layers: int, tracker_layer: int, tracker_units: int | None,
-                           layer_dropout: float) -> None:
+                           layer_dropout: float, tracker_reads_masked: bool = True) -> None:
         self.num_layers = check_positive_int("num_layers", num_layers)
         self.tracker_layer = check_positive_int("tracker_layer", tracker_layer)
         if self.tracker_layer > self.num_layers:
@@ -37,6 +38,7 @@ class TrackedStack:
         self.tracker_units = (self.units if tracker_units is None
                               else check_positive_int("tracker_units", tracker_units))
         self.layer_dropout = check_rate("layer_dropout", layer_dropout)
+        self.tracker_reads_masked = check_bool("tracker_reads_masked", tracker_reads_masked)
         self.lstms = [sublayers.lstm_cell(self, f"lstm_{i}") for i in range(self.num_layers)]
         self.tracker = sublayers.lstm_cell(self, "tracker", units=self.tracker_units)
 
@@ -90,13 +92,14 @@ class TrackedStack:
                     x = ops.concatenate([x, tracker_states[0]], axis=-1)
                 h, (_, c) = lstm(x, states)
             new_states += [h, c]
-            x = h * masks[:, i * self.units:(i + 1) * self.units]
+            undropped, x = h, h * masks[:, i * self.units:(i + 1) * self.units]
             if i == middle:
-                h, (_, c) = self.tracker(x, list(tracker_states))
+                h, (_, c) = self.tracker(x if self.tracker_reads_masked else undropped, list(tracker_states))
                 new_tracker = [h, c]
                 extra = after_tracker(h) if after_tracker is not None else None
         return x, new_states, new_tracker
 
     def tracked_config(self) -> dict:
         return {"num_layers": self.num_layers, "tracker_layer": self.tracker_layer,
-                "tracker_units": self.tracker_units, "layer_dropout": self.layer_dropout}
+                "tracker_units": self.tracker_units, "layer_dropout": self.layer_dropout,
+                "tracker_reads_masked": self.tracker_reads_masked}

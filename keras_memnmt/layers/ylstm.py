@@ -32,7 +32,8 @@ class YLSTMCell(TrackedStack, DecoderCell):
                     h̃^tracker_t = sum_s alpha_ts h^tracker_s,  c̃^tracker_t = sum_s alpha_ts c^tracker_s
                     (run as soon as the tracker has; with ``same_step_context`` every layer
                     l > m then reads [x^l; h̃^tracker_t])
-        3. output   h^L_t, read by the softmax (W_out h^L_t + b; the readout has no hidden layer)
+        3. output   h^L_t, read by the softmax (W_out h^L_t + b; the readout has no hidden layer);
+                    with ``output_context``, o_t = tanh(W_c [h^L_t; h̃^tracker_t]) instead
 
     The attention is the only path from the source to the target: the decoder's LSTMs start
     from zeros, and ``(h̃^tracker, c̃^tracker)`` is what the next step's layer m and tracker read.
@@ -59,7 +60,15 @@ class YLSTMCell(TrackedStack, DecoderCell):
       attentional decoder reads its context before it predicts; it needs
       ``tracker_layer < num_layers``. docs/decisions.md gives the measured effect of each reading.
     - **Dropout** (paper: 0.2): ``layer_dropout`` between layers and on the top output, one
-      mask per sequence carried in the state; ``output_dropout`` before the softmax.
+      mask per sequence carried in the state; ``output_dropout`` before the softmax. The
+      tracker reads layer m's output as the layer above does, after its mask (default);
+      ``tracker_reads_masked=False`` gives it the output before the mask (the paper
+      names dropout between layers only; the tracker is not a layer of the stack).
+    - **The softmax's input** (``output_context``): as printed, ``h^L_t`` alone (default
+      False). ``output_context=True`` gives the softmax Luong et al. 2015's attentional
+      hidden state (their Eq. 5), ``o_t = tanh(W_c [h^L_t; h̃^tracker_t])``, ``units`` wide,
+      so that the step's attention reaches the word it predicts; an option of this
+      library, not of the paper.
     - **Mixed precision**: the attention softmax and the start's mean are computed in
       float32; the rest, the states included, in the compute dtype.
 
@@ -80,6 +89,10 @@ class YLSTMCell(TrackedStack, DecoderCell):
         score: "dot" (default) or "general".
         layer_dropout: float in [0, 1).
         same_step_context: bool, feed the attention's result to the layers above m in the same step.
+        tracker_reads_masked: bool, the tracker reads layer m's output after its dropout mask
+            (default True) or before it.
+        output_context: bool, the softmax reads ``tanh(W_c [h^L_t; h̃^tracker_t])`` instead of
+            ``h^L_t`` (default False).
         **kwargs: the ``DecoderCell`` arguments and ``keras.layers.Layer``'s.
 
     Returns (``call``): ``(h^L_t (B, units), new_states)``; (``step``): the same plus the
@@ -89,9 +102,10 @@ class YLSTMCell(TrackedStack, DecoderCell):
     def __init__(self, units: int, target_vocab_size: int, readout_units: int, annotation_units: int,
                  num_layers: int = 5, tracker_layer: int = 3, tracker_units: int | None = None,
                  score: str = "dot", layer_dropout: float = 0.0, same_step_context: bool = False,
-                 **kwargs: Any) -> None:
+                 tracker_reads_masked: bool = True, output_context: bool = False, **kwargs: Any) -> None:
         super().__init__(units, target_vocab_size, readout_units, annotation_units, **kwargs)
-        self.init_tracked_stack(num_layers, tracker_layer, tracker_units, layer_dropout)
+        self.init_tracked_stack(num_layers, tracker_layer, tracker_units, layer_dropout, tracker_reads_masked)
+        self.output_context = check_bool("output_context", output_context)
         if self.readout_units != self.units:
             raise ValueError(f"the softmax reads h^L_t: `readout_units` must equal `units`, got "
                              f"readout_units={readout_units}, units={units}")
@@ -106,6 +120,9 @@ class YLSTMCell(TrackedStack, DecoderCell):
         self.tracker_attention = LuongAttention(
             self.score, kernel_initializer=clone_initializer(self.kernel_initializer),
             dtype=self.dtype_policy, name="tracker_attention")
+        # W_c (Luong et al. 2015, Eq. 5: no bias), with output_context only.
+        self.context_output = (sublayers.dense(self, self.units, "context_output", use_bias=False)
+                               if self.output_context else None)
         self.deep_output = sublayers.deep_output(self, self.seed, hidden_layer=False)  # W_out
 
     @property
@@ -123,6 +140,8 @@ class YLSTMCell(TrackedStack, DecoderCell):
         self.build_tracked_stack(self.set_embedding_dim(input_shape),
                                  above_tracker=self.tracker_units if self.same_step_context else 0)
         self._build_attention()
+        if self.context_output is not None:
+            self.context_output.build((None, self.units + self.tracker_units))
         self.deep_output.build((None, self.units))
         self.built = True
 
@@ -179,8 +198,10 @@ class YLSTMCell(TrackedStack, DecoderCell):
         replaced, attention = attended["replaced"], attended["attention"]
         tracker = [replaced[:, : self.tracker_units], replaced[:, self.tracker_units:]]
         new_states = [*lstm_states, *tracker, masks, annotations_flat, keys_flat, source_mask]
+        if self.context_output is not None:  # 3., o_t = tanh(W_c [h^L_t; h~^tracker_t])
+            top = self.context_output(ops.concatenate([top, tracker[0]], axis=-1))
         return top, new_states, {"attention": attention}
 
     def get_config(self) -> dict:
         return {**super().get_config(), **self.tracked_config(), "score": self.score,
-                "same_step_context": self.same_step_context}
+                "same_step_context": self.same_step_context, "output_context": self.output_context}

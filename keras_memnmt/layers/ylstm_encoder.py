@@ -41,7 +41,7 @@ class YLSTMEncoderCell(TrackedStack, keras.layers.Layer):
     """
 
     def __init__(self, units: int, num_layers: int = 5, tracker_layer: int = 3,
-                 tracker_units: int | None = None, layer_dropout: float = 0.0,
+                 tracker_units: int | None = None, layer_dropout: float = 0.0, tracker_reads_masked: bool = True,
                  kernel_initializer: Any = "glorot_uniform", recurrent_initializer: Any = "orthogonal",
                  bias_initializer: Any = "zeros", seed: int | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -53,7 +53,7 @@ class YLSTMEncoderCell(TrackedStack, keras.layers.Layer):
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.seed = seed
         self.seed_generator = keras.random.SeedGenerator(seed)
-        self.init_tracked_stack(num_layers, tracker_layer, tracker_units, layer_dropout)
+        self.init_tracked_stack(num_layers, tracker_layer, tracker_units, layer_dropout, tracker_reads_masked)
 
     @property
     def state_size(self) -> list:

@@ -33,11 +33,14 @@ def _make(**kwargs):
     return YLSTMCell(**{**ARGUMENTS, **kwargs})
 
 
-def _tracked_stack_step(cell, x, states, tracker, above_tracker=None):
+def _tracked_stack_step(cell, x, states, tracker, above_tracker=None, masks=None):
     """Bradbury & Socher §2.1's a^l_t, a^m_t and a^tracker_t in NumPy: ``(top, states, h', k')``.
 
     ``above_tracker``: None, or a function of ``h'`` called once the tracker has run; what
-    it returns (None: nothing) every layer above m also reads (``same_step_context``)."""
+    it returns (None: nothing) every layer above m also reads (``same_step_context``).
+    ``masks``: ``(B, L*units)`` dropout masks on each layer's output (None: none); the
+    tracker reads layer m's output after its mask, or before it (``tracker_reads_masked``
+    False)."""
     middle, context = cell.tracker_layer - 1, None
     for i in range(cell.num_layers):
         if i == middle:
@@ -45,9 +48,11 @@ def _tracked_stack_step(cell, x, states, tracker, above_tracker=None):
         if context is not None:
             x = np.concatenate([x, context], -1)  # [x^l; h~^tracker_t], l > m
         h, c = reference.lstm_step(x, states[2 * i], states[2 * i + 1], *weights_of(cell.lstms[i]))
-        states[2 * i], states[2 * i + 1], x = h, c, h
+        dropped = h if masks is None else h * masks[:, i * cell.units:(i + 1) * cell.units]
+        states[2 * i], states[2 * i + 1], x = h, c, dropped
         if i == middle:  # a^tracker_t
-            h_tracker, c_tracker = reference.lstm_step(h, tracker[0], tracker[1], *weights_of(cell.tracker))
+            read = dropped if cell.tracker_reads_masked else h
+            h_tracker, c_tracker = reference.lstm_step(read, tracker[0], tracker[1], *weights_of(cell.tracker))
             context = above_tracker(h_tracker) if above_tracker is not None else None
     return x, states, h_tracker, c_tracker
 
@@ -73,6 +78,8 @@ def _reference_logits(cell, encoded, embedded):
         top, states, _, _ = _tracked_stack_step(cell, embedded[:, t], states, tracker, above_tracker=attend)
         alpha = attended["alpha"]
         tracker = [np.einsum("bs,bsd->bd", alpha, H), np.einsum("bs,bsd->bd", alpha, C)]  # h~, c~
+        if cell.output_context:  # o_t = tanh(W_c [h^L_t; h~^tracker_t]) (Luong et al. 2015, Eq. 5)
+            top = np.tanh(np.concatenate([top, tracker[0]], -1) @ numpy(cell.context_output.kernel))
         outputs.append(top)
     logits = cell.deep_output.logits
     return reference.dense(np.stack(outputs, 1), numpy(logits.kernel), numpy(logits.bias))  # W_out h^L + b
@@ -84,8 +91,10 @@ def _reference_logits(cell, encoded, embedded):
     ({"tracker_layer": 3, "tracker_units": None, "annotation_units": 2 * UNITS}, False),  # top layer
     ({"same_step_context": True, "num_layers": 4, "layer_dropout": 0.3, "seed": 2}, True),
     ({"same_step_context": True, "score": "general", "num_layers": 2, "tracker_layer": 1}, False),
+    ({"output_context": True, "same_step_context": True, "layer_dropout": 0.3, "tracker_reads_masked": False,
+      "seed": 2}, True),
 ], ids=["dot_middle", "general_one_layer", "top_layer_tracker", "same_step_context",
-        "same_step_context_bottom_tracker"])
+        "same_step_context_bottom_tracker", "output_context"])
 def test_cell_contract_and_numpy_reference(kwargs, fit):
     run_cell_test(lambda: _make(**kwargs), embedding_dim=E, target_length=T,
                   reference=_reference_logits, fit=fit)
@@ -125,6 +134,28 @@ def test_encoder_cell_matches_the_papers_tracker_exchange():
         np.testing.assert_allclose(numpy(output), np.concatenate([top, h, c], -1), atol=1e-5)
 
 
+@pytest.mark.parametrize("tracker_reads_masked", [True, False])
+def test_the_tracker_reads_layer_m_after_or_before_its_dropout_mask(tracker_reads_masked):
+    """With the dropout masks of training drawn, the step's tracker attention is the NumPy
+    reference's whose tracker reads layer m's output masked (default) or unmasked."""
+    cell = _make(layer_dropout=0.5, seed=5, tracker_reads_masked=tracker_reads_masked)
+    cell.build((None, E))
+    randomize_weights(cell, seed=1)
+    encoded = random_encoder_output(B, TX, 2 * TRACKER)
+    states = cell.initial_states(encoded, training=True)
+    layers = 2 * cell.num_layers
+    masks = numpy(states[layers + 2])
+    assert (masks == 0).any()  # some units dropped
+    e = np.random.default_rng(2).normal(size=(B, E)).astype("float32")
+    _, _, attention = cell.step(e, states)
+    np_states = [np.zeros((B, UNITS))] * layers
+    tracker = [numpy(states[layers]), numpy(states[layers + 1])]
+    _, _, query, _ = _tracked_stack_step(cell, e.astype(np.float64), np_states, tracker, masks=masks)
+    annotations, mask = encoded.annotations, encoded.mask
+    _, alpha = reference.luong_attention(query, annotations[..., :TRACKER], mask, "dot", None)
+    np.testing.assert_allclose(numpy(attention), alpha, atol=1e-5)
+
+
 def test_bad_arguments_raise_value_error_naming_the_argument():
     check_bad_arguments(_make, [
         ({"num_layers": 0}, "num_layers"),
@@ -135,6 +166,8 @@ def test_bad_arguments_raise_value_error_naming_the_argument():
         ({"annotation_units": 6}, "annotation_units"),
         ({"layer_dropout": 1.0}, "layer_dropout"),
         ({"same_step_context": "yes"}, "same_step_context"),
+        ({"tracker_reads_masked": "no"}, "tracker_reads_masked"),
+        ({"output_context": 1}, "output_context"),
         ({"same_step_context": True, "tracker_layer": 3}, "same_step_context"),
     ])
     with pytest.raises(ValueError, match="tracker_layer"):

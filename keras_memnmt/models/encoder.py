@@ -218,6 +218,8 @@ class YLSTMEncoder(keras.layers.Layer):
             steps are counted by a non-trainable weight, ``lm_steps``, saved with the
             model (it exists only when this is > 0).
         seed: optional int, seed of the dropout masks.
+        tracker_reads_masked: the tracker reads layer m's output after its dropout mask
+            (default True) or before it.
 
     Call arguments:
         source_ids: ``(B, Tx)`` int ids, ``0`` = padding.
@@ -232,7 +234,7 @@ class YLSTMEncoder(keras.layers.Layer):
     def __init__(self, vocab_size: int, embedding_dim: int = 256, units: int = 256, num_layers: int = 5,
                  tracker_layer: int = 3, tracker_units: int | None = None, dropout: float = 0.0,
                  layer_dropout: float = 0.0, lm_weight: float = 1.0, lm_warmup_steps: int = 0,
-                 seed: int | None = None, **kwargs):
+                 seed: int | None = None, tracker_reads_masked: bool = True, **kwargs):
         super().__init__(**kwargs)
         if not isinstance(vocab_size, int) or vocab_size < 1:
             raise ValueError(f"vocab_size must be a positive integer, got {vocab_size!r}")
@@ -247,7 +249,8 @@ class YLSTMEncoder(keras.layers.Layer):
         self.lm_warmup_steps = lm_warmup_steps
         self.seed = seed
         self.cell = YLSTMEncoderCell(units, num_layers, tracker_layer, tracker_units, layer_dropout,
-                                     seed=seed, dtype=self.dtype_policy, name="cell")
+                                     tracker_reads_masked=tracker_reads_masked, seed=seed,
+                                     dtype=self.dtype_policy, name="cell")
         self.embedding = keras.layers.Embedding(vocab_size, embedding_dim, name="source_embedding",
                                                 embeddings_initializer=embedding_initializer())
         self.embedding_dropout = keras.layers.Dropout(dropout)

@@ -41,6 +41,10 @@ class YLSTM(RecurrentEncoderDecoder):
         same_step_context: also feed the tracker attention's result to the decoder's layers
             above the tracker in the same step (needs ``tracker_layer < num_layers``;
             default False, as printed; see :class:`~keras_memnmt.layers.YLSTMCell`).
+        tracker_reads_masked: both trackers read layer m's output after its ``layer_dropout``
+            mask (default True) or before it.
+        output_context: the decoder's softmax reads ``tanh(W_c [h^L_t; h̃^tracker_t])``
+            (Luong et al. 2015, Eq. 5) instead of ``h^L_t`` (default False, as printed).
         encoder_units: LSTM size of every encoder layer (default 256).
         decoder_units: LSTM size of every decoder layer (default 256); the decoder's
             softmax reads ``h^L_t``, so tying needs ``decoder_units == embedding_dim``.
@@ -51,7 +55,7 @@ class YLSTM(RecurrentEncoderDecoder):
     def __init__(self, source_vocab_size: int, target_vocab_size: int, num_layers: int = 5,
                  tracker_layer: int = 3, tracker_units: int | None = None, score: str = "dot",
                  layer_dropout: float = 0.0, encoder_lm_weight: float = 1.0, encoder_lm_warmup: int = 0,
-                 same_step_context: bool = False,
+                 same_step_context: bool = False, tracker_reads_masked: bool = True, output_context: bool = False,
                  encoder_units: int = 256, decoder_units: int = 256, **kwargs):
         self.num_layers = num_layers
         self.tracker_layer = tracker_layer
@@ -61,6 +65,8 @@ class YLSTM(RecurrentEncoderDecoder):
         self.encoder_lm_weight = encoder_lm_weight
         self.encoder_lm_warmup = encoder_lm_warmup
         self.same_step_context = same_step_context
+        self.tracker_reads_masked = tracker_reads_masked
+        self.output_context = output_context
         super().__init__(source_vocab_size, target_vocab_size, encoder_units=encoder_units,
                          decoder_units=decoder_units, **kwargs)
         if encoder_lm_weight > 0:  # the two losses, logged apart
@@ -68,7 +74,7 @@ class YLSTM(RecurrentEncoderDecoder):
             self.encoder_lm_loss_tracker = keras.metrics.Mean(name="encoder_lm_loss")
 
     # encoder_lm_weight is not free: 0 builds no language-model softmax.
-    free_options = (*RecurrentEncoderDecoder.free_options, "layer_dropout")
+    free_options = (*RecurrentEncoderDecoder.free_options, "layer_dropout", "tracker_reads_masked")
 
     tiny_options = dict(embedding_dim=8, encoder_units=10, decoder_units=10, num_layers=2, tracker_layer=1,
                         output_dropout=0.0)
@@ -79,7 +85,8 @@ class YLSTM(RecurrentEncoderDecoder):
         return YLSTMEncoder(self.source_vocab_size, self.embedding_dim, self.encoder_units, self.num_layers,
                             self.tracker_layer, self._tracker_units, dropout=self.dropout,
                             layer_dropout=self.layer_dropout, lm_weight=self.encoder_lm_weight,
-                            lm_warmup_steps=self.encoder_lm_warmup, name="encoder")
+                            lm_warmup_steps=self.encoder_lm_warmup, tracker_reads_masked=self.tracker_reads_masked,
+                            name="encoder")
 
     @property
     def _tracker_units(self) -> int:
@@ -90,6 +97,7 @@ class YLSTM(RecurrentEncoderDecoder):
                          annotation_units=self.encoder.annotation_units, num_layers=self.num_layers,
                          tracker_layer=self.tracker_layer, tracker_units=self._tracker_units, score=self.score,
                          layer_dropout=self.layer_dropout, same_step_context=self.same_step_context,
+                         tracker_reads_masked=self.tracker_reads_masked, output_context=self.output_context,
                          output_dropout=self.output_dropout, tied_output=self.tie_embeddings, name="ylstm_cell")
 
     def matmul_macs(self) -> tuple[int, int]:
@@ -100,7 +108,8 @@ class YLSTM(RecurrentEncoderDecoder):
         encoder += h * self.source_vocab_size if self.encoder_lm_weight > 0 else 0  # the language model's softmax
         keys = t * t if self.cell.score == "general" else 0
         decoder = 4 * d * (e + d) + (layers - 1) * 4 * d * 2 * d + 4 * d * t + 4 * t * (d + t)
-        return encoder + keys, decoder + d * self.target_vocab_size  # the softmax reads h^L_t
+        decoder += d * (d + t) if self.output_context else 0  # W_c
+        return encoder + keys, decoder + d * self.target_vocab_size  # the softmax reads h^L_t (or o_t)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         """The total loss (Keras's: the compiled loss plus the encoder's added loss); records
@@ -117,4 +126,5 @@ class YLSTM(RecurrentEncoderDecoder):
         return {**super().get_config(), "num_layers": self.num_layers, "tracker_layer": self.tracker_layer,
                 "tracker_units": self.tracker_units, "score": self.score, "layer_dropout": self.layer_dropout,
                 "encoder_lm_weight": self.encoder_lm_weight,
-                "encoder_lm_warmup": self.encoder_lm_warmup, "same_step_context": self.same_step_context}
+                "encoder_lm_warmup": self.encoder_lm_warmup, "same_step_context": self.same_step_context,
+                "tracker_reads_masked": self.tracker_reads_masked, "output_context": self.output_context}
