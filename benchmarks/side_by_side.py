@@ -25,7 +25,10 @@ speed on each CPU. Then runs, in this order and never at the same time:
 Then the summary: ``ratio_vs_opennmt`` (our pairs/s over OpenNMT-py's),
 ``fraction_of_peak`` (RNNsearch's analytic matmul GFLOP/s over ``matmul_gflops_2048``),
 ``peak_rss_mb_ours`` / ``peak_rss_mb_opennmt`` and ``translate_greedy_seconds`` /
-``translate_beam5_seconds``. One ``name=value`` line per figure; nothing is asserted.
+``translate_beam5_seconds``. ``--replicas N`` trains ours as N data-parallel replicas
+(``distribution=data_parallel`` over N logical CPU devices, each with ``cores / N``
+threads: ``TF_NUM_INTRAOP_THREADS``, ``OMP_NUM_THREADS``) on the same global batches;
+the peak stays the whole machine's. One ``name=value`` line per figure; nothing is asserted.
 A stage that fails prints ``{stage}_error=...`` and the summary leaves its figures out.
 """
 
@@ -106,8 +109,12 @@ def main() -> int:
     p.add_argument("--repeats", type=int, default=5, help="timed repeats of each matmul")
     p.add_argument("--run", help="a trained run directory: also time its translation")
     p.add_argument("--skip-peer", action="store_true", help="leave OpenNMT-py out")
+    p.add_argument("--replicas", type=int, default=1,
+                   help="our training as this many data-parallel replicas (logical CPU devices, "
+                        "distribution=data_parallel), each with its share of the cores' threads "
+                        "(default 1: one model on every core)")
     args = p.parse_args()
-    for flag in ("steps", "warmup_steps", "peer_steps", "repeats"):
+    for flag in ("steps", "warmup_steps", "peer_steps", "repeats", "replicas"):
         if getattr(args, flag) < 1:
             p.error(f"--{flag.replace('_', '-')} must be >= 1")
     if not args.skip_peer and not args.peer_bench:
@@ -135,9 +142,17 @@ def main() -> int:
         print(f"matmul_gflops_{shape}={rate:.1f}")
     sys.stdout.flush()
 
+    replicas, env = [], None
+    if args.replicas > 1:  # the same global batch over N devices, each replica on its own threads
+        threads = str(max(1, (os.cpu_count() or 1) // args.replicas))
+        env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={args.replicas}",
+                   TF_NUM_INTRAOP_THREADS=threads, OMP_NUM_THREADS=threads)
+        replicas = ["--set", "distribution=data_parallel"]
+        print(f"replicas={args.replicas}")
+        print(f"threads_per_replica={threads}")
     ours = run_stage("throughput", [
         python, os.path.join(HERE, "throughput.py"), *data, "--model", "rnnsearch", "--steps",
-        str(args.steps), "--warmup-steps", str(args.warmup_steps), "--translate", "0"])
+        str(args.steps), "--warmup-steps", str(args.warmup_steps), "--translate", "0", *replicas], env)
     ours = parse_lines(ours or "")
 
     peer = {}
