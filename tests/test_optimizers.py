@@ -5,7 +5,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_memnmt.config import ConfigError, TrainConfig
+from keras_memnmt.config import ConfigError, TrainConfig, validate
 from keras_memnmt.training.optimizers import FusedAdam, InverseSqrtSchedule, build_optimizer
 
 # The result can depend on KERAS_BACKEND: run on every backend (conftest.py).
@@ -85,6 +85,16 @@ def test_config_round_trip():
     config = restored.get_config()
     assert (config["beta_1"], config["global_clipnorm"]) == (0.8, 1.0)
     assert np.isclose(config["learning_rate"], 3e-4)
+
+
+def test_adams_beta2_and_epsilon_are_settings():
+    optimizer = build_optimizer(TrainConfig(adam_beta_2=0.98, adam_epsilon=1e-9))
+    config = optimizer.get_config()
+    assert (config["beta_2"], config["epsilon"]) == (0.98, 1e-9)
+    assert (build_optimizer(TrainConfig()).get_config()["beta_2"], TrainConfig().adam_epsilon) == (0.999, 1e-7)
+    for field, value in (("adam_beta_2", 1.0), ("adam_epsilon", 0.0)):
+        with pytest.raises(ConfigError, match=f"config field {field}={value!r}"):
+            validate(TrainConfig(**{field: value}))
 
 
 def test_recipes_get_fused_adam_on_keras_own_update():

@@ -216,6 +216,21 @@ def test_registered_with_the_base_recipes_shape():
         validate(TrainConfig(model="transformer", model_options=dict(encoder_units=8)))
 
 
+def test_the_published_small_data_recipe_shares_every_embedding_over_one_vocabulary():
+    """multi30k_transformer_tiny: one joint vocabulary, one embedding matrix for source,
+    target and output, batches of 4,096 tokens, Adam's 0.98 / 1e-9."""
+    from keras_memnmt.config import build_model
+    from keras_memnmt.recipes import load_recipe
+
+    config = validate(load_recipe("multi30k_transformer_tiny"))
+    assert config.joint_vocab and config.batch_by == "tokens" and config.batch_size == 4096
+    assert (config.adam_beta_2, config.adam_epsilon, config.max_steps) == (0.98, 1e-9, 8000)
+    model = build_model(config, 40, 40)
+    model.build_weights()
+    assert model.share_embeddings and model.encoder.embedding is None and model.output_layer is None
+    assert sum("embeddings" in w.path for w in model.weights) == 1
+
+
 def test_an_ensemble_sizes_its_transformers_caches_to_the_search():
     """A one-member ensemble decodes as its member, and asks it for caches of the search's length."""
     from keras_memnmt.models import Ensemble
