@@ -1,0 +1,2 @@
+2026-11-29T07:48:41Z memnmt average --model runs/transformer_tiny --last 10 --out runs/transformer_tiny_last10.keras
+2026-11-29T07:49:18Z memnmt compare docs/records/rnnsearch docs/records/transformer_full docs/records/transformer_tiny --ensemble transformer_tiny_last10=runs/transformer_tiny:runs/transformer_tiny_last10.keras --data-dir $MEMNMT_DATA --json docs/records/compare_transformer_tiny.json
