@@ -1,0 +1,2 @@
+2026-11-29T09:13:23Z memnmt average --model runs/transformer_tiny --last 10 --out runs/transformer_tiny_8000_last10.keras
+2026-11-29T09:13:43Z memnmt compare docs/records/rnnsearch docs/records/transformer_tiny docs/records/transformer_tiny_8000 --ensemble transformer_tiny_8000_last10=runs/transformer_tiny:runs/transformer_tiny_8000_last10.keras --data-dir $MEMNMT_DATA --json docs/records/compare_transformer_tiny_8000.json
