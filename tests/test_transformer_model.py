@@ -57,9 +57,10 @@ def test_shared_embeddings_are_one_matrix_read_by_the_source_scaled_as_the_targe
     assert np.abs(numpy(shared.encode_source(src)[0]) - numpy(own.encode_source(src)[0])).max() > 1e-2
 
 
-def test_a_scaled_source_embedding_starts_small_and_is_read_times_sqrt_d():
+def test_a_scaled_source_embedding_starts_small_and_is_read_times_sqrt_d(tmp_path):
     """scale_source_embedding: rows at N(0, 1/d), lookups times sqrt(d) (Vaswani et al. 2017,
-    §3.4); its memory equals an unscaled model's whose rows are the scaled rows."""
+    §3.4); its memory equals an unscaled model's whose rows are the scaled rows; a .keras
+    round trip keeps the option."""
     options = dict(SIZES, embedding_dim=64, num_heads=2, num_layers=1)
     scaled = Transformer(500, 25, **options, scale_source_embedding=True)
     plain = Transformer(500, 25, **options)
@@ -71,6 +72,10 @@ def test_a_scaled_source_embedding_starts_small_and_is_read_times_sqrt_d():
     plain.encoder.embedding.embeddings.assign(rows * 8.0)
     src, _ = small_batch()
     np.testing.assert_allclose(numpy(scaled.encode_source(src)[0]), numpy(plain.encode_source(src)[0]), atol=1e-5)
+    scaled.save(tmp_path / "scaled.keras")
+    again = keras.saving.load_model(tmp_path / "scaled.keras")
+    assert again.scale_source_embedding and again.encoder.lookup_scale == 8.0
+    np.testing.assert_allclose(numpy(again.encode_source(src)[0]), numpy(scaled.encode_source(src)[0]), atol=1e-6)
 
 
 def test_the_caches_hold_one_slot_per_position_and_pass_the_source_through():
