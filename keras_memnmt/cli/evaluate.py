@@ -150,8 +150,9 @@ def add_parsers(sub) -> None:
                     help="a system that is one ensemble of these runs' models (each run's best.keras, "
                          "or the CHECKPOINT named: a name in RUN/checkpoints, `best`, or a path to a "
                          ".keras file such as `memnmt average` writes), translating "
-                         "as `memnmt evaluate --model ... --checkpoint ...` does; its translations are "
-                         "not stored. Repeatable; systems are taken in the order given")
+                         "as `memnmt evaluate --model ... --checkpoint ...` does; with --json F.json its "
+                         "translations are written to F.hyps/NAME.SPLIT.beamK.txt. Repeatable; "
+                         "systems are taken in the order given")
     cp.add_argument("--split", default="test_2016_flickr", help=SPLIT_HELP)
     cp.add_argument("--data-dir")
     add_search_args(cp)
