@@ -176,8 +176,9 @@ def _two_processes_train_like_two_devices(tmp_path, args):
     from keras_memnmt.testing.tiny_runs import run_fingerprint
 
     args = [*args, "--set", "distribution=data_parallel"]
+    # XLA_FLAGS stays the pytest process's (conftest.py's compile flags, no device count):
+    # the two runs must compile alike to agree to the bit.
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    env.pop("XLA_FLAGS", None)
     port, work = _free_port(), tmp_path / "processes"
     work.mkdir()
     command = [sys.executable, "-m", "keras_memnmt.cli", "train", "quickstart", "--out", str(work / "run"), *args]
