@@ -8,8 +8,12 @@ import keras
 import numpy as np
 import pytest
 from keras import ops
+from keras.src.backend.common import global_state
+from keras.src.saving.serialization_lib import ObjectSharingScope
 
+from keras_memnmt.layers.gru import GRUCell
 from keras_memnmt.models import ChoEncoderDecoder, Ensemble, MemDec, RNNsearch
+from keras_memnmt.models.encoder import BidirectionalEncoder, StackedLSTMEncoder
 from keras_memnmt.rundir.runs import (
     average_checkpoints,
     check_same_vocab,
@@ -261,6 +265,40 @@ def test_keras_round_trip(tmp_path):
     loaded = keras.saving.load_model(path, compile=False)
     assert type(loaded) is Ensemble and [type(m) for m in loaded.members] == [RNNsearch, MemDec]
     np.testing.assert_allclose(numpy(loaded((src, tgt))), before, atol=1e-6)
+
+
+class _EverySeen(dict):
+    """A map of Keras's load-time object sharing in which every ``id()`` was seen before:
+    what the map holds for an object whose address an earlier, freed object had (an
+    ensemble's second member, built in the same load as the first)."""
+
+    stale = None
+
+    def __contains__(self, key):
+        return True
+
+    def __getitem__(self, key):
+        return {}
+
+    def get(self, key, default=None):
+        return self.stale
+
+
+@pytest.mark.parametrize("make, birnn", [
+    (lambda: BidirectionalEncoder(20, 4, 4), lambda e: e.birnn),
+    (lambda: StackedLSTMEncoder(20, 4, 4, num_layers=2, bidirectional_bottom=True), lambda e: e.lstms[0]),
+], ids=["gru", "lstm"])
+def test_an_encoder_built_while_a_model_loads_gets_layers_of_its_own(make, birnn):
+    stale = keras.layers.RNN(GRUCell(4), return_sequences=True, return_state=True)
+    with ObjectSharingScope():
+        seen = _EverySeen()
+        seen.stale = stale
+        global_state.set_global_attribute("shared_objects/id_to_config_map", _EverySeen())
+        global_state.set_global_attribute("shared_objects/id_to_obj_map", seen)
+        encoder = make()
+        assert global_state.get_global_attribute("shared_objects/id_to_obj_map") is seen  # the load's scope goes on
+    directions = birnn(encoder).forward_layer, birnn(encoder).backward_layer
+    assert stale not in directions and [layer.go_backwards for layer in directions] == [False, True]
 
 
 # ----- run directories: loading several, averaging checkpoints ------------------------------

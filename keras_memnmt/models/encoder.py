@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import keras
 from keras import ops
+from keras.src.backend.common import global_state
 
 from keras_memnmt.data.vocab import PAD_ID
 from keras_memnmt.layers.base import EncoderOutput
@@ -23,6 +24,30 @@ def embedding_initializer(lookup_scale: float = 1.0) -> keras.initializers.Initi
     training loss at 5.76 against 4.20 with N(0, 1).
     """
     return keras.initializers.RandomNormal(stddev=1.0 / lookup_scale)
+
+
+_SHARING_MAPS = ("shared_objects/id_to_obj_map", "shared_objects/id_to_config_map")
+
+
+def bidirectional(layer: keras.layers.Layer, **kwargs) -> keras.layers.Bidirectional:
+    """``keras.layers.Bidirectional(layer, **kwargs)``, safe to build while a model loads.
+
+    Why not Keras's alone: ``Bidirectional`` clones ``layer`` twice by serializing it, and
+    while ``keras.saving.load_model`` runs, Keras's object-sharing scope keys every
+    serialized object by ``id()``. ``layer`` and its cell are freed once the clones exist,
+    so a later encoder in the same load (an ensemble's next member) can get the same
+    addresses and be handed the earlier member's layers: two members silently share a
+    GRU, or the constructor fails with "should have different `go_backwards` value".
+    Building with the scope suspended makes the clones as they are outside a load.
+    """
+    saved = {key: global_state.get_global_attribute(key) for key in _SHARING_MAPS}
+    try:
+        for key in _SHARING_MAPS:
+            global_state.set_global_attribute(key, None)
+        return keras.layers.Bidirectional(layer, **kwargs)
+    finally:
+        for key, value in saved.items():
+            global_state.set_global_attribute(key, value)
 
 
 @keras.saving.register_keras_serializable(package="keras_memnmt")
@@ -70,7 +95,7 @@ class BidirectionalEncoder(keras.layers.Layer):
                                                 embeddings_initializer=embedding_initializer())
         self.embedding_dropout = keras.layers.Dropout(dropout)
         self.annotation_dropout_layer = keras.layers.Dropout(annotation_dropout)
-        self.birnn = keras.layers.Bidirectional(
+        self.birnn = bidirectional(
             # keras.layers.GRU's cell, split by ops.split (layers/gru.py); same weights.
             keras.layers.RNN(GRUCell(units), return_sequences=True, return_state=True, name="gru"),
             name="birnn",
@@ -161,7 +186,7 @@ class StackedLSTMEncoder(keras.layers.Layer):
         self.lstms = [keras.layers.LSTM(units, return_sequences=True, return_state=True, name=f"lstm_{i}")
                       for i in range(num_layers)]
         if self.bidirectional_bottom:
-            self.lstms[0] = keras.layers.Bidirectional(
+            self.lstms[0] = bidirectional(
                 keras.layers.LSTM(units // 2, return_sequences=True, return_state=True), name="lstm_0")
 
     @property
