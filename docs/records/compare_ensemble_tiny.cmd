@@ -1,0 +1,1 @@
+2026-11-29T13:55:00Z memnmt compare docs/records/transformer_tiny_s1 docs/records/transformer_tiny_8000 --ensemble tiny2+avg10=runs/transformer_tiny,runs/transformer_tiny_s1,runs/transformer_tiny:runs/transformer_tiny_8000_last10.keras,runs/transformer_tiny_s1:runs/transformer_tiny_s1_last10.keras --data-dir $MEMNMT_DATA --json docs/records/compare_ensemble_tiny.json

@@ -1,0 +1,1 @@
+2026-11-29T13:57:04Z memnmt compare docs/records/rnnsearch docs/records/transformer_tiny_8000 docs/records/transformer_tiny_s1 --data-dir $MEMNMT_DATA --json docs/records/compare_transformer_tiny_s1.json
