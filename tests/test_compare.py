@@ -218,9 +218,15 @@ def test_an_ensemble_is_a_system_translating_as_evaluate_does(runs, tmp_path, ca
     kept = open(ensemble["hypotheses"], encoding="utf-8").read().splitlines()
     assert len(kept) == 60 == result["sentences"]
     assert ensemble["tests"][0]["baseline_run"] == a and f"{a}:best+{b}" in table
+    # ... and the JSON says how to make them again.
+    assert result["command"] == ["memnmt", "compare", a, "--ensemble", f"ab={a}:best,{b}", "--system", f"c={c}",
+                                 "--beam", "2", "--limit", "60", "--trials", "100", "--bootstrap", "100",
+                                 "--json", str(out), "--quiet"]
     assert main(["evaluate", "--model", a, "--model", b, "--beam", "2", "--limit", "60", "--quiet"]) == 0
     evaluated = json.loads(capsys.readouterr().out)
     assert evaluated["ensemble"] == [a, b]
+    assert evaluated["command"] == ["memnmt", "evaluate", "--model", a, "--model", b, "--beam", "2",
+                                    "--limit", "60", "--quiet"]
     assert round(ensemble["bleu"]["score"], 2) == evaluated["bleu"]
     assert ensemble["bleu"]["score"] != result["systems"][0]["runs"][0]["bleu"]["score"]
     assert {run: run_fingerprint(run) for run in (b, c)} == untouched
@@ -320,6 +326,7 @@ def test_split_all_evaluates_every_available_test_split(multi30k_runs, capsys):
     assert sorted(skipped) == ["test_2017_flickr", "test_2017_mscoco", "test_2018_flickr"]
     assert "has no test_2017_mscoco.en.gz" in skipped["test_2017_mscoco"]
     assert "skipping test_2018_flickr" in captured.err
+    assert report["command"][-4:] == ["--data-dir", "$MEMNMT_DATA", "--beam", "1"]  # as run records name it
     # A single split that is not there is an error, as before.
     assert main(["evaluate", "--model", run, "--split", "test_2017_flickr", "--data-dir", data]) == 2
     assert "has no test_2017_flickr.en.gz" in capsys.readouterr().err
@@ -333,6 +340,7 @@ def test_compare_split_all(multi30k_runs, capsys):
     result = json.loads(captured.out)
     assert [r["split"] for r in result["splits"]] == ["test_2016_flickr"]
     assert result["splits"][0]["sentences"] == 12
+    assert result["command"][6:8] == ["--data-dir", "$MEMNMT_DATA"]
     assert [s["split"] for s in result["skipped"]] == ["test_2017_flickr", "test_2017_mscoco",
                                                        "test_2018_flickr"]
     assert "skipping test_2017_flickr" in captured.err and "skipped test_2018_flickr" in captured.err

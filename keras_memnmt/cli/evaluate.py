@@ -21,6 +21,17 @@ from keras_memnmt.cli.args import (
 )
 
 
+def _remade_by() -> dict:
+    """``{"command": [...]}``: the command line that remakes a report, the ``--data-dir``
+    folder as ``$MEMNMT_DATA`` as run records name it. An ensemble's scores belong to no run
+    record, so the report itself says how to make them again (no date: the same command
+    prints the same report)."""
+    from keras_memnmt.rundir.archive import portable_command
+    from keras_memnmt.rundir.records import command
+
+    return {"command": portable_command(command())}
+
+
 def cmd_evaluate(args) -> int:
     from keras_memnmt.evaluation.splits import (
         DEFAULT_TEST_SPLIT,
@@ -55,9 +66,9 @@ def cmd_evaluate(args) -> int:
             report["hypotheses"] = got["file"]
         reports.append(report)
     if args.split == "all":
-        print(as_json({"splits": reports, "skipped": skipped}))
+        print(as_json({"splits": reports, "skipped": skipped, **_remade_by()}))
     else:
-        print(as_json(reports[0]))
+        print(as_json({**reports[0], **_remade_by()}))
     return 0
 
 
@@ -104,7 +115,7 @@ def cmd_compare(args) -> int:
     result = compare(systems, split=args.split, beam_size=args.beam, data_dir=args.data_dir,
                      limit=args.limit, seed=args.seed, bootstrap=args.bootstrap, trials=args.trials,
                      log=log, keep=keep, **search)
-    text = as_json(result)
+    text = as_json({**result, **_remade_by()})
     if args.json:
         try:
             with open(args.json, "w", encoding="utf-8") as f:
