@@ -1,1 +1,1 @@
-2026-11-29T13:53:18Z memnmt evaluate --model runs/transformer_tiny --checkpoint runs/transformer_tiny_8000_last10.keras --model runs/transformer_tiny_s1 --checkpoint runs/transformer_tiny_s1_last10.keras --split val --beam 5 --quiet
+2026-11-29T14:05:26Z memnmt evaluate --model runs/transformer_tiny --checkpoint runs/transformer_tiny_8000_last10.keras --model runs/transformer_tiny_s1 --checkpoint runs/transformer_tiny_s1_last10.keras --split val --beam 5 --quiet

@@ -1,1 +1,1 @@
-2026-11-29T13:52:03Z memnmt evaluate --model runs/transformer_tiny_s1 --checkpoint best --split val --beam 5 --quiet
+2026-11-29T14:04:21Z memnmt evaluate --model runs/transformer_tiny_s1 --checkpoint best --split val --beam 5 --quiet
