@@ -10,10 +10,10 @@ from keras_memnmt.recipes.multi30k_memdec import Options, run  # noqa: F401  (--
 # From random weights MemDec trains at the RNNsearch rate, not the fine-tuning one, for 30
 # epochs, with Eq. 5 as printed (query_state only matters for a warm start). Label
 # smoothing 0.1, annotation dropout 0.2, tied output embeddings and plateau patience 2 as
-# the RNNsearch recipe. Test_2016_flickr, lowercased, seed 0: 36.96 against RNNsearch's
-# 36.44 (docs/records; paired bootstrap p = 0.13). Earlier runs (records not kept),
-# seeds 0, 1 and 2: 37.98, 37.75 and 37.78 against 37.56, 37.11 and 37.20; see
-# docs/results.md for the commands and the other variants.
+# the RNNsearch recipe. Test_2016_flickr, lowercased, seeds 0, 1 and 2: 36.96, 38.02 and
+# 37.36 against RNNsearch's 36.44, 37.43 and 38.00, means 37.45 and 37.29, no seed's
+# difference significant (docs/records/compare_seeds.md); docs/results.md has the
+# commands and the other variants.
 OPTIONS = Options(pretrain_epochs=0)
 CONFIG = MEMDEC.replace(pretrain_run=None, epochs=30, learning_rate=MEMDEC_OPTIONS.pretrain_learning_rate,
                         query_state=False)

@@ -41,9 +41,9 @@ CONFIG = TrainConfig(
     label_smoothing=0.1,
     lr_decay=0.5,  # halve the rate after lr_patience validations without a BLEU gain
     lr_patience=2,
-    # 30 epochs with the early stop below: this command with seed 0 stopped after epoch
-    # 21 at 36.44 lowercased (docs/records/rnnsearch); earlier runs (records not kept)
-    # reached 37.56 (seed 0 through a 20-epoch run and a resume) and 37.11 (seed 1).
+    # 30 epochs with the early stop below: this command with seeds 0, 1 and 2 stopped
+    # after epochs 21, 24 and 30 at 36.44, 37.43 and 38.00 lowercased
+    # (docs/records/rnnsearch, rnnsearch_s1, rnnsearch_s2).
     epochs=30,
     patience=4,  # validations (epochs) without a BLEU gain before stopping
     beam_size=5,

@@ -1,0 +1,1 @@
+2026-11-29T18:30:19Z memnmt compare --system rnnsearch=docs/records/rnnsearch,docs/records/rnnsearch_s1,docs/records/rnnsearch_s2 --system memdec=docs/records/memdec_scratch,docs/records/memdec_s1,docs/records/memdec_s2 --data-dir $MEMNMT_DATA --json docs/records/compare_seeds.json

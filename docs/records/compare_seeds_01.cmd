@@ -1,1 +1,0 @@
-2026-11-29T15:50:50Z memnmt compare --system rnnsearch=docs/records/rnnsearch,docs/records/rnnsearch_s1 --system memdec=docs/records/memdec_scratch,docs/records/memdec_s1 --data-dir $MEMNMT_DATA --json docs/records/compare_seeds_01.json
