@@ -1,0 +1,1 @@
+2026-11-29T19:13:16Z memnmt compare docs/records/luong_between_layers docs/records/ylstm_same_step docs/records/ylstm_output_context --data-dir $MEMNMT_DATA --json docs/records/compare_ylstm_output_context.json
