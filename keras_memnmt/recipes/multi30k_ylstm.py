@@ -22,11 +22,12 @@ from keras_memnmt.recipes.multi30k_rnnsearch import CONFIG as RNNSEARCH
 # steps, 10 epochs (encoder_lm_warmup), and the softmax reads tanh(W_c [h^L_t; h~^tracker_t])
 # (output_context; Luong et al. 2015, Eq. 5) rather than h^L_t alone. After 12 epochs,
 # test_2016_flickr lowercased: 25.80 with all three (docs/records/ylstm_output_context),
-# 16.99 without output_context (docs/records/ylstm_same_step). benchmarks/source_gain.py at width 128 (teacher-forced
-# validation cross-entropy with the pairs' own sources against shuffled ones): as printed, the
-# source is worth 0.000 nats per token after 300 steps; with the same-step context 0.037 at
-# weight 1 and 0.172 at weight 0; after 600 steps 0.300 at weight 0 and 0.177 with the
-# weight at 1 from step 300. `--set same_step_context=false --set encoder_lm_warmup=0 --set
+# 16.99 without output_context (docs/records/ylstm_same_step). benchmarks/source_gain.py at
+# width 128 (teacher-forced validation cross-entropy with the pairs' own sources against
+# shuffled ones): as printed, the source is worth 0.000 nats per token after 300 steps; with
+# the same-step context 0.037 at weight 1 and 0.172 at weight 0; after 600 steps 0.300 at
+# weight 0 and 0.177 with the weight at 1 from step 300; with output_context too, 0.362
+# after 300 steps at width 128 (docs/decisions.md). `--set same_step_context=false --set encoder_lm_warmup=0 --set
 # output_context=false` trains the printed model.
 CONFIG = RNNSEARCH.replace(model="ylstm", num_layers=5, tracker_layer=3, tracker_units=256, encoder_units=256,
                            decoder_units=256, score="dot", layer_dropout=0.2, encoder_lm_weight=1.0,
