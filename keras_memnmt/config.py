@@ -305,6 +305,8 @@ def validate(config: TrainConfig) -> TrainConfig:
                               f"expected {declared[name].annotation}")
         if _too_large(value, declared[name].annotation):
             raise ConfigError(f"model {config.model!r} option {name}={value!r}: expected an int <= {MAX_INT}")
+        if _not_finite(value, declared[name].annotation):
+            raise ConfigError(f"model {config.model!r} option {name}={value!r}: expected a finite number")
     try:
         cls(8, 8, **config.init_options())  # no weights are made: the model's own checks
     except (ValueError, TypeError) as e:
@@ -323,6 +325,12 @@ def _too_large(value: Any, hint: Any) -> bool:
     float field may hold more)."""
     return (int in (typing.get_args(hint) or (hint,)) and isinstance(value, int)
             and not isinstance(value, bool) and value > MAX_INT)
+
+
+def _not_finite(value: Any, hint: Any) -> bool:
+    """Whether ``value`` of a field or option typed ``hint`` (a float) is infinite or NaN."""
+    return (float in (typing.get_args(hint) or (hint,)) and isinstance(value, float)
+            and not math.isfinite(value))
 
 
 # Every number's range, checked before any work starts: (fields, test, what is expected).
@@ -355,6 +363,9 @@ def _check_ranges(config: TrainConfig) -> None:
             value = getattr(config, name)
             if not ok(value):
                 raise ConfigError(f"config field {name}={value!r}: expected {expected}")
+    for f in dataclasses.fields(config):  # every float field, finite (a field without a range too)
+        if _not_finite(getattr(config, f.name), hints[f.name]):
+            raise ConfigError(f"config field {f.name}={getattr(config, f.name)!r}: expected a finite number")
 
 
 def build_model(config: TrainConfig, source_vocab_size: int, target_vocab_size: int):

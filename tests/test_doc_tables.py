@@ -36,7 +36,10 @@ def test_the_readme_marks_its_results_table():
 
 def _run(path, seed: int, bleu: float):
     """A run directory as `memnmt archive` leaves it, made before records (results.json only)."""
+    from keras_memnmt.rundir.archive import write_archive_mark
+
     os.makedirs(path)
+    write_archive_mark(str(path))
     with open(os.path.join(path, "config.json"), "w") as f:
         json.dump({"model": "rnnsearch", "seed": seed, "validate_every": 0}, f)
     with open(os.path.join(path, "results.json"), "w") as f:
@@ -66,6 +69,18 @@ def test_update_renders_each_marked_table_from_its_runs(tmp_path, capsys):
     assert main(["results", "--update", str(doc)]) == 0
     assert capsys.readouterr().out == f"{doc}: 2 marked tables, unchanged\n"
     assert doc.read_text() == text
+
+
+def test_update_of_a_symbolic_link_writes_the_file_it_points_to(tmp_path, capsys):
+    _run(tmp_path / "a", 0, 36.0)
+    doc, link = tmp_path / "doc.md", tmp_path / "link.md"
+    doc.write_text(f"<!-- memnmt results a -->\n| stale |\n{TABLE_END}\n")
+    link.symlink_to(doc.name)
+    assert main(["results", "--update", str(link)]) == 0
+    assert capsys.readouterr().out == f"{link}: 1 marked table, updated\n"
+    assert link.is_symlink() and os.readlink(link) == doc.name  # the link stays a link
+    assert "| stale |" not in doc.read_text() and "| 36.00 | 36.50 |" in doc.read_text()
+    assert sorted(os.listdir(tmp_path)) == ["a", "doc.md", "link.md"]  # no temporary left
 
 
 def test_update_refuses_before_writing_anything(tmp_path, capsys):

@@ -240,6 +240,61 @@ def test_archive_refuses_a_run_and_replaces_an_archive(shared_run, trained_run, 
     assert run_fingerprint(archive) == before
 
 
+@pytest.mark.parametrize("name", ["hyps/x.txt", "results.json", "hyps/inside.txt", "hyps"])
+def test_archive_refuses_a_symbolic_link_in_the_run(trained_run, tmp_path, capsys, name):
+    """A file that a symbolic link stands for (a file elsewhere, or another file of the run),
+    or one whose real path lies outside the run (``hyps/`` a link to another folder), is
+    named, before anything is written."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "x.txt").write_text("not the run's\n")
+    path = os.path.join(trained_run, name)
+    if name == "hyps":
+        shutil.rmtree(path)
+        os.symlink(elsewhere, path)
+        named = os.path.join(path, "x.txt")
+    else:
+        if os.path.exists(path):
+            os.remove(path)
+        os.symlink(os.path.join(trained_run, "config.json") if name == "hyps/inside.txt"
+                   else elsewhere / "x.txt", path)
+        named = path
+    before = run_fingerprint(trained_run)
+    out = tmp_path / "archive"
+    line = refusal(["archive", trained_run, "--out", str(out)], capsys, named)
+    assert ("is a symbolic link" if name != "hyps" else "lies outside") in line
+    assert not out.exists() and run_fingerprint(trained_run) == before
+
+
+def test_archive_overwrite_takes_no_folder_without_the_archive_mark(trained_run, tmp_path, capsys):
+    """A user's files whose content reads as an archive's (a config.json with model and
+    seed, a run record) are no archive: only what `memnmt archive` marked is replaced."""
+    from keras_memnmt.rundir.archive import has_archive_mark
+
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"model": "rnnsearch", "seed": 0, "mine": True}))
+    (folder / "record.json").write_text(json.dumps({"format": 1, "notes": "mine"}))
+    before = run_fingerprint(str(folder))
+    line = refusal(["archive", trained_run, "--out", str(folder), "--overwrite"], capsys, str(folder))
+    assert "is not an archive of a run (it holds no memnmt_archive.json that `memnmt archive` wrote)" in line
+    assert run_fingerprint(str(folder)) == before
+    archive = tmp_path / "archive"
+    assert main(["archive", trained_run, "--out", str(archive)]) == 0
+    assert has_archive_mark(str(archive))
+    assert main(["archive", trained_run, "--out", str(archive), "--overwrite"]) == 0
+
+
+def test_every_committed_archive_is_one_that_archive_overwrite_replaces():
+    from keras_memnmt.rundir.archive import not_an_archive
+
+    folders = sorted({os.path.dirname(p) for name in ("record.json", "config.json")
+                      for p in glob.glob(os.path.join(ROOT, "docs", "records", "**", name), recursive=True)})
+    assert len(folders) >= 30
+    for folder in folders:
+        assert not_an_archive(folder) is None, folder
+
+
 # ----- what the command line prints ---------------------------------------------------------------
 
 class Terminal(io.StringIO):
@@ -370,6 +425,33 @@ def test_train_overwrite_still_removes_an_earlier_run_and_only_it(shared_run, tm
     with pytest.raises(FileExistsError, match="vocab/ holds no vocabulary that a run saved"):
         prepare_run_dir(str(tmp_path / "mine"), resume=False, overwrite=True)
     assert run_fingerprint(str(tmp_path / "mine")) == before
+
+
+def test_train_overwrite_keeps_a_vocabulary_that_vocab_build_made(source_file, tmp_path, capsys):
+    """``vocab build --out RUN/vocab`` before the run: the vocabulary is the user's, and
+    ``train --overwrite`` refuses to remove it (``vocab.json`` says which command made it)."""
+    from keras_memnmt.testing.tiny_runs import TINY_TRAIN_ARGS
+
+    run = tmp_path / "run"
+    vocab = run / "vocab"
+    assert main(["vocab", "build", "--src-file", source_file, "--tgt-file", source_file, "--size", "20",
+                 "--out", str(vocab)]) == 0
+    capsys.readouterr()
+    before = run_fingerprint(str(run))
+    line = refusal(["train", "quickstart", "--out", str(run), *TINY_TRAIN_ARGS, "--set", "max_steps=1",
+                    "--overwrite"], capsys, str(vocab))
+    assert "is a vocabulary that `memnmt vocab build` made" in line
+    assert run_fingerprint(str(run)) == before
+
+
+def test_a_vocabulary_says_which_command_made_it(shared_run, source_file, tmp_path):
+    from keras_memnmt.data.vocab import vocabulary_maker
+
+    assert vocabulary_maker(os.path.join(shared_run, "vocab")) == "memnmt train"
+    assert main(["vocab", "build", "--src-file", source_file, "--tgt-file", source_file, "--size", "20",
+                 "--out", str(tmp_path / "v")]) == 0
+    assert vocabulary_maker(str(tmp_path / "v")) == "memnmt vocab build"
+    assert vocabulary_maker(str(tmp_path / "none")) is None
 
 
 ARCHIVE_NAMES = ["config.json", "record.json", "results.json", "validations.json", "hyps/test.txt"]

@@ -259,6 +259,56 @@ def test_every_int_field_and_option_has_an_upper_bound():
             apply_overrides(TrainConfig(), [f"{name}=2147483648"])
 
 
+def test_every_float_field_and_option_is_finite():
+    """inf, -inf and NaN are refused by name in every float config field and every float
+    option of every model, checked with the other ranges before any work."""
+    import dataclasses
+    import typing
+
+    from keras_memnmt.config import ConfigError, TrainConfig, apply_overrides
+    from keras_memnmt.models import MODELS, get_model, model_options
+
+    def floats(hints):
+        return [name for name, hint in hints.items() if float in (typing.get_args(hint) or (hint,))]
+
+    hints = typing.get_type_hints(TrainConfig)
+    cases = [(TrainConfig(), name) for name in floats({f.name: hints[f.name] for f in dataclasses.fields(TrainConfig)})]
+    for model in MODELS:
+        options = model_options(get_model(model))
+        cases += [(TrainConfig(model=model), name) for name in floats({k: o.annotation for k, o in options.items()})]
+    assert {"learning_rate", "init_noise_std", "encoder_lm_weight"} <= {name for _, name in cases}
+    for config, name in cases:
+        for value in ("inf", "-inf", "nan"):
+            with pytest.raises(ConfigError, match=rf"{name}={value}: expected (a finite number|a number in|a factor in)"):
+                apply_overrides(config, [f"{name}={value}"])
+
+
+@pytest.mark.parametrize("recipe, override", [("multi30k_memdec", "init_noise_std=inf"),
+                                              ("multi30k_ylstm", "encoder_lm_weight=inf"),
+                                              ("multi30k_ylstm", "encoder_lm_weight=nan")])
+def test_a_float_option_that_is_not_finite_fails_before_any_work(tmp_path, capsys, recipe, override):
+    out = str(tmp_path / "r")
+    assert main(["train", recipe, "--out", out, "--set", override]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"option {override}: expected a finite number" in err
+    assert not os.path.exists(out)
+
+
+@pytest.mark.parametrize("name, content", [("source.model", b"garbage, not a SentencePiece model"),
+                                           ("target.model", b""),
+                                           ("vocab.json", b"not json")])
+def test_a_corrupt_vocabulary_file_is_named_in_one_line(trained_run, capsys, name, content):
+    path = os.path.join(trained_run, "vocab", name)
+    with open(path, "wb") as f:
+        f.write(content)
+    capsys.readouterr()
+    assert main(["translate", "--model", trained_run, "--quiet", "--input",
+                 os.path.join(trained_run, "config.json")]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.count("\n") == 1
+    assert err.startswith(f"memnmt: error: {path} is not a"), err
+
+
 def test_a_started_run_is_not_reused_silently(trained_run, capsys):
     out = trained_run
     for name in ("model.keras", "best.keras", "validations.json", "log.csv", "results.json", "record.json"):

@@ -1,6 +1,7 @@
 """``memnmt train --resume`` is exact at every point of a run: after a kill at any of its
 writes, and at its end (a finished run is left as it is)."""
 
+import dataclasses
 import json
 import os
 import shutil
@@ -28,6 +29,40 @@ def test_resuming_a_run_that_ended_by_max_steps_changes_nothing(trained_run, cap
     assert "nothing to do" in err and "step 4 of 4" in err
     assert json.loads(out)["bleu"] == json.load(open(os.path.join(trained_run, "results.json")))["bleu"]
     assert run_fingerprint(trained_run) == before
+
+
+@pytest.mark.parametrize("change, named", [
+    ("seed=1", "seed=0 (now 1)"),
+    ("batch_size=7", "batch_size=64 (now 7)"),
+    ("bucket_width=4", "bucket_width=8 (now 4)"),
+    ("max_length=30", "max_length=40 (now 30)"),
+    ("synthetic_size=300", "synthetic_size=200 (now 300)"),
+    ("val_limit=4", "val_limit=8 (now 4)"),
+    ("learning_rate=0.01", "learning_rate=0.002 (now 0.01)"),
+    ("output_dropout=0.5", "output_dropout=0.2 (now 0.5)"),
+])
+def test_resume_refuses_a_change_of_what_the_steps_so_far_were_trained_with(trained_run, capsys, change, named):
+    """The data and their order, the batches, the seed, the validation set, and what
+    model.keras holds (the optimizer, the model's options): a resume goes on with them as
+    they were, so a change is refused by name, with the run's value and the new one."""
+    before = run_fingerprint(trained_run)
+    capsys.readouterr()
+    assert main(["train", "quickstart", "--out", trained_run, *SHARED_RUN_ARGS, "--set", "max_steps=6",
+                 "--set", change, "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"memnmt: error: cannot resume {trained_run}: it was trained with {named};" in err
+    assert run_fingerprint(trained_run) == before
+
+
+def test_resume_may_change_when_the_run_stops_validates_logs_and_tests():
+    from keras_memnmt.config import TrainConfig
+    from keras_memnmt.rundir.runs import RESUME_FIELDS
+
+    fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    assert set(RESUME_FIELDS) <= fields
+    assert {"epochs", "max_steps", "patience", "validate_every", "log_every"} <= set(RESUME_FIELDS)
+    assert not {"seed", "batch_size", "batch_by", "bucket_width", "max_length", "train_limit", "train_prefix",
+                "val_prefix", "val_limit", "vocab_size", "shuffle_buffer", "learning_rate"} & set(RESUME_FIELDS)
 
 
 @pytest.mark.slow

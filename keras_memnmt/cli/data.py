@@ -56,7 +56,7 @@ def cmd_vocab_build(args) -> int:
     t0 = time.perf_counter()
     vocab = _train_vocab("--size", corpus.source, corpus.target, args.size, model_type=args.model_type,
                          joint=args.joint, progress=progress(args))
-    vocab.save(args.out)
+    vocab.save(args.out, made_by="memnmt vocab build")
     print(as_json({
         "out": args.out, "pairs": len(corpus), "dropped_empty": corpus.dropped_empty,
         "source_vocab_size": vocab.source.vocab_size,

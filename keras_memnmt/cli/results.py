@@ -75,7 +75,7 @@ def cmd_results(args) -> int:
             if new != old:
                 from keras_memnmt.files import write_text
 
-                write_text(path, new)
+                write_text(os.path.realpath(path), new)  # a symbolic link stays one: its file is written
             print(f"{path}: {count} marked table{'s' * (count != 1)}, "
                   f"{'updated' if new != old else 'unchanged'}")
         return 0

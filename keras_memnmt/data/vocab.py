@@ -212,8 +212,11 @@ class SubwordVocab:
             return cls(trained[0], trained[0], config)
         return cls(trained[0], trained[1], config)
 
-    def save(self, directory: str) -> None:
-        """Writes ``source.model``, ``target.model`` and ``vocab.json`` into ``directory``."""
+    def save(self, directory: str, made_by: str | None = None) -> None:
+        """Writes ``source.model``, ``target.model`` and ``vocab.json`` into ``directory``.
+
+        ``made_by``: the command that trained it (``"memnmt train"``, ``"memnmt vocab
+        build"``), kept in ``vocab.json`` (:func:`vocabulary_maker`)."""
         os.makedirs(directory, exist_ok=True)
         for side, v in (("source", self.source), ("target", self.target)):
             write_bytes(os.path.join(directory, f"{side}.model"), v.proto)
@@ -222,29 +225,65 @@ class SubwordVocab:
             "source_vocab_size": self.source.vocab_size,
             "target_vocab_size": self.target.vocab_size,
             "pad_id": PAD_ID, "unk_id": UNK_ID, "bos_id": BOS_ID, "eos_id": EOS_ID,
+            **({"made_by": made_by} if made_by else {}),
         }
         write_json(os.path.join(directory, "vocab.json"), info)  # last: its presence marks a whole vocabulary
 
     @classmethod
     def load(cls, directory: str) -> SubwordVocab:
-        """Reads a vocabulary written by :meth:`save`; a missing file is a clear error."""
+        """Reads a vocabulary written by :meth:`save`; a missing file is a clear error, and a
+        file that is not what its name says (a ``.model`` that SentencePiece cannot read,
+        a ``vocab.json`` that is no JSON object) a :class:`VocabularyError` naming it."""
         paths = {n: os.path.join(directory, n) for n in ("source.model", "target.model", "vocab.json")}
         missing = [p for p in paths.values() if not os.path.isfile(p)]
         if missing:
             raise FileNotFoundError(f"incomplete vocabulary directory {directory}: missing {missing}")
-        with open(paths["vocab.json"]) as f:
-            config = json.load(f)
+        try:
+            with open(paths["vocab.json"], encoding="utf-8") as f:
+                config = json.load(f)
+        except ValueError as e:  # not JSON, or not UTF-8
+            raise VocabularyError(f"{paths['vocab.json']} is not a saved vocabulary's vocab.json ({e})") from None
+        if not isinstance(config, dict):
+            raise VocabularyError(f"{paths['vocab.json']} is not a saved vocabulary's vocab.json "
+                                  "(not a JSON object)")
         protos = {}
         for side in ("source", "target"):
             with open(paths[f"{side}.model"], "rb") as f:
                 protos[side] = f.read()
-        src = SentencePieceVocab(protos["source"])
-        tgt = src if protos["target"] == protos["source"] else SentencePieceVocab(protos["target"])
+        src = _read_model(paths["source.model"], protos["source"])
+        tgt = src if protos["target"] == protos["source"] else _read_model(paths["target.model"], protos["target"])
         keys = ("size", "model_type", "joint")
         return cls(src, tgt, {k: config[k] for k in keys if k in config})
 
 
+class VocabularyError(ValueError):
+    """A vocabulary file that exists but is not what its name says (a corrupt ``.model``)."""
+
+
+def _read_model(path: str, proto: bytes) -> SentencePieceVocab:
+    """``SentencePieceVocab(proto)`` of the file ``path``; a :class:`VocabularyError` naming
+    it where SentencePiece cannot read it (truncated, corrupt, empty)."""
+    try:
+        return SentencePieceVocab(proto)
+    except (RuntimeError, ValueError):  # SentencePiece's C++ parse error is a RuntimeError
+        raise VocabularyError(f"{path} is not a SentencePiece model (SentencePiece cannot read its "
+                              f"{len(proto)} bytes): the vocabulary is truncated or corrupt") from None
+
+
 VOCAB_NAMES = ("source.model", "target.model", "vocab.json")  # what :meth:`SubwordVocab.save` writes
+
+
+def vocabulary_maker(directory: str) -> str | None:
+    """The command that made the vocabulary in ``directory``, as its ``vocab.json`` says
+    (:meth:`SubwordVocab.save`'s ``made_by``); ``None`` where it says none (no such file,
+    or a vocabulary saved before vocabularies said it)."""
+    try:
+        with open(os.path.join(directory, "vocab.json"), encoding="utf-8") as f:
+            info = json.load(f)
+    except (OSError, ValueError):
+        return None
+    made_by = info.get("made_by") if isinstance(info, dict) else None
+    return made_by if isinstance(made_by, str) else None
 
 
 def is_saved_vocabulary(directory: str) -> bool:

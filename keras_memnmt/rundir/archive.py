@@ -14,15 +14,19 @@ from collections.abc import Sequence
 from keras_memnmt.files import write_bytes, write_json
 from keras_memnmt.rundir.outputs import run_only_files
 from keras_memnmt.rundir.records import (
+    ARCHIVE_MARK,
     HYPS_DIR,
     RECORD_FILE,
     REQUIRED_CONFIG_FIELDS,
     check_run_dir,
     is_record,
+    leads_outside,
     read_json,
 )
 
 DATA_DIR = "$MEMNMT_DATA"
+# What :data:`~keras_memnmt.rundir.records.ARCHIVE_MARK` holds.
+MARK = {"library": "keras_memnmt", "made_by": "memnmt archive"}
 
 
 def portable_command(argv: Sequence[str]) -> list[str]:
@@ -54,11 +58,20 @@ def _portable(value):
 
 def archive_files(run_dir: str, out_dir: str, overwrite: bool = False) -> list[str]:
     """What :func:`archive_run` would copy from ``run_dir`` to ``out_dir`` (paths relative
-    to both), after every check it makes; copies nothing."""
+    to both), after every check it makes; copies nothing. A file to copy that is a symbolic
+    link, or whose real path lies outside ``run_dir``, is a ``ValueError`` naming it."""
     names = check_run_dir(run_dir)
     hyps = os.path.join(run_dir, HYPS_DIR)
     if os.path.isdir(hyps):
         names += [os.path.join(HYPS_DIR, n) for n in sorted(os.listdir(hyps)) if n.endswith(".txt")]
+    for name in names:  # an archive holds the run's own files, never what a link leads to
+        path = os.path.join(run_dir, name)
+        if os.path.islink(path):
+            raise ValueError(f"{path} is a symbolic link (to {os.readlink(path)}): an archive copies "
+                             "only the run's own files; replace it with the file, or remove it")
+        if leads_outside(run_dir, path):
+            raise ValueError(f"{path} lies outside {run_dir} (its real path is {os.path.realpath(path)}): "
+                             "an archive copies only the run's own files")
     if os.path.exists(out_dir):
         if not os.path.isdir(out_dir):
             raise FileExistsError(f"{out_dir} exists and is not a directory")
@@ -79,20 +92,32 @@ def archive_files(run_dir: str, out_dir: str, overwrite: bool = False) -> list[s
     return names
 
 
+def write_archive_mark(folder: str) -> None:
+    """Writes ``folder/memnmt_archive.json`` (:data:`MARK`): the folder is an archive that
+    ``memnmt archive`` made."""
+    write_json(os.path.join(folder, ARCHIVE_MARK), MARK)
+
+
+def has_archive_mark(folder: str) -> bool:
+    """Whether ``folder`` holds the ``memnmt_archive.json`` that :func:`write_archive_mark` writes."""
+    path = os.path.join(folder, ARCHIVE_MARK)
+    return not os.path.islink(path) and read_json(path) == MARK
+
+
 def not_an_archive(folder: str) -> str | None:
     """Why ``folder``, which holds files, is no archive that :func:`archive_run` wrote
-    (``None`` when it is one): an archive holds a run record, or a run's ``config.json``
-    (a run made before records), and every one of :data:`RECORD_FILES` in it is what its
-    name says. The files' content decides, never their names alone."""
+    (``None`` when it is one): an archive holds the mark :func:`archive_run` writes first
+    (``memnmt_archive.json``; an archive cut short may hold nothing else), and every one
+    of :data:`RECORD_FILES` in it is what its name says. The files' content decides,
+    never their names alone."""
+    if not has_archive_mark(folder):
+        return f"it holds no {ARCHIVE_MARK} that `memnmt archive` wrote"
     record = os.path.join(folder, RECORD_FILE)
     if os.path.lexists(record) and not is_record(record):
         return f"its {RECORD_FILE} is no run record"
     config = os.path.join(folder, "config.json")
-    if os.path.lexists(config):
-        if not _json_of(config, dict, REQUIRED_CONFIG_FIELDS):
-            return f"its config.json is no run's config (a JSON object with {', '.join(REQUIRED_CONFIG_FIELDS)})"
-    elif not os.path.lexists(record):
-        return f"it holds neither {RECORD_FILE} nor config.json"
+    if os.path.lexists(config) and not _json_of(config, dict, REQUIRED_CONFIG_FIELDS):
+        return f"its config.json is no run's config (a JSON object with {', '.join(REQUIRED_CONFIG_FIELDS)})"
     for name in ("results.json", "validations.json"):
         path = os.path.join(folder, name)
         if os.path.lexists(path) and not _json_of(path, dict if name == "results.json" else list):
@@ -113,12 +138,16 @@ def archive_run(run_dir: str, out_dir: str, overwrite: bool = False) -> list[str
     Copied: ``config.json``, ``record.json``, ``results.json`` and ``validations.json``
     where present, and every ``hyps/*.txt``; the record's command lines name the data
     folder as ``$MEMNMT_DATA`` (:func:`portable_command`). Not copied: models, checkpoints, the
-    vocabulary, TensorBoard logs. An existing ``out_dir`` that holds anything is refused
-    unless ``overwrite``, and even then when it holds what only a run holds (a model
-    file, ``vocab/``, ``checkpoints/``, ...: a run, not an archive); with ``overwrite``
-    the archive's files are replaced and the rest of the folder is left alone.
+    vocabulary, TensorBoard logs. Written first: ``memnmt_archive.json``
+    (:func:`write_archive_mark`). An existing ``out_dir`` that holds anything is refused
+    unless ``overwrite``, and even then when it is no earlier archive (:func:`not_an_archive`)
+    or holds what only a run holds (a model file, ``vocab/``, ``checkpoints/``, ...: a run,
+    not an archive); with ``overwrite`` the archive's files are replaced and the rest of
+    the folder is left alone.
     """
     names = archive_files(run_dir, out_dir, overwrite)
+    os.makedirs(out_dir, exist_ok=True)
+    write_archive_mark(out_dir)  # first: an archive cut short is still one that --overwrite replaces
     for name in names:
         with open(os.path.join(run_dir, name), "rb") as f:
             data = f.read()

@@ -23,17 +23,23 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from keras_memnmt.rundir.records import HYPS_DIR, MODEL_FILES, RECORD_FILE, RECORD_FILES
+from keras_memnmt.rundir.records import (
+    ARCHIVE_MARK,
+    HYPS_DIR,
+    MODEL_FILES,
+    RECORD_FILE,
+    RECORD_FILES,
+)
 from keras_memnmt.rundir.runs import LOCK_FILE, RUN_FILES, WRITTEN_BY_TRAIN
 
 # Any one of these makes a folder a run (or a run's archive).
-RUN_MARKS = (RECORD_FILE, *MODEL_FILES, "validations.json", "results.json")
+RUN_MARKS = (RECORD_FILE, *MODEL_FILES, "validations.json", "results.json", ARCHIVE_MARK)
 # The folders a run owns: nothing is written anywhere below them.
 RUN_FOLDERS = ("checkpoints", "vocab", HYPS_DIR, "tensorboard")
-# The names a run owns in its folder.
-RUN_NAMES = frozenset({*WRITTEN_BY_TRAIN, *RECORD_FILES, *MODEL_FILES, LOCK_FILE})
+# The names a run (or its archive) owns in its folder.
+RUN_NAMES = frozenset({*WRITTEN_BY_TRAIN, *RECORD_FILES, *MODEL_FILES, LOCK_FILE, ARCHIVE_MARK})
 # What an archive never holds: a folder with one of these is a run itself.
-NOT_IN_ARCHIVES = tuple(sorted(RUN_NAMES - {*RECORD_FILES, HYPS_DIR}))
+NOT_IN_ARCHIVES = tuple(sorted(RUN_NAMES - {*RECORD_FILES, HYPS_DIR, ARCHIVE_MARK}))
 
 
 def run_marks(folder: str) -> list[str]:

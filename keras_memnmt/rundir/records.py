@@ -54,6 +54,9 @@ REQUIRED_CONFIG_FIELDS = ("model", "seed")
 # The record files a run directory of `memnmt train` has from its start on (`results` reads them).
 RECORD_FILES = ("config.json", RECORD_FILE, "results.json", "validations.json")
 MODEL_FILES = ("best.keras", "model.keras")
+# What `memnmt archive` writes in every archive it makes, and nothing else writes: an
+# archive's ``--overwrite`` replaces only a folder holding it.
+ARCHIVE_MARK = "memnmt_archive.json"
 FORMAT = 1
 
 _command: list[str] | None = None
@@ -360,11 +363,17 @@ def hypotheses_path(run_dir: str, entry: dict) -> str:
         raise ValueError(f"{record}: evaluation {entry.get('key')!r} names no translations file "
                          f"(hypotheses={relative!r})")
     path = os.path.join(run_dir, relative)
-    root = os.path.realpath(run_dir)
-    if os.path.isabs(relative) or os.path.commonpath([root, os.path.realpath(path)]) != root:
+    if os.path.isabs(relative) or leads_outside(run_dir, path):
         raise ValueError(f"{record}: evaluation {entry.get('key')!r} names translations outside "
                          f"{run_dir}: {relative!r}; a record's hypotheses are a file of its own folder")
     return path
+
+
+def leads_outside(folder: str, path: str) -> bool:
+    """Whether the real path of ``path`` lies outside the real path of ``folder`` (by ``..``
+    or a symbolic link, of the file or of a folder above it)."""
+    root = os.path.realpath(folder)
+    return os.path.commonpath([root, os.path.realpath(path)]) != root
 
 
 def check_hypotheses_paths(run_dir: str) -> None:

@@ -26,6 +26,7 @@ weights of a run's kept checkpoints into one model file.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -39,6 +40,7 @@ import keras
 
 from keras_memnmt.config import ConfigError, TrainConfig, build_model
 from keras_memnmt.data import SubwordVocab
+from keras_memnmt.data.vocab import vocabulary_maker
 from keras_memnmt.files import save_with, write_json
 from keras_memnmt.models import option_differences
 from keras_memnmt.rundir.records import (
@@ -53,7 +55,8 @@ RUN_FILES = ("config.json", "vocab/vocab.json")
 # What `train` writes into a run directory; `overwrite=True` removes exactly these.
 WRITTEN_BY_TRAIN = ("model.keras", "best.keras", "checkpoints", "validations.json", "log.csv",
                     "results.json", "config.json", "tensorboard", "vocab", "record.json", "hyps")
-
+# The ``made_by`` of the vocabulary a training trains (its ``vocab/vocab.json``).
+TRAIN_COMMAND = "memnmt train"
 
 
 def read_config(run_dir: str) -> TrainConfig:
@@ -96,7 +99,9 @@ def prepare_run_dir(out_dir: str, resume: bool, overwrite: bool, log=print,
     vocabulary is reused with ``--resume`` only, after its config is checked. With
     ``overwrite``, removes the earlier run's files (``written``) and nothing else. A
     folder whose files of those names are not a run's (:func:`not_a_run`) is refused
-    either way: nothing in it is removed, continued or written over.
+    either way: nothing in it is removed, continued or written over; so is ``overwrite``
+    of a ``vocab/`` that another command made (``memnmt vocab build``, as its
+    ``vocab.json`` says: :func:`~keras_memnmt.data.vocab.vocabulary_maker`).
     """
     if resume and overwrite:
         raise ConfigError("resume and overwrite exclude each other")
@@ -114,6 +119,11 @@ def prepare_run_dir(out_dir: str, resume: bool, overwrite: bool, log=print,
         what = "a trained run" if trained else "the start of a run"
         raise FileExistsError(f"{out_dir} already holds {what} ({', '.join(trained or found)}); pass "
                               "--resume to continue it, --overwrite to start over, or another --out")
+    made_by = vocabulary_maker(os.path.join(out_dir, "vocab")) if "vocab" in found else None
+    if made_by not in (None, TRAIN_COMMAND):  # a user's vocabulary: never removed
+        raise FileExistsError(f"{os.path.join(out_dir, 'vocab')} is a vocabulary that `{made_by}` made, "
+                              "not a training: --overwrite removes only what a training made; move it "
+                              "elsewhere, or choose another --out")
     remove_run_files(out_dir, written)
     log(f"overwrite: removed the earlier run in {out_dir}")
 
@@ -244,31 +254,44 @@ def lock_run_dir(out_dir: str, log=print):
                 os.rmdir(out_dir)
 
 
-# The config fields that shape a run's vocabulary (and so every weight that reads it).
-VOCAB_FIELDS = ("corpus", "src", "tgt", "train_prefix", "train_limit", "synthetic_size", "vocab_size",
-                "vocab_type", "joint_vocab")
+# The config fields a resumed run may change: when it stops, how often it validates, logs
+# and keeps checkpoints, its divergence threshold, the learning-rate decay from the next
+# validation on, the devices it runs on, and the test after training. Every other field is
+# what the steps so far were trained with (the data and their order, the vocabulary, the
+# batches, the seed, the validation set its BLEU is compared on, the run it started from)
+# or what model.keras holds (the model, the optimizer, the loss, the compile settings),
+# which a resume takes as saved.
+RESUME_FIELDS = ("epochs", "max_steps", "patience", "validate_every", "log_every", "val_loss_sentences",
+                 "tensorboard_pictures", "keep_checkpoints", "max_loss", "lr_decay", "lr_patience",
+                 "min_lr", "distribution", "beam_size", "test_split", "test_limit", "test_prefix")
 
 
 def check_resume(out_dir: str, config: TrainConfig) -> None:
-    """A clear error, before anything is written, when ``config`` changes the resumed run's
-    model, precision or vocabulary: both configs build their model (no weights) and the models'
-    ``get_config()`` are compared, less the options that shape no weight; the fields
-    that shape the vocabulary (:data:`VOCAB_FIELDS`) must be equal (``corpus="auto"``
-    matches what the run resolved it to)."""
+    """A clear error, before anything is written, when ``config`` changes a field of the
+    resumed run that must stay as it was: every field but :data:`RESUME_FIELDS`
+    (``corpus="auto"`` matches what the run resolved it to), and the model's options,
+    compared on both configs' models (built without weights) by their ``get_config()``.
+    The error names each changed field with the run's value and the new one."""
     saved = read_config(out_dir)
     before, now = build_model(saved, 8, 8), build_model(config, 8, 8)
-    changed = option_differences(before, now)
     if saved.model != config.model:
-        changed.insert(0, f"model={saved.model!r} (now {config.model!r})")
-    if saved.precision != config.precision:  # the saved model keeps the policy it was trained in
-        changed.append(f"precision={saved.precision!r} (now {config.precision!r})")
-    for name in VOCAB_FIELDS:
+        changed = [f"model={saved.model!r} (now {config.model!r})"]
+    else:  # the options that shape no weight too: the resumed model is model.keras as saved
+        changed = option_differences(before, now)
+        a, b = before.get_config(), now.get_config()
+        changed += [f"{k}={a.get(k)!r} (now {b.get(k)!r})" for k in getattr(now, "free_options", ())
+                    if a.get(k) != b.get(k)]
+    for f in dataclasses.fields(TrainConfig):
+        name = f.name
+        if name in RESUME_FIELDS or name in ("model", "model_options"):
+            continue
         was, new = getattr(saved, name), getattr(config, name)
         if was != new and not (name == "corpus" and "auto" in (was, new)):
             changed.append(f"{name}={was!r} (now {new!r})")
     if changed:
         raise ConfigError(f"cannot resume {out_dir}: it was trained with {', '.join(changed)}; "
-                          "pass its values with --set")
+                          "pass its values with --set (a resume may change only "
+                          f"{', '.join(RESUME_FIELDS)})")
 
 
 def checkpoint_path(run_dir: str, checkpoint: str) -> str:

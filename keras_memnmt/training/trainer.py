@@ -39,6 +39,7 @@ from keras_memnmt.models import get_model
 from keras_memnmt.rundir.records import fail_record, finish_record, start_record
 from keras_memnmt.rundir.runs import (
     LOCK_FILE,
+    TRAIN_COMMAND,
     CheckpointError,
     check_resume,
     load_run,
@@ -493,5 +494,5 @@ def _vocabulary(config: TrainConfig, train_c, vocab_dir: str, log) -> SubwordVoc
     if streamed:  # recorded in vocab.json
         vocab.config["sample_pairs"] = len(source)
         log(f"vocabulary: trained on the first {len(source)} pairs (vocab_sample={config.vocab_sample})")
-    vocab.save(vocab_dir)
+    vocab.save(vocab_dir, made_by=TRAIN_COMMAND)
     return vocab
