@@ -154,7 +154,9 @@ def test_translate_output_is_written_as_chunks_finish(tiny_runs, source_file, tm
     chunk = inference._translate_chunk
 
     def spy(model, vocab, sentences, *args):
-        sizes.append(len(out.read_text().split("\n")) - 1)  # lines written before this chunk
+        # lines written (to out.txt.partial, which becomes out.txt when whole) before this chunk
+        sizes.append(len((tmp_path / "out.txt.partial").read_text().split("\n")) - 1)
+        assert not out.exists()
         return chunk(model, vocab, sentences, *args)
 
     monkeypatch.setattr(inference, "_translate_chunk", spy)

@@ -127,6 +127,13 @@ def test_translate_into_a_closed_pipe_exits_quietly(run, tmp_path):
     (["data", "check", "--src-file", "S", "--tgt-file", "T"], "--max-length", "0"),
     (["data", "check", "--src-file", "S", "--tgt-file", "T"], "--vocab-size", "0"),
     (["vocab", "build", "--src-file", "S", "--tgt-file", "T", "--out", "V"], "--size", "-5"),
+    (["serve", "--model", "RUN"], "--port", "70000"),
+    (["serve", "--model", "RUN"], "--port", "-1"),
+    (["serve", "--model", "RUN"], "--max-wait-ms", "inf"),
+    (["serve", "--model", "RUN"], "--max-wait-ms", "-1"),
+    (["serve", "--model", "RUN"], "--timeout", "0"),
+    (["serve", "--model", "RUN"], "--timeout", "nan"),
+    (["serve", "--model", "RUN"], "--allow-origin", "evil.example/path"),
 ])
 def test_bad_numbers_are_usage_errors(capsys, command, flag, value):
     with pytest.raises(SystemExit) as exited:

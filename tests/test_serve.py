@@ -197,7 +197,7 @@ def test_concurrent_requests_share_batches_and_a_full_queue_refuses_at_once():
 
     seen = []
 
-    def work(key, sentences):
+    def work(key, sentences, cancelled):
         time.sleep(0.05)
         seen.append((key, list(sentences)))
         return [f"{key[0]}:{s}" for s in sentences]
@@ -207,14 +207,23 @@ def test_concurrent_requests_share_batches_and_a_full_queue_refuses_at_once():
         batcher.start()
         requests = [batcher.submit(("a",) if i % 3 else ("b",), [f"s{i}", f"t{i}"]) for i in range(6)]
         results = await asyncio.gather(*requests)
-        with pytest.raises(RequestError, match="the queue holds 12"):
-            await batcher.submit(("a",), ["x"] * 13)
+        with pytest.raises(RequestError, match=r"has 13 sentences, more than the queue holds \(12") as never:
+            await batcher.submit(("a",), ["x"] * 13)  # can never fit: 413, not "try again"
+        assert never.value.status == 413
+        running = asyncio.ensure_future(batcher.submit(("a",), ["r"] * 8))
+        await asyncio.sleep(0.02)  # its batch is being translated (work sleeps 0.05 s)
+        queued = asyncio.gather(*(batcher.submit(("a",), [f"q{i}"] * 4) for i in range(3)))
+        await asyncio.sleep(0)
+        with pytest.raises(RequestError, match="busy: 12 sentences are waiting.*the queue holds 12") as busy:
+            await batcher.submit(("a",), ["x"])
+        assert busy.value.status == 503
+        await asyncio.gather(running, queued)
         late = asyncio.ensure_future(batcher.submit(("a",), ["last"]))
         await asyncio.sleep(0)
         await batcher.close()  # what is queued is still translated
         with pytest.raises(RequestError, match="shutting down"):
             await batcher.submit(("a",), ["x"])
-        return results, late.result()
+        return results, await late
 
     results, late = asyncio.run(scenario())
     assert results == [[f"{'a' if i % 3 else 'b'}:s{i}", f"{'a' if i % 3 else 'b'}:t{i}"] for i in range(6)]

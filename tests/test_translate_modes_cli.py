@@ -81,9 +81,14 @@ def test_each_translation_holds_its_constraints(shared_run, input_file, tmp_path
     (["--constraints", "MANY", "--beam", "2"], "constraints line 1 has 3 phrases, more than the beam (2)"),
     (["--constraints", "SHORT", "--beam", "1"], "--constraints needs beam search: --beam 2 or more (got --beam 1)"),
     (["--constraints", "SHORT", "--sampling", "full"], "--constraints needs beam search: --beam 2 or more, not"),
+    (["--prefix", "LONG"], "prefix line 1 has 300 subwords, more than the 200 a prefix may have"),
+    (["--constraints", "LONG"], "constraints line 1 has 300 subwords, more than the 100 the phrases"),
+    (["--constraints", "WIDE", "--beam", "64"], "constraints line 3: beam 64 x (64 subwords + 1) = 4160 candidates"),
 ])
 def test_bad_flags_are_one_line_errors(shared_run, input_file, tmp_path, capsys, argv, message):
-    files = {"SHORT": "le\n", "UNSPELLABLE": "漢字\n\n\n", "MANY": "le\thundo\tgrande\n\n\n"}
+    files = {"SHORT": "le\n", "UNSPELLABLE": "漢字\n\n\n", "MANY": "le\thundo\tgrande\n\n\n",
+             "LONG": " ".join(["hundo"] * 300) + "\n\n\n",  # one subword each
+             "WIDE": "\n\n" + "\t".join(["hundo"] * 64) + "\n"}
     for name, text in files.items():
         (tmp_path / name).write_text(text, encoding="utf-8")
     argv = [str(tmp_path / arg) if arg in files else arg for arg in argv]
@@ -91,3 +96,52 @@ def test_bad_flags_are_one_line_errors(shared_run, input_file, tmp_path, capsys,
     captured = capsys.readouterr()
     lines = captured.err.strip().splitlines()
     assert captured.out == "" and len(lines) == 1 and message in lines[0], captured.err
+
+
+def test_a_line_over_the_bounds_is_refused_before_anything_is_translated(shared_run, input_file, tmp_path,
+                                                                         capsys, monkeypatch):
+    """A constraint line over its bound on the last line, chunks of one line: refused
+    before the first chunk is translated, and no output (nor its .partial) is made."""
+    import keras_memnmt.evaluation.translation as inference
+
+    wide = tmp_path / "wide.de"
+    wide.write_text("\n\n" + "\t".join(["hundo"] * 64) + "\n", encoding="utf-8")
+    searched = []
+    monkeypatch.setattr(inference, "_translate_chunk", lambda *a, **k: searched.append(1) or [])
+    out = tmp_path / "out.de"
+    assert main(["translate", "--model", shared_run, "--input", input_file, "--constraints", str(wide),
+                 "--beam", "64", "--chunk-size", "1", "--output", str(out)]) == 2
+    assert "candidates per step" in capsys.readouterr().err
+    assert searched == [] and sorted(p.name for p in tmp_path.iterdir()) == ["in.en", "wide.de"]
+
+
+def test_a_failed_translation_leaves_the_output_as_it_was_and_resume_finishes_it(shared_run, input_file,
+                                                                                tmp_path, capsys, monkeypatch):
+    import keras_memnmt.evaluation.translation as inference
+
+    whole = tmp_path / "whole.de"
+    assert main(["translate", "--model", shared_run, "--input", input_file, "--output", str(whole),
+                 "--quiet"]) == 0
+    out = tmp_path / "out.de"
+    out.write_text("an earlier translation\n", encoding="utf-8")
+    real = inference._translate_chunk
+    calls = []
+
+    def failing(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise ValueError("the disk went away")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(inference, "_translate_chunk", failing)
+    assert main(["translate", "--model", shared_run, "--input", input_file, "--output", str(out),
+                 "--chunk-size", "1", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "the disk went away" in err and f"{out}.partial (--resume continues them)" in err
+    assert out.read_text(encoding="utf-8") == "an earlier translation\n"  # not emptied
+    partial = tmp_path / "out.de.partial"
+    assert partial.read_text(encoding="utf-8") == whole.read_text(encoding="utf-8").splitlines(True)[0]
+    monkeypatch.setattr(inference, "_translate_chunk", real)
+    assert main(["translate", "--model", shared_run, "--input", input_file, "--output", str(out),
+                 "--resume", "--quiet"]) == 0
+    assert out.read_text(encoding="utf-8") == whole.read_text(encoding="utf-8") and not partial.exists()

@@ -41,8 +41,11 @@ def _partial_output(path: str) -> tuple[int, int, int]:
     return data.count(b"\n"), data.rfind(b"\n") + 1, len(data)
 
 
+PARTIAL = ".partial"  # OUTPUT's lines are written to OUTPUT.partial, moved to OUTPUT when whole
+
+
 def cmd_translate(args) -> int:
-    from keras_memnmt.evaluation.translation import translate_chunks
+    from keras_memnmt.evaluation.translation import check_search_inputs, translate_chunks
     from keras_memnmt.rundir.runs import load_ensemble
 
     search = search_options(args)  # bad options fail before the model is loaded
@@ -55,34 +58,14 @@ def cmd_translate(args) -> int:
     if args.resume and not args.output:
         raise ValueError("--resume continues an --output file; give --output")
     members = members_of(args)
-    if args.output:
-        from keras_memnmt.rundir.outputs import check_output
-
-        inputs = [(f"the {flag} file", path) for flag, path in (("--input", args.input), ("--prefix", args.prefix),
-                                                                 ("--constraints", args.constraints)) if path]
-        check_output("--output", args.output,
-                     inputs=inputs + [("a model file to translate with", f) for f in model_files(members)])
-    partial = _partial_output(args.output) if args.resume and os.path.isfile(args.output) else None
+    output = _Output(args, model_files(members))
     # The model first: a bad --model is reported before standard input is waited for.
     model, vocab, _ = load_ensemble(members)
     prefixes, constraints, lines = _read_inputs(args)
-    done = 0
-    if partial:  # keep the complete lines; an unfinished last one (no newline) is translated again
-        done, end, size = partial
-        if done > len(lines):
-            raise ValueError(f"--resume: {args.output} has {done} lines, more than the input's "
-                             f"{len(lines)}; nothing was changed")
-        if end < size:
-            with open(args.output, "r+b") as f:
-                f.truncate(end)
-        if not args.quiet:
-            print(f"resume: {args.output} holds {done} of {len(lines)} lines; translating the rest",
-                  file=sys.stderr)
-    name = f"--output {args.output}" if args.output else "<stdout>"
-    try:
-        out = open(args.output, "a" if args.resume else "w", encoding="utf-8") if args.output else sys.stdout
-    except OSError as e:
-        raise OSError(f"cannot write {name}: {e.strerror or e}") from e
+    # Every prefix and constraint line within its bounds before anything is translated or written.
+    check_search_inputs(vocab, args.beam, prefixes, constraints)
+    done = output.start(len(lines), quiet=args.quiet)
+    out, name = output.stream, output.name
     try:
         # Chunk by chunk in input order (each sorted by length inside): a finished chunk
         # is written at once, so a long run's output grows as it goes and --resume can
@@ -106,16 +89,94 @@ def cmd_translate(args) -> int:
                 write(out, line + "\n", name)
                 _print_alignment(number, alignment)
     except BaseException:
-        if args.output:
-            with contextlib.suppress(OSError):  # the error on its way is the one to report
-                out.close()
+        output.fail()
         raise
-    if args.output:
-        try:
-            out.close()
-        except OSError as e:
-            raise OSError(f"cannot write {name}: {e.strerror or e}") from e
+    output.finish()
     return 0
+
+
+class _Output:
+    """Where ``translate`` writes: standard output, or ``--output``. A regular file is
+    written whole or not at all: its lines go to ``OUTPUT.partial`` as they come, moved to
+    ``OUTPUT`` at the end, so a failed or stopped translation leaves ``OUTPUT`` as it was
+    and ``--resume`` continues ``OUTPUT.partial`` (else an ``OUTPUT`` written in place). A
+    device or a pipe (``/dev/stdout``, a FIFO) is written as the lines come."""
+
+    def __init__(self, args, model_files: list[str]):
+        self.path = args.output
+        self.whole = bool(self.path) and (not os.path.exists(self.path) or os.path.isfile(self.path))
+        self.writing = self.path + PARTIAL if self.whole else self.path
+        self.name = f"--output {self.path}" if self.path else "<stdout>"
+        self.stream = sys.stdout
+        if self.path:
+            from keras_memnmt.rundir.outputs import check_output
+
+            inputs = [(f"the {flag} file", path) for flag, path in (("--input", args.input), ("--prefix", args.prefix),
+                                                                     ("--constraints", args.constraints)) if path]
+            inputs += [("a model file to translate with", f) for f in model_files]
+            for path in dict.fromkeys((self.path, self.writing)):
+                check_output("--output", path, inputs=inputs)
+        self.continued = next((p for p in (self.writing, self.path) if args.resume and p and os.path.isfile(p)), None)
+        self.partial = _partial_output(self.continued) if self.continued else None  # refusals before the model
+
+    def start(self, lines: int, quiet: bool) -> int:
+        """Opens the output for an input of ``lines`` lines; returns how many are done
+        already (``--resume``: the complete lines kept; an unfinished last one goes)."""
+        done = 0
+        if self.partial:
+            done, end, size = self.partial
+            if done > lines:
+                raise ValueError(f"--resume: {self.continued} has {done} lines, more than the input's "
+                                 f"{lines}; nothing was changed")
+            if self.continued != self.writing:  # the finished lines go on in OUTPUT.partial; OUTPUT is kept
+                _copy_head(self.continued, self.writing, end)
+            elif end < size:
+                with open(self.writing, "r+b") as f:
+                    f.truncate(end)
+            if not quiet:
+                print(f"resume: {self.continued} holds {done} of {lines} lines; translating the rest",
+                      file=sys.stderr)
+        if self.path:
+            try:
+                self.stream = open(self.writing, "a" if self.partial else "w", encoding="utf-8")
+            except OSError as e:
+                raise OSError(f"cannot write {self.writing}: {e.strerror or e}") from e
+        return done
+
+    def fail(self) -> None:
+        """After an error: the file closed, and where the lines done are said."""
+        if not self.path:
+            return
+        with contextlib.suppress(OSError):  # the error on its way is the one to report
+            self.stream.close()
+        if self.whole:
+            print(f"memnmt translate: {self.path} is unchanged; the lines translated so far are in "
+                  f"{self.writing} (--resume continues them)", file=sys.stderr)
+
+    def finish(self) -> None:
+        if not self.path:
+            return
+        try:
+            self.stream.close()
+            if self.whole:
+                os.replace(self.writing, self.path)
+        except OSError as e:
+            raise OSError(f"cannot write {self.name}: {e.strerror or e}") from e
+
+
+def _copy_head(source: str, target: str, size: int) -> None:
+    """``target`` made of the first ``size`` bytes of ``source`` (left as it is)."""
+    import shutil
+
+    with open(source, "rb") as f, open(target, "wb") as out:
+        remaining = size
+        while remaining > 0:
+            block = f.read(min(remaining, 1 << 20))
+            if not block:
+                break
+            out.write(block)
+            remaining -= len(block)
+    shutil.copymode(source, target)
 
 
 def _read_inputs(args) -> tuple[list[str] | None, list[str] | None, list[str]]:
@@ -179,11 +240,12 @@ def add_parsers(sub) -> None:
     tl.add_argument("--checkpoint", action="append", help=ENSEMBLE_CHECKPOINT_HELP)
     add_search_args(tl)
     tl.add_argument("--input", help="input file, one sentence per line (default: stdin)")
-    tl.add_argument("--output", help="output file (default: stdout); written a chunk at a time, "
-                    "in input order, as the translation goes")
+    tl.add_argument("--output", help="output file (default: stdout); written to OUTPUT.partial a chunk at a "
+                    "time, in input order, as the translation goes, and moved to OUTPUT when it is whole "
+                    "(a failed or stopped translation leaves OUTPUT as it was)")
     tl.add_argument("--resume", action="store_true",
-                    help="continue a partly written --output: keep its complete lines and "
-                         "translate the input from the next line on")
+                    help="continue a partly written OUTPUT.partial (or OUTPUT): keep its complete lines "
+                         "and translate the input from the next line on")
     tl.add_argument("--chunk-size", type=positive_int, default=4096,
                     help="input lines translated (sorted by length) and written together (default 4096)")
     tl.add_argument("--quiet", action="store_true", help="no progress bar (drawn only on a terminal)")

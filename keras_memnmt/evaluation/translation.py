@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from keras_memnmt.data.vocab import EOS_ID, PAD_ID, SubwordVocab, encode_sources
+from keras_memnmt.data.vocab import EOS_ID, MAX_INPUT_TOKENS, PAD_ID, SubwordVocab, encode_sources
 from keras_memnmt.evaluation.alignment import format_alignment, parse_pharaoh
 
 # Rows (sentences x beam) per search step by default. A step is a few matmuls over the
@@ -230,26 +230,45 @@ def padded_rows(rows: list[list[int]], height: int | None, pad_multiple: int, fi
     return batch
 
 
+# What one sentence may ask of the search, checked before any search runs. The source is
+# cut at MAX_INPUT_TOKENS (a cut source is still a sentence to translate); a prefix or a
+# constraint over its bound is refused instead, since a cut one asks for another output.
+MAX_PREFIX_TOKENS = MAX_INPUT_TOKENS
+MAX_CONSTRAINT_TOKENS = 100  # subwords of all the phrases of one sentence
+# The constrained search ranks each sentence's beam x (constraint tokens + 1) candidates
+# against each other at every step (keras_memnmt.decoding.constrained), so its time grows
+# with the square of that count: one sentence at beam 16 with 64 constraint tokens (1,040
+# candidates) took 1.1 s on a tiny model, at beam 32 5.8 s, at beam 64 59 s (TensorFlow,
+# 2 CPU threads).
+MAX_CONSTRAINT_CANDIDATES = 1024
+
+
 def prefix_ids(vocab: SubwordVocab, prefixes: Sequence[str], todo: list[int], first_line: int) -> dict:
     """The target ids of each non-empty prefix of the sentences ``todo``; a piece the
-    vocabulary lacks (SentencePiece's unknown id) is a ``ValueError`` naming its line."""
+    vocabulary lacks (SentencePiece's unknown id), or more than ``MAX_PREFIX_TOKENS``
+    subwords, is a ``ValueError`` naming its line."""
     from keras_memnmt.data.vocab import UNK_ID
 
     given = [i for i in todo if prefixes[i].strip()]
     out = {}
     for i, ids in zip(given, vocab.target.encode([prefixes[i].strip() for i in given])):
         if UNK_ID in ids:
-            raise ValueError(f"prefix line {first_line + i + 1} ({prefixes[i].strip()!r}) has a piece the target "
+            raise ValueError(f"prefix line {first_line + i + 1} ({_shown(prefixes[i])}) has a piece the target "
                              "vocabulary cannot spell")
+        if len(ids) > MAX_PREFIX_TOKENS:
+            raise ValueError(f"prefix line {first_line + i + 1} has {len(ids)} subwords, more than the "
+                             f"{MAX_PREFIX_TOKENS} a prefix may have")
         out[i] = ids
     return out
 
 
 def constraint_ids(vocab: SubwordVocab, constraints: Sequence[str], todo: list[int], first_line: int,
-                    beam_size: int) -> dict:
+                   beam_size: int) -> dict:
     """The constraint row of each sentence of ``todo`` with constraints: its phrases' target
-    ids, separated by ``SEPARATOR``. A phrase the vocabulary cannot spell, or more phrases
-    than ``beam_size``, is a ``ValueError`` naming its line."""
+    ids, separated by ``SEPARATOR``. A phrase the vocabulary cannot spell, more phrases
+    than ``beam_size``, more than ``MAX_CONSTRAINT_TOKENS`` subwords, or a search of more
+    than ``MAX_CONSTRAINT_CANDIDATES`` candidates (``beam_size`` x (subwords + 1)) is a
+    ``ValueError`` naming its line."""
     from keras_memnmt.data.vocab import UNK_ID
     from keras_memnmt.decoding.constrained import SEPARATOR
 
@@ -265,11 +284,37 @@ def constraint_ids(vocab: SubwordVocab, constraints: Sequence[str], todo: list[i
         row: list[int] = []
         for phrase, ids in zip(phrases, vocab.target.encode(phrases), strict=True):
             if UNK_ID in ids or not ids:
-                raise ValueError(f"constraints line {line}: {phrase!r} has a piece the target vocabulary "
+                raise ValueError(f"constraints line {line}: {_shown(phrase)} has a piece the target vocabulary "
                                  "cannot spell")
             row += ([SEPARATOR] if row else []) + list(ids)
+        tokens = len(row) - len(phrases) + 1
+        if tokens > MAX_CONSTRAINT_TOKENS:
+            raise ValueError(f"constraints line {line} has {tokens} subwords, more than the "
+                             f"{MAX_CONSTRAINT_TOKENS} the phrases of a sentence may have")
+        if beam_size * (tokens + 1) > MAX_CONSTRAINT_CANDIDATES:
+            raise ValueError(f"constraints line {line}: beam {beam_size} x ({tokens} subwords + 1) = "
+                             f"{beam_size * (tokens + 1)} candidates per step, more than the "
+                             f"{MAX_CONSTRAINT_CANDIDATES} a constrained search weighs; use a smaller beam "
+                             f"(at most {MAX_CONSTRAINT_CANDIDATES // (tokens + 1)}) or fewer constraints")
         out[i] = row
     return out
+
+
+def check_search_inputs(vocab: SubwordVocab, beam_size: int, prefixes: Sequence[str] | None = None,
+                        constraints: Sequence[str] | None = None, first_line: int = 0) -> None:
+    """Every prefix and constraint line checked as :func:`translate_chunks` would check it
+    (:func:`prefix_ids`, :func:`constraint_ids`), all at once: a caller learns of a bad line
+    before anything is translated, not when its chunk comes."""
+    for given, check in ((prefixes, prefix_ids), (constraints, constraint_ids)):
+        if given:
+            todo = list(range(len(given)))
+            check(vocab, given, todo, first_line, *((beam_size,) if check is constraint_ids else ()))
+
+
+def _shown(text: str, limit: int = 40) -> str:
+    """``text`` quoted for an error message, cut to ``limit`` characters."""
+    text = text.strip()
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text)} characters)"
 
 
 def draw_key(seed: int, line: int, sample: int) -> int:

@@ -24,10 +24,20 @@ signatures (:mod:`keras_memnmt.serving.translators`):
   ``GET /v1/models`` (the models served) and ``POST /v1/models/NAME:inspect`` (the
   page's translations with pictures).
 
-Every error is ``{"error": "message"}`` with an HTTP status: 400 for a bad request, 404
-for an unknown model or path, 405 for a wrong method, 413 for a body over ``max_body``
-bytes, 503 when the queue is full or the server is stopping, 500 if translating fails
-(the traceback goes to the server's stderr, not to the client).
+Every error is ``{"error": "message"}`` with an HTTP status: 400 for a bad request, 403
+for a browser page of another origin (or a Host that is no name of a loopback server),
+404 for an unknown model or path, 405 for a wrong method, 413 for a body over
+``max_body`` bytes or a request of more sentences than the queue holds, 503 when the
+queue is full or the server is stopping, 504 for a request not answered within
+``timeout`` seconds, 500 if translating fails (the traceback goes to the server's
+stderr, not to the client).
+
+Browsers: a request with an ``Origin`` header is served only from the server's own page
+(the origin of the Host it was sent to) or from an origin in ``allow_origins``, which
+also get CORS headers (Starlette's ``CORSMiddleware``); the check stops another site's
+page from making a visitor's browser post to the server. A server on a loopback address
+answers only a Host that names one (``localhost``, ``127.0.0.1``, ``[::1]``), so a page
+cannot reach it through a DNS name of its own that points at 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -36,6 +46,7 @@ import contextlib
 import json
 import sys
 import traceback
+from collections.abc import Sequence
 from importlib import resources
 
 from keras_memnmt.data import MAX_INPUT_TOKENS
@@ -43,6 +54,7 @@ from keras_memnmt.serving.batching import Batcher
 from keras_memnmt.serving.translators import DEFAULT_SIGNATURE, INPUT, SIGNATURES, RequestError
 
 PICTURE_SENTENCES = 4  # the page's pictures: of at most this many sentences per request
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 
 
 INSTANCE_FIELDS = {INPUT, "prefix", "constraints"}  # "prefix" and "constraints": beyond TensorFlow Serving
@@ -59,8 +71,8 @@ def parse_predict(body) -> tuple[str, list[tuple[str, str, str]], bool, dict]:
                            "signature_name, options")
     signature = body.get("signature_name", DEFAULT_SIGNATURE)
     signature = "translate" if signature == DEFAULT_SIGNATURE else signature
-    if signature not in SIGNATURES:
-        raise RequestError(f"signature_name {json.dumps(signature)}: expected one of translate, translate_n_best")
+    if not isinstance(signature, str) or signature not in SIGNATURES:
+        raise RequestError(f"signature_name {json.dumps(signature)[:80]}: expected one of translate, translate_n_best")
     if ("instances" in body) == ("inputs" in body):
         raise RequestError('give exactly one of "instances" (row format) and "inputs" (columnar format)')
     row = "instances" in body
@@ -90,8 +102,21 @@ def parse_predict(body) -> tuple[str, list[tuple[str, str, str]], bool, dict]:
         if not isinstance(item, str):
             raise RequestError(f"{'instances' if row else 'inputs'}[{i}]: expected a string, got "
                                f"{json.dumps(item)[:80]}")
+        where = f"{'instances' if row else 'inputs'}[{i}]"
+        for text, field in ((item, ""), (prefix, ".prefix"), *((c, ".constraints") for c in constraints)):
+            check_text(text, where + field)
         items.append((item, prefix, "\t".join(c.strip() for c in constraints if c.strip())))
     return signature, items, row, body.get("options") or {}
+
+
+def check_text(text: str, where: str) -> None:
+    """A ``RequestError`` naming ``where`` if ``text`` is no UTF-8 text: JSON's ``\\ud800``
+    escapes decode to lone surrogates, which the tokenizer cannot read."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise RequestError(f"{where}: not UTF-8 text (a lone surrogate, U+{ord(text[e.start]):04X}, at "
+                           f"character {e.start})") from None
 
 
 def answer(signature: str, results: list[list[tuple[str, float]]], row: bool) -> dict:
@@ -106,16 +131,60 @@ def answer(signature: str, results: list[list[tuple[str, float]]], row: bool) ->
     return {"outputs": {text: [t for t, _ in values], score: [s for _, s in values]}}
 
 
+def host_name(header: str) -> str:
+    """The name in a Host header: ``[::1]:8501`` -> ``::1``, ``localhost:8501`` -> ``localhost``."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1:header.find("]")] if "]" in header else header
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+class OriginGate:
+    """ASGI middleware: a request whose ``Origin`` is neither the server's own (the
+    origin of the Host it was sent to) nor one of ``allow_origins`` gets 403; on a
+    loopback server (``hosts``: the names it answers to), so does a request whose Host
+    names none of them."""
+
+    def __init__(self, app, allow_origins=(), hosts: Sequence[str] | None = None):
+        self.app, self.allow_origins, self.hosts = app, set(allow_origins), hosts
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        host = headers.get("host")
+        why = None
+        if self.hosts is not None and host is not None and host_name(host) not in self.hosts:
+            why = (f"Host {json.dumps(host)[:80]} is no name of this server ({', '.join(self.hosts)}): "
+                   "it answers on its loopback address only")
+        origin = headers.get("origin")
+        if why is None and origin is not None:
+            own = f"{scope.get('scheme', 'http')}://{host}".lower() if host else None
+            if origin.lower() != own and origin.lower() not in self.allow_origins:
+                why = (f"requests from the origin {json.dumps(origin)[:80]} are not allowed: only this "
+                       "server's page, or an origin given with --allow-origin")
+        if why is None:
+            return await self.app(scope, receive, send)
+        from starlette.responses import JSONResponse
+
+        await JSONResponse({"error": why}, status_code=403)(scope, receive, send)
+
+
 def create_app(translator, name: str, max_batch: int = 32, max_wait: float = 0.005, max_queue: int = 1024,
-               max_body: int = 1 << 20):
-    """The Starlette application serving ``translator`` as model ``name``."""
+               max_body: int = 1 << 20, timeout: float = 60.0, host: str | None = None,
+               allow_origins: Sequence[str] = ()):
+    """The Starlette application serving ``translator`` as model ``name``; ``host`` (the
+    address it listens on: a loopback one restricts the Host header) and
+    ``allow_origins`` as the module says; ``timeout``: seconds a request may take."""
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
+    from starlette.middleware import Middleware
+    from starlette.middleware.cors import CORSMiddleware
     from starlette.responses import HTMLResponse, JSONResponse
     from starlette.routing import Route
 
-    batcher = Batcher(lambda key, items: translator.translate(items, key), max_batch=max_batch, max_wait=max_wait,
-                      max_queue=max_queue)
+    batcher = Batcher(lambda key, items, cancelled: translator.translate(items, key, cancelled),
+                      max_batch=max_batch, max_wait=max_wait, max_queue=max_queue, timeout=timeout)
     page = resources.files("keras_memnmt.serving").joinpath("page.html").read_text(encoding="utf-8")
 
     def model_of(request):
@@ -148,6 +217,10 @@ def create_app(translator, name: str, max_batch: int = 32, max_wait: float = 0.0
             return json.loads(text)
         except json.JSONDecodeError as e:
             raise RequestError(f"the body is not JSON: {e.msg} (line {e.lineno}, column {e.colno})") from None
+        except RecursionError:
+            raise RequestError("the body's JSON is nested too deeply") from None
+        except ValueError as e:  # an integer of more digits than Python converts (sys.set_int_max_str_digits)
+            raise RequestError(f"the body's JSON has a value out of range: {e}") from None
 
     def warnings_of(sentences: list[str], field: str) -> list[str]:
         lengths = translator.source_lengths(sentences) or []
@@ -171,9 +244,11 @@ def create_app(translator, name: str, max_batch: int = 32, max_wait: float = 0.0
         model_of(request)
         body = await read_json(request)
         if not isinstance(body, dict) or not isinstance(body.get("sentences"), list) or not all(
-                isinstance(s, str) for s in body["sentences"]):
+                isinstance(s, str) for s in body["sentences"]) or not set(body) <= {"sentences", "options"}:
             raise RequestError('expected {"sentences": ["...", ...], "options": {...}}')
         sentences = body["sentences"]
+        for i, sentence in enumerate(sentences):
+            check_text(sentence, f"sentences[{i}]")
         results = await translate([(s, "", "") for s in sentences], body.get("options") or {}, "translate_n_best")
         out = []
         for i, (source, best) in enumerate(zip(sentences, results)):
@@ -204,7 +279,8 @@ def create_app(translator, name: str, max_batch: int = 32, max_wait: float = 0.0
     async def models(request):
         return JSONResponse({"models": [{"name": name, **translator.describe(),
                                          "batching": {"max_batch": max_batch, "max_wait_ms": max_wait * 1000,
-                                                      "max_queue": max_queue, "batches": batcher.batches,
+                                                      "max_queue": max_queue, "timeout_s": timeout,
+                                                      "batches": batcher.batches,
                                                       "sentences": batcher.sentences}}]})
 
     async def home(request):
@@ -240,8 +316,25 @@ def create_app(translator, name: str, max_batch: int = 32, max_wait: float = 0.0
         Route("/v1/models/{name}/versions/{version}:predict", predict, methods=["POST"]),
         Route("/v1/models/{name}:inspect", inspect, methods=["POST"]),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan,
+    loopback = host is not None and _is_loopback(host)
+    middleware = [Middleware(OriginGate, allow_origins=allow_origins,
+                             hosts=sorted({*LOOPBACK_NAMES, host.lower()}) if loopback else None)]
+    if allow_origins:
+        middleware.append(Middleware(CORSMiddleware, allow_origins=list(allow_origins), allow_methods=["GET", "POST"],
+                                     allow_headers=["Content-Type"]))
+    app = Starlette(routes=routes, lifespan=lifespan, middleware=middleware,
                     exception_handlers={RequestError: request_error, HTTPException: http_error,
                                         Exception: server_error})
     app.state.batcher = batcher
     return app
+
+
+def _is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a name: not known to be loopback
+        return False

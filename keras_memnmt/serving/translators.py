@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 SIGNATURES = {
     "translate": ("translation", "score"),
@@ -20,6 +20,11 @@ SIGNATURES = {
 DEFAULT_SIGNATURE = "serving_default"  # TensorFlow Serving's name; the export maps it to translate
 INPUT = "sentences"
 MAX_BEAM = 64
+CONSTRAINED_ROWS = 8  # sentences per model batch of a constrained search (RunTranslator.translate)
+
+
+class Cancelled(Exception):
+    """A translation stopped between batches because every request of it was answered."""
 
 
 class RequestError(ValueError):
@@ -110,24 +115,34 @@ class RunTranslator:
         return tuple(sorted(chosen.items()))
 
     def check_items(self, items: list[tuple[str, str, str]], search: tuple) -> None:
-        """A prefix or constraint the target vocabulary cannot spell, more phrases than the
-        beam, or constraints without a beam: a ``RequestError`` naming the instance."""
+        """A prefix or constraint the target vocabulary cannot spell, one over its bound
+        (``MAX_PREFIX_TOKENS``, ``MAX_CONSTRAINT_TOKENS``, ``MAX_CONSTRAINT_CANDIDATES``
+        of :mod:`keras_memnmt.evaluation.translation`), more phrases than the beam, or
+        constraints without a beam: a ``RequestError`` naming the instance. Whatever the
+        tokenizer raises on an item is that item's error, never the batch's."""
         from keras_memnmt.evaluation.translation import constraint_ids, prefix_ids
 
         beam = dict(search)["beam"]
-        for i, (_, prefix, constraints) in enumerate(items):
+        for i, (text, prefix, constraints) in enumerate(items):
             try:
+                self.vocab.source.encode([text])
                 if prefix.strip():
                     prefix_ids(self.vocab, [prefix], [0], 0)
                 if constraints:
                     if beam < 2:
                         raise ValueError("constraints need beam search: options.beam 2 or more")
                     constraint_ids(self.vocab, [constraints], [0], 0, beam)
-            except ValueError as e:
+            except Exception as e:  # SentencePiece raises TypeError, RuntimeError, ... on odd text
                 raise RequestError(f"instances[{i}]: {str(e).replace(' line 1', '')}") from None
 
-    def translate(self, items: list[tuple[str, str, str]], search: tuple) -> list[list[tuple[str, float]]]:
-        """Each item's (sentence, prefix, constraints) n-best ``(translation, score)`` list."""
+    def translate(self, items: list[tuple[str, str, str]], search: tuple,
+                  cancelled: Callable[[], bool] = lambda: False) -> list[list[tuple[str, float]]]:
+        """Each item's (sentence, prefix, constraints) n-best ``(translation, score)`` list.
+
+        The items are translated a model batch at a time, and ``cancelled()`` is asked
+        between batches: once it is true (every request of them answered already) the
+        rest is dropped (:class:`Cancelled`), so a request that timed out holds the
+        model's thread for one batch more at most."""
         from keras_memnmt.evaluation.translation import default_batch_size, translate_chunks
 
         sentences = [text for text, _, _ in items]
@@ -141,13 +156,18 @@ class RunTranslator:
             kwargs["constraints"] = [constraints for _, _, constraints in items]
         # Batches of 1, 2, 4, ... rows up to the library's batch size: the compiled search is
         # traced once per batch size (TensorFlow, JAX), so requests of any count reuse a few.
-        largest = default_batch_size(options["beam"])
+        # A constrained batch has CONSTRAINED_ROWS at most: its search weighs up to
+        # MAX_CONSTRAINT_CANDIDATES candidates per sentence (8 sentences of 16 x 56 took
+        # 3.3 s on a tiny model, 40 of them 15 s).
+        largest = min(default_batch_size(options["beam"]), CONSTRAINED_ROWS if "constraints" in kwargs else 1 << 30)
         rows = min(largest, 1 << max(0, len(sentences) - 1).bit_length())
         out = []
-        for chunk in translate_chunks(self.model, self.vocab, sentences, beam_size=options["beam"],
+        for chunk in translate_chunks(self.model, self.vocab, sentences, chunk_size=rows, beam_size=options["beam"],
                                       n_best=options["n_best"], progress=False, batch_size=rows,
                                       fill_batches=True, **kwargs):
             out += chunk
+            if len(out) < len(sentences) and cancelled():
+                raise Cancelled(f"dropped after {len(out)} of {len(sentences)} sentences: no one waits for them")
         return out
 
     def source_lengths(self, sentences: list[str]) -> list[int]:
@@ -203,7 +223,8 @@ class ExportTranslator:
             if prefix or constraints:
                 raise RequestError(f"instances[{i}]: an export takes no prefix or constraints; serve the run")
 
-    def translate(self, items: list[tuple[str, str, str]], search: tuple) -> list[list[tuple[str, float]]]:
+    def translate(self, items: list[tuple[str, str, str]], search: tuple,
+                  cancelled: Callable[[], bool] = lambda: False) -> list[list[tuple[str, float]]]:
         import tensorflow as tf
 
         sentences = [text for text, _, _ in items]
