@@ -87,3 +87,17 @@ def trained_run(shared_run, tmp_path) -> str:
     import shutil
 
     return shutil.copytree(shared_run, str(tmp_path / "run"))
+
+
+@pytest.fixture(scope="session")
+def export_dir(shared_run, shared_folder) -> str:
+    """``shared_run`` exported with beam 3 and 2-best lists (the SavedModel TensorFlow
+    Serving would load), once per pytest run. Read it, never change it."""
+    from keras_memnmt.export import export_translator
+    from keras_memnmt.rundir.runs import load_run
+
+    def build(root):
+        model, vocab, _ = load_run(shared_run)
+        export_translator(model, vocab, str(root / "export"), beam_size=3, n_best=2)
+
+    return str(shared_folder("serve_export", build) / "export")

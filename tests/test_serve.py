@@ -23,19 +23,6 @@ pytestmark = pytest.mark.backend_independent
 SENTENCES = ["the dog runs", "a big green fish sees the cars", "", "the cat"]
 
 
-@pytest.fixture(scope="module")
-def export_dir(shared_run, shared_folder):
-    """The shared run exported with beam 3 (the SavedModel TensorFlow Serving would load)."""
-    from keras_memnmt.export import export_translator
-    from keras_memnmt.rundir.runs import load_run
-
-    def build(root):
-        model, vocab, _ = load_run(shared_run)
-        export_translator(model, vocab, str(root / "export"), beam_size=3, n_best=2)
-
-    return str(shared_folder("serve_export", build) / "export")
-
-
 def client_of(members, name="m", **limits):
     from starlette.testclient import TestClient
 
