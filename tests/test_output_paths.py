@@ -382,7 +382,7 @@ def _user_folder(path, names) -> dict[str, str]:
 # Every name `memnmt train` writes (WRITTEN_BY_TRAIN; folders as a file inside them).
 TRAIN_NAMES = ["model.keras", "best.keras", "checkpoints/epoch10.pt", "validations.json", "log.csv",
                "results.json", "config.json", "tensorboard/events", "vocab/vocab.json",
-               "vocab/source.model", "vocab/target.model", "record.json", "hyps/test.txt"]
+               "vocab/source.model", "vocab/target.model", "record.json", "hyps/test.txt", "train.log"]
 
 
 @pytest.mark.parametrize("flag", ["--overwrite", "--resume", None])

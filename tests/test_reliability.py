@@ -406,7 +406,8 @@ def test_a_model_file_naming_a_class_outside_keras_is_refused_by_name(trained_ru
 
 def test_a_resume_never_writes_into_a_file_with_other_names(trained_run, tmp_path):
     """A copy made of hard links (``cp -al``) resumed: every file it changes gets a name of
-    its own first (``log.csv`` is appended to), so the original run stays as it was."""
+    its own first (``train.log`` is appended to; ``log.csv`` and the event files lose
+    what the resume trains again), so the original run stays as it was."""
     from keras_memnmt.testing.tiny_runs import run_fingerprint
 
     copy = str(tmp_path / "copy")
@@ -417,7 +418,8 @@ def test_a_resume_never_writes_into_a_file_with_other_names(trained_run, tmp_pat
     before = run_fingerprint(trained_run)
     assert main(["train", "quickstart", "--out", copy, *SHARED_RUN_ARGS, "--set", "max_steps=6", "--resume"]) == 0
     assert run_fingerprint(trained_run) == before
-    with open(os.path.join(trained_run, "log.csv")) as f, open(os.path.join(copy, "log.csv")) as g:
+    with open(os.path.join(trained_run, "train.log")) as f, open(os.path.join(copy, "train.log")) as g:
         original, continued = f.read().splitlines(), g.read().splitlines()
     assert continued[:len(original)] == original and len(continued) > len(original)
-    assert os.stat(os.path.join(copy, "log.csv")).st_nlink == 1
+    for name in ("train.log", "log.csv"):
+        assert os.stat(os.path.join(copy, name)).st_nlink == 1

@@ -85,3 +85,16 @@ def test_the_bar_of_an_epoch_stopped_early_ends_at_the_steps_it_ran(capsys):
         assert bar.progbar.target == ran  # the next epoch's bar counts to 100 again
     out = capsys.readouterr().out
     assert "7/7" in out and "100/100" in out and "7/100" not in out.rsplit("\r", 1)[-1]
+
+
+def test_train_log_holds_what_the_log_showed_after_the_command_and_the_run(log_lines, shared_run):
+    with open(os.path.join(shared_run, "train.log"), encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    assert re.fullmatch(r"\S+ command: memnmt train quickstart --out \S+ .*", lines[0]), lines[0]
+    assert lines[1] == f"run directory: {os.path.abspath(shared_run)}"
+    assert lines[2:] == log_lines  # every line, in order
+    with open(os.path.join(shared_run, "record.json"), encoding="utf-8") as f:
+        parameters = json.load(f)["parameters"]
+    assert isinstance(parameters, int) and parameters > 0
+    assert f"model: RNNsearch, {parameters:,} parameters" in lines
+    assert any(line.startswith("distribution: ") for line in lines)  # the devices

@@ -260,7 +260,7 @@ def finish_record(run_dir: str, results: dict, hypotheses: Sequence[str], refere
     if record.get("resumes"):
         record["resumes"][-1]["finished"] = finished
     history = results.get("validations") or []
-    record.update(finished=finished, train_seconds=results.get("train_seconds"),
+    record.update(finished=finished, parameters=results.get("parameters"), train_seconds=results.get("train_seconds"),
                   total_seconds=results.get("total_seconds"), test=key,
                   validations=len(history), steps=history[-1].get("step") if history else None,
                   best_validation=best_validation(history, (record.get("config") or {}).get("validate_every")))

@@ -54,7 +54,8 @@ RUN_FILES = ("config.json", "vocab/vocab.json")
 
 # What `train` writes into a run directory; `overwrite=True` removes exactly these.
 WRITTEN_BY_TRAIN = ("model.keras", "best.keras", "checkpoints", "validations.json", "log.csv",
-                    "results.json", "config.json", "tensorboard", "vocab", "record.json", "hyps")
+                    "results.json", "config.json", "tensorboard", "vocab", "record.json", "hyps", "train.log")
+TRAIN_LOG = "train.log"  # what `memnmt train` logged, appended to by each --resume
 # The ``made_by`` of the vocabulary a training trains (its ``vocab/vocab.json``).
 TRAIN_COMMAND = "memnmt train"
 

@@ -16,14 +16,21 @@ from keras_memnmt.training.resume import save_resumable
 
 
 class RunLog(keras.callbacks.CSVLogger):
-    """Keras's ``CSVLogger`` (a row per epoch; ``append``: continue the file, as ``--resume``
-    does), which never writes into a file that has other names: before each ``fit`` the
-    file is made one of its own (:func:`keras_memnmt.files.own_file`), so that a resumed
-    copy of a run made of hard links (``cp -al``) leaves the original's log as it was."""
+    """Keras's ``CSVLogger``: a row per epoch, over every ``fit`` of a run (a run's
+    training is several ``fit`` calls: the rest of a resumed epoch, the whole epochs, an
+    epoch that ``max_steps`` cuts short). ``append``: continue the file from the first
+    ``fit`` on (``--resume``, whose rows after its step are removed first:
+    :func:`keras_memnmt.training.logs.forget_log_rows`); otherwise the first ``fit``
+    starts the file and the later ones continue it.
+
+    It never writes into a file that has other names: before each ``fit`` the file is
+    made one of its own (:func:`keras_memnmt.files.own_file`), so that a resumed copy of
+    a run made of hard links (``cp -al``) leaves the original's log as it was."""
 
     def on_train_begin(self, logs=None):
         own_file(self.filename)
         super().on_train_begin(logs)
+        self.append = True  # the next fit of this run continues the file
 
 
 class BleuValidation(keras.callbacks.Callback):

@@ -40,6 +40,7 @@ from keras_memnmt.rundir.records import fail_record, finish_record, start_record
 from keras_memnmt.rundir.runs import (
     LOCK_FILE,
     TRAIN_COMMAND,
+    TRAIN_LOG,
     CheckpointError,
     check_resume,
     load_run,
@@ -63,6 +64,7 @@ from keras_memnmt.training.callbacks import (
     save_validation_files,
 )
 from keras_memnmt.training.distribution import Placement, pad_batches, placement
+from keras_memnmt.training.logs import forget_after
 from keras_memnmt.training.losses import MaskedCrossEntropy
 from keras_memnmt.training.monitor import TensorBoardMonitor, TokenCounter
 from keras_memnmt.training.optimizers import build_optimizer
@@ -158,6 +160,7 @@ def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=pr
     training into it is refused. An error before the first training step ends removes
     what this call created in ``out_dir`` (nothing that was there before).
     """
+    log = _LogFile(log)  # also RUN/train.log, from when the run directory is taken
     cache = enable_compilation_cache()  # JAX: each batch shape's step compiled once per machine
     if cache:
         log(f"JAX compilation cache: {cache}")
@@ -190,6 +193,68 @@ def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=pr
             if held and not stepped.done:
                 remove_run_files(out_dir, keep=held[0])
             raise
+        finally:
+            log.close()
+
+
+class _LogFile:
+    """``log`` that also appends each line to the run's ``train.log`` once :meth:`open`
+    names it (the lines before are written then), which a training does once it goes on
+    past its checks (a refused command, or a resume with nothing to do, writes nothing):
+    the file starts each invocation with the command and the run directory, and a
+    ``--resume`` continues it."""
+
+    def __init__(self, log):
+        self.log, self.early, self.file = log, [], None
+
+    def __call__(self, message: str) -> None:
+        self.log(message)
+        if self.file is None:
+            self.early.append(message)
+        else:
+            self._write(message)
+
+    def open(self, path: str, out_dir: str) -> None:
+        from keras_memnmt.files import own_file
+        from keras_memnmt.rundir.records import command, now
+
+        if not writes():  # a process of several that is not process 0
+            return
+        own_file(path)  # a copy made with `cp -al` gets a log of its own
+        self.file = open(path, "a", encoding="utf-8")
+        self._write(f"{now()} command: {' '.join(command())}")
+        self._write(f"run directory: {os.path.abspath(out_dir)}")
+        for message in self.early:
+            self._write(message)
+        self.early = []
+
+    def _write(self, message: str) -> None:
+        self.file.write(message.rstrip("\n") + "\n")
+        self.file.flush()
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
+            self.file = None
+
+
+class _ModelSize(keras.callbacks.Callback):
+    """Logs the model's parameter count once, when it is known: at once for a loaded
+    model, after the first training step (which builds a new one) otherwise."""
+
+    parameters: int | None = None
+
+    def __init__(self, log):
+        super().__init__()
+        self.log = log
+
+    def count(self, model: keras.Model) -> None:
+        if self.parameters is None:
+            self.parameters = int(model.count_params())
+            self.log(f"model: {type(model).__name__}, {self.parameters:,} parameters")
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.count(self.model)
 
 
 class _FirstStep(keras.callbacks.Callback):
@@ -348,6 +413,7 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
                     _SHARED_DIR)
     log(f"vocabulary: {vocab.source.vocab_size} source / {vocab.target.vocab_size} target pieces")
     if not resuming and place.writer:  # after the vocabulary: a run that fails before it leaves no files behind
+        log.open(os.path.join(out_dir, TRAIN_LOG), out_dir)
         write_config(out_dir, config)
         start_record(out_dir, config.to_dict())  # completed by finish_record below
 
@@ -394,7 +460,8 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
             log(f"nothing to do: {out_dir} has finished ({finished}); its results are in results.json")
             with open(os.path.join(out_dir, "results.json"), encoding="utf-8") as f:
                 return json.load(f)
-        if place.writer:
+        if place.writer:  # the resume goes on: from here, its log is the run's too
+            log.open(os.path.join(out_dir, TRAIN_LOG), out_dir)
             write_config(out_dir, config)
             start_record(out_dir, config.to_dict(), resume=True)
         log(f"resuming from {latest} at step {done} (epoch {done // per_epoch + 1}, batch "
@@ -406,6 +473,9 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
             log(f"no {latest} yet: the run starts from step 0")
         model = warm_model or build_model(config, vocab.source.vocab_size, vocab.target.vocab_size)
         compile_model(model, config)
+    size = _ModelSize(log)
+    if model.built:  # loaded; a new model is built by fit's first batch
+        size.count(model)
     log(place.describe(config, float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))))
     monitor = TensorBoardMonitor(os.path.join(out_dir, "tensorboard"), vocab, val_c.source, val_c.target,
                                  every_steps=config.log_every, initial_step=done,
@@ -424,10 +494,12 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
     bar = sys.stderr.isatty()
     progress = ProgressLog(log, validation, every_steps=config.log_every, last_step=last_step,
                            per_epoch=per_epoch, initial_step=done, bar=bar)
-    callbacks = [stepped, divergence, progress, validation] + ([EpochBar()] if bar else [])
+    callbacks = [stepped, size, divergence, progress, validation] + ([EpochBar()] if bar else [])
     if place.processes > 1:  # first: a step's end, before the validation that may follow it
         callbacks.insert(0, _ClusterSteps(done))
     if place.writer:
+        if resuming:  # what was logged after step `done` is trained again: logged once
+            forget_after(out_dir, done, per_epoch)
         callbacks += [RunLog(os.path.join(out_dir, "log.csv"), append=resume),
                       keras.callbacks.TensorBoard(os.path.join(out_dir, "tensorboard"), update_freq="epoch")]
     callbacks.append(monitor)  # on every process: its values are computations of the model
@@ -463,6 +535,7 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
         # Wall clock of this invocation only: a --resume run counts from its restart.
         "total_seconds": round(time.perf_counter() - t_start, 1),
         "backend": keras.backend.backend(),
+        "parameters": size.parameters,
         "validations": validation.history,
         "samples": [{"source": src, "reference": ref, "translation": hyp}
                     for src, ref, hyp in list(zip(test_c.source, test_c.target, hyps))[:3]],
