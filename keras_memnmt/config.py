@@ -320,6 +320,16 @@ def validate(config: TrainConfig) -> TrainConfig:
 MAX_INT = 2**31 - 1
 
 
+def resolved_corpus(config: TrainConfig) -> str:
+    """The corpus a run of ``config`` reads: ``"files"`` when all three of
+    ``train_prefix``, ``val_prefix`` and ``test_prefix`` are given (nothing else is read,
+    whatever ``corpus`` says), else ``config.corpus`` (``"auto"`` is resolved when the
+    data are loaded: Multi30k if it is there, else the synthetic corpus)."""
+    if config.train_prefix and config.val_prefix and config.test_prefix:
+        return "files"
+    return config.corpus
+
+
 def _too_large(value: Any, hint: Any) -> bool:
     """Whether ``value`` of a field or option typed ``hint`` is an int above ``MAX_INT`` (a
     float field may hold more)."""

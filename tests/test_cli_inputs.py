@@ -7,6 +7,7 @@ model is loaded.
 
 import io
 import os
+import re
 import subprocess
 import sys
 
@@ -309,3 +310,39 @@ def test_interrupt(monkeypatch, capsys):
     assert main(["results", "RUN"]) == 130
     err = capsys.readouterr().err
     assert "Traceback" not in err and err.splitlines()[-1] == "memnmt: interrupted"
+
+
+# ----- the top level --------------------------------------------------------------------------------
+
+def test_version_prints_the_library_version(capsys):
+    from keras_memnmt import __version__
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0 and capsys.readouterr().out.strip() == f"memnmt (keras_memnmt) {__version__}"
+
+
+def test_help_texts_carry_no_markup():
+    """What `--help` prints, for every command and flag: plain text, no reST roles or
+    double backquotes."""
+    import argparse
+
+    from keras_memnmt.cli.main import build_parser
+
+    texts, parsers = [], [build_parser()]
+    while parsers:
+        parser = parsers.pop()
+        texts += [parser.description or "", parser.epilog or ""] + [a.help or "" for a in parser._actions]
+        parsers += [p for a in parser._actions if isinstance(a, argparse._SubParsersAction) for p in a.choices.values()]
+    marked = [t for t in texts if re.search(r"``|:(func|class|mod|meth|data):`", t)]
+    assert len(texts) > 100 and not marked, marked
+
+
+@pytest.mark.parametrize("argv, prog", [(["translate", "--model", "RUN", "--bogus"], "memnmt translate"),
+                                        (["vocab", "build", "--out", "V", "--bogus", "1"], "memnmt vocab build")])
+def test_an_unknown_flag_is_the_commands_own_usage_error(capsys, argv, prog):
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and err.startswith(f"usage: {prog} ")
+    assert err.splitlines()[-1].startswith(f"{prog}: error: unrecognized arguments: --bogus")

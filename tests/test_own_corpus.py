@@ -55,9 +55,11 @@ def test_three_prefixes_are_the_whole_corpus_and_nothing_is_downloaded(corpus_di
 
     monkeypatch.setattr(trainer, "load_multi30k", no_multi30k)
     prefixes = _prefixes(corpus_dir)
-    train, val, test, name = load_corpora(TrainConfig(**prefixes), log=lambda msg: None)
-    assert name == (f"files en->de (train {prefixes['train_prefix']}, val {prefixes['val_prefix']}, "
-                    f"test {prefixes['test_prefix']})")
+    # Whatever the recipe's corpus: the three files are the corpus, and the name says so.
+    for corpus in ("auto", "multi30k", "synthetic", "files"):
+        train, val, test, name = load_corpora(TrainConfig(corpus=corpus, **prefixes), log=lambda msg: None)
+        assert name == (f"files en->de (train {prefixes['train_prefix']}, val {prefixes['val_prefix']}, "
+                        f"test {prefixes['test_prefix']})"), corpus
     assert len(test) == 12 and list(val.source)[:1] == list(synthetic_splits(300, seed=0)[1].source)[:1]
     assert train.name.endswith("train.de") and train.source.endswith("train.en")
 

@@ -49,12 +49,37 @@ def _setup_process() -> None:
 GROUPS = (data, train, translate, score, evaluate, plot, results, runfiles, export, serve)
 
 
+DESCRIPTION = ("Memory-augmented recurrent neural machine translation in Keras 3: train, translate, "
+               "score, evaluate, compare, export and serve. `memnmt COMMAND --help` describes a command.")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="memnmt", description="The ``memnmt`` command line.")
+    from keras_memnmt import __version__
+
+    parser = argparse.ArgumentParser(prog="memnmt", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"memnmt (keras_memnmt) {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for group in GROUPS:
         group.add_parsers(sub)
+    parser.set_defaults(commands=sub.choices)
     return parser
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    """``argv`` parsed; a flag that the command does not know is an error of that
+    command's own parser (its usage, not the top level's)."""
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        command = args.commands.get(args.command, parser)
+        while True:  # down to the innermost command given (`vocab build`)
+            inner = [a for a in command._actions if isinstance(a, argparse._SubParsersAction)]
+            chosen = getattr(args, inner[0].dest, None) if inner and inner[0].dest != argparse.SUPPRESS else None
+            if chosen not in (inner[0].choices if inner else {}):
+                break
+            command = inner[0].choices[chosen]
+        command.error(f"unrecognized arguments: {' '.join(unknown)}")
+    return args
 
 
 def console_main() -> None:
@@ -75,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse(argv)
     from keras_memnmt.runtime import import_tensorflow_without_jax
 
     # After parsing, so `--help` and usage errors stay fast; 109 MB less where jax is

@@ -38,7 +38,7 @@ from collections.abc import Sequence
 
 import keras
 
-from keras_memnmt.config import ConfigError, TrainConfig, build_model
+from keras_memnmt.config import ConfigError, TrainConfig, build_model, resolved_corpus
 from keras_memnmt.data import SubwordVocab
 from keras_memnmt.data.vocab import vocabulary_maker
 from keras_memnmt.files import save_with, write_json
@@ -287,6 +287,8 @@ def check_resume(out_dir: str, config: TrainConfig) -> None:
         if name in RESUME_FIELDS or name in ("model", "model_options"):
             continue
         was, new = getattr(saved, name), getattr(config, name)
+        if name == "corpus":  # the saved config holds the corpus it resolved to
+            new = resolved_corpus(config)
         if was != new and not (name == "corpus" and "auto" in (was, new)):
             changed.append(f"{name}={was!r} (now {new!r})")
     if changed:

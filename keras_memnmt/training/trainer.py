@@ -19,7 +19,7 @@ import zipfile
 
 import keras
 
-from keras_memnmt.config import ConfigError, TrainConfig, build_model
+from keras_memnmt.config import ConfigError, TrainConfig, build_model, resolved_corpus
 from keras_memnmt.data import (
     CorpusError,
     DownloadError,
@@ -78,11 +78,12 @@ def load_corpora(config: TrainConfig, data_dir: str | None = None, log=print):
     With ``config.train_prefix``, the training pairs are that prefix's files, streamed
     (a :class:`~keras_memnmt.data.stream.CorpusFiles`; nothing is read here); with
     ``val_prefix`` / ``test_prefix``, the validation and test pairs are read from theirs.
-    ``corpus="files"`` (or ``"auto"`` with all three prefixes) reads nothing else. The
-    name says where each part comes from.
+    With all three prefixes (whatever ``corpus`` says: a recipe's ``multi30k`` too) the
+    corpus is those files, nothing else is read, and the name is theirs. The name says
+    where each part comes from.
     """
     prefixes = {"train": config.train_prefix, "val": config.val_prefix, "test": config.test_prefix}
-    corpus = "files" if config.corpus == "auto" and all(prefixes.values()) else config.corpus
+    corpus = resolved_corpus(config)
     train = val = test = None
     name = "files"
     if corpus in ("multi30k", "auto"):
