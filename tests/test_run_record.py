@@ -253,3 +253,30 @@ def test_results_of_runs_made_before_records(tmp_path, capsys):
     assert row["missing"] == ["recipe", "command"] and row["recorded"] is False
     assert main(["results", str(tmp_path / "nothing")]) == 2
     assert "model directory not found" in capsys.readouterr().err
+
+
+def test_the_files_translated_with_hold_no_optimizer_state(shared_run):
+    """best.keras and the kept checkpoints are for translating: the weights without Adam's
+    moments and the compile settings; model.keras (what a resume reads) keeps them."""
+    import json
+    import zipfile
+
+    import h5py
+    import numpy as np
+
+    from keras_memnmt.rundir.runs import read_model_file
+
+    def parts(path):
+        with zipfile.ZipFile(path) as archive:
+            config = json.loads(archive.read("config.json"))
+            with archive.open("model.weights.h5") as f, h5py.File(f, "r") as weights:
+                return "compile_config" in config, "optimizer" in weights
+
+    last = os.path.join(shared_run, "checkpoints", "step4.keras")  # the same weights as model.keras
+    assert parts(os.path.join(shared_run, "model.keras")) == (True, True)
+    for path in (os.path.join(shared_run, "best.keras"), last):
+        assert parts(path) == (False, False)
+    assert os.path.getsize(last) < 0.6 * os.path.getsize(os.path.join(shared_run, "model.keras"))
+    for a, b in zip(read_model_file(last).get_weights(),
+                    read_model_file(os.path.join(shared_run, "model.keras")).get_weights(), strict=True):
+        np.testing.assert_array_equal(a, b)

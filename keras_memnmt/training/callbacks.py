@@ -221,16 +221,17 @@ def plateau_counters(history: list[dict]) -> tuple[float, int, int]:
 def save_validation_files(model: keras.Model, out_dir: str, history: list[dict], keep_checkpoints: bool,
                           only_missing: bool = False) -> None:
     """The files of the validation ``history[-1]`` after ``model.keras``: its checkpoint
-    (``keep_checkpoints``), ``best.keras`` when its BLEU beats the earlier validations',
+    (``keep_checkpoints``), ``best.keras`` when its BLEU beats the earlier validations'
+    (both for translating: without the optimizer's state, which ``model.keras`` keeps),
     then ``validations.json`` (last: it lists only validations whose models are saved).
     ``only_missing``: the checkpoint only where the file is absent (a resumed run
     completing a validation that a kill cut short)."""
     step = history[-1]["step"]
     checkpoint = os.path.join(out_dir, "checkpoints", f"step{step}.keras")
     if keep_checkpoints and not (only_missing and os.path.isfile(checkpoint)):
-        save_with(lambda path: save_model(model, path), checkpoint)
+        save_with(lambda path: save_model(model, path, optimizer=False), checkpoint)
     if history[-1]["val_bleu"] > plateau_counters(history[:-1])[0]:
-        save_with(lambda path: save_model(model, path), os.path.join(out_dir, "best.keras"))
+        save_with(lambda path: save_model(model, path, optimizer=False), os.path.join(out_dir, "best.keras"))
     write_json(os.path.join(out_dir, "validations.json"), history)
 
 

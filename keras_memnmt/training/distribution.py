@@ -181,20 +181,62 @@ def _tensorflow_placement() -> Placement:
     return Placement(devices, scope=strategy.scope, pad_to=strategy.num_replicas_in_sync)
 
 
-def save_model(model: keras.Model, path: str) -> None:
+def save_model(model: keras.Model, path: str, optimizer: bool = True) -> None:
     """``model.save(path)`` with no Keras distribution set (JAX): Keras's saving builds a
     throwaway optimizer, whose variables a distribution over several processes places
     with a collective step that only the saving process joins (it would wait for the
-    others forever). The saved values are the same."""
+    others forever). The saved values are the same. ``optimizer=False``: a file to
+    translate with, without the optimizer's state and compile settings
+    (:func:`strip_optimizer`)."""
     distribution = keras.distribution.distribution() if keras.backend.backend() == "jax" else None
-    if distribution is None:
-        model.save(path)
-        return
-    keras.distribution.set_distribution(None)
+    if distribution is not None:
+        keras.distribution.set_distribution(None)
     try:
         model.save(path)
     finally:
-        keras.distribution.set_distribution(distribution)
+        if distribution is not None:
+            keras.distribution.set_distribution(distribution)
+    if not optimizer:
+        strip_optimizer(path)
+
+
+def strip_optimizer(path: str) -> None:
+    """The ``.keras`` file ``path`` rewritten without what only training reads: the
+    optimizer's variables (Adam's two moments: twice the weights' size) and the compile
+    settings. Keras 3's ``model.save`` has no option for it (``include_optimizer`` was
+    Keras 2's), so the archive is written again: its ``model.weights.h5`` without the
+    ``optimizer`` group, its ``config.json`` without ``compile_config``. It loads with
+    ``compile=False``, as every inference load does; a resume reads ``model.keras``."""
+    import json
+    import zipfile
+
+    import h5py
+
+    with zipfile.ZipFile(path) as archive:
+        entries = [(info, archive.read(info.filename)) for info in archive.infolist()]
+    with zipfile.ZipFile(path, "w") as out:  # a temporary file of `save_with` while it is written
+        for info, data in entries:
+            if info.filename == "config.json":
+                config = json.loads(data)
+                config.pop("compile_config", None)
+                data = json.dumps(config).encode("utf-8")
+            elif info.filename == "model.weights.h5":
+                data = _without_group(data, "optimizer", h5py)
+            out.writestr(info, data)
+
+
+def _without_group(h5: bytes, name: str, h5py) -> bytes:
+    """The HDF5 file ``h5`` (bytes) without its top-level group ``name``."""
+    import io
+
+    source, target = io.BytesIO(h5), io.BytesIO()
+    with h5py.File(source, "r") as f, h5py.File(target, "w") as g:
+        for key, value in f.attrs.items():
+            g.attrs[key] = value
+        for key in f:
+            if key != name:
+                f.copy(f[key], g, name=key)
+    return target.getvalue()
 
 
 def pad_batches(ds, multiple: int):
