@@ -56,6 +56,9 @@ class TrainConfig:
     vocab_size: int = 8000  # SentencePiece vocabulary size per side (soft limit)
     vocab_type: str = "unigram"  # "unigram" or "bpe"
     joint_vocab: bool = False  # one vocabulary for source and target
+    # Train with this vocabulary (a `memnmt vocab build --out` folder, or a run's vocab/),
+    # copied into the run as it is; vocab_size and vocab_type are then the folder's.
+    vocab_dir: str | None = None
     max_length: int = 80  # drop training pairs longer than this many subword tokens (counted)
     batch_size: int = 64  # sentences per batch, or tokens per batch when batch_by == "tokens"
     batch_by: str = "sentences"  # "sentences" or "tokens"

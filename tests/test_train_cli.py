@@ -353,3 +353,53 @@ def test_memdec_warm_starts_from_a_chosen_checkpoint(tmp_path, capsys):
                  f"pretrain_run={pre}", "--set", "tie_embeddings=true", "--set", "readout_units=16",
                  "--set", "memory_size=2"]) == 2
     assert "tie_embeddings=False, this config tie_embeddings=True" in capsys.readouterr().err
+
+
+def _synthetic_files(folder) -> tuple[str, str]:
+    from keras_memnmt.data import synthetic_corpus
+
+    corpus = synthetic_corpus(200, seed=0)
+    paths = []
+    for side, lines in (("en", corpus.source), ("de", corpus.target)):
+        path = folder / f"train.{side}"
+        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        paths.append(str(path))
+    return paths[0], paths[1]
+
+
+@pytest.mark.parametrize("source", ["vocab build", "a run"])
+def test_a_given_vocabulary_trains_unchanged(shared_run, tmp_path, capsys, source):
+    if source == "a run":
+        given = os.path.join(shared_run, "vocab")
+    else:
+        src, tgt = _synthetic_files(tmp_path)
+        given = str(tmp_path / "vocab")
+        assert main(["vocab", "build", "--src-file", src, "--tgt-file", tgt, "--size", "60", "--out", given,
+                     "--quiet"]) == 0
+    run = tmp_path / "run"
+    assert main(["train", "quickstart", "--out", str(run), *TINY_TRAIN_ARGS, "--set", "max_steps=2",
+                 "--set", f"vocab_dir={given}"]) == 0
+    for name in ("source.model", "target.model"):
+        with open(os.path.join(given, name), "rb") as a, open(run / "vocab" / name, "rb") as b:
+            assert a.read() == b.read()
+    with open(run / "vocab" / "vocab.json", encoding="utf-8") as f:
+        assert json.load(f)["copied_from"] == os.path.abspath(given)
+    with open(run / "record.json", encoding="utf-8") as f:
+        assert json.load(f)["config"]["vocab_dir"] == given
+    assert f"vocabulary: {given}, as it is" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("sets, message", [
+    (["vocab_dir=NOWHERE"], "vocab_dir='NOWHERE': no vocabulary there"),
+    (["vocab_dir=RUN", "joint_vocab=true"], "holds two vocabularies (source and target), and joint_vocab=true"),
+])
+def test_a_given_vocabulary_that_cannot_serve_is_one_line(shared_run, tmp_path, capsys, sets, message):
+    places = {"NOWHERE": str(tmp_path / "nowhere"), "RUN": os.path.join(shared_run, "vocab")}
+    sets = [s.replace(s.split("=")[1], places.get(s.split("=")[1], s.split("=")[1])) for s in sets]
+    message = message.replace("NOWHERE", places["NOWHERE"])
+    run = tmp_path / "run"
+    assert main(["train", "quickstart", "--out", str(run), *TINY_TRAIN_ARGS, "--set", "max_steps=2",
+                 *[a for s in sets for a in ("--set", s)]]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert message in lines[-1] and lines[-1].startswith("memnmt: error: ")
+    assert not run.exists()

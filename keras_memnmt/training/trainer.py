@@ -551,6 +551,25 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
     return results
 
 
+def _given_vocabulary(config: TrainConfig, vocab_dir: str, log) -> SubwordVocab:
+    """``config.vocab_dir``'s vocabulary, copied into ``vocab_dir`` as it is (its
+    SentencePiece models byte for byte; ``vocab.json`` names the folder it came from).
+    A folder that holds no vocabulary, or one that the model's settings cannot use (two
+    vocabularies where ``joint_vocab`` asks for one), is a ``ConfigError`` in one line."""
+    given = config.vocab_dir
+    if not os.path.isfile(os.path.join(given, "vocab.json")):
+        raise ConfigError(f"config field vocab_dir={given!r}: no vocabulary there (a folder that "
+                          "`memnmt vocab build --out` wrote, or a run's vocab/, holds vocab.json)")
+    vocab = SubwordVocab.load(given)  # a file SentencePiece cannot read: a one-line VocabularyError
+    if config.joint_vocab and vocab.source.proto != vocab.target.proto:
+        raise ConfigError(f"config field vocab_dir={given!r} holds two vocabularies (source and target), "
+                          "and joint_vocab=true asks for one: build it with `memnmt vocab build --joint`")
+    vocab.config["copied_from"] = os.path.abspath(given)
+    vocab.save(vocab_dir, made_by=TRAIN_COMMAND)
+    log(f"vocabulary: {given}, as it is (vocab_size and vocab_type are the folder's)")
+    return vocab
+
+
 def _vocabulary(config: TrainConfig, train_c, vocab_dir: str, log) -> SubwordVocab:
     """The run's vocabulary: the one in ``vocab_dir`` (a resumed or warm-started run),
     else trained on the training pairs (a streamed corpus: its first ``vocab_sample``)
@@ -558,6 +577,8 @@ def _vocabulary(config: TrainConfig, train_c, vocab_dir: str, log) -> SubwordVoc
     if os.path.isfile(os.path.join(vocab_dir, "vocab.json")):
         log(f"vocabulary: reusing {vocab_dir}")
         return SubwordVocab.load(vocab_dir)
+    if config.vocab_dir:
+        return _given_vocabulary(config, vocab_dir, log)
     streamed = isinstance(train_c, CorpusFiles)
     source, target = sample_pairs(train_c, config.vocab_sample) if streamed else (train_c.source, train_c.target)
     try:
