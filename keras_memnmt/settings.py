@@ -128,16 +128,34 @@ def show_config(config: TrainConfig, title: str = "") -> str:
     """``config`` as ``name = value  # meaning`` lines: its fields, then every option of
     its model (given or default), each with its reference text."""
     lines = [f"# {title}"] if title else []
+    lines.append("# * = not the default (set by the recipe or --set)")
     given = config.model_options
+    defaults = TrainConfig()
+    unused = _unused(config)
     for setting in config_fields():
         if setting.name == "model_options":
             continue
-        lines.append(f"{setting.name} = {_value(getattr(config, setting.name))}  # {setting.text}")
+        value = getattr(config, setting.name)
+        mark = "*" if value != getattr(defaults, setting.name) else " "
+        note = f" (not used: {unused[setting.name]})" if setting.name in unused else ""
+        lines.append(f"{setting.name} = {_value(value)}  #{mark} {setting.text}{note}")
     lines.append(f"# the options of model {config.model!r} (--set NAME=VALUE; * = given by the recipe or --set)")
     for setting in model_settings(config.model):
         mark = "*" if setting.name in given else " "
         lines.append(f"{setting.name} = {_value(getattr(config, setting.name))}  #{mark} {setting.text}")
     return "\n".join(lines) + "\n"
+
+
+def _unused(config: TrainConfig) -> dict[str, str]:
+    """The fields of ``config`` that another field makes moot, with why."""
+    from keras_memnmt.config import resolved_corpus
+
+    unused = {}
+    if config.test_prefix:
+        unused["test_split"] = "test_prefix gives the test set"
+    if resolved_corpus(config) != config.corpus:
+        unused["corpus"] = "the three prefixes are the corpus"
+    return unused
 
 
 def _cell(text: str) -> str:

@@ -55,6 +55,15 @@ def test_show_config_prints_the_resolved_settings_and_trains_nothing(tmp_path, c
     assert main(["train", "quickstart", "--set", "epochs=3", "--set", "decoder_units=24", "--show-config"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("# memnmt train quickstart --set epochs=3 --set decoder_units=24\n")
-    assert "epochs = 3  # passes over the training data" in out
+    assert "epochs = 3  #* passes over the training data" in out  # * : not the default
+    assert "seed = 0  #  " in out
     assert "decoder_units = 24  #* " in out
     assert os.listdir(tmp_path) == []
+
+
+def test_show_config_says_what_another_setting_makes_moot(capsys):
+    assert main(["train", "quickstart", "--set", "test_prefix=data/test", "--show-config"]) == 0
+    out = capsys.readouterr().out
+    assert "test_prefix = 'data/test'  #* " in out
+    assert [line for line in out.splitlines() if line.startswith("test_split = ")][0].endswith(
+        "(not used: test_prefix gives the test set)")

@@ -403,3 +403,31 @@ def test_a_given_vocabulary_that_cannot_serve_is_one_line(shared_run, tmp_path, 
     lines = capsys.readouterr().err.strip().splitlines()
     assert message in lines[-1] and lines[-1].startswith("memnmt: error: ")
     assert not run.exists()
+
+
+def test_a_runs_config_trains_the_same_settings_again(shared_run, tmp_path, capsys):
+    config = os.path.join(shared_run, "config.json")
+    new = tmp_path / "again"
+    assert main(["train", config, "--out", str(new)]) == 0
+    with open(config, encoding="utf-8") as a, open(new / "config.json", encoding="utf-8") as b:
+        assert json.load(a) == json.load(b)
+    capsys.readouterr()
+    for argv, message in [([config], "names no run directory: give --out NEW"),
+                          ([config, "--out", shared_run, "--overwrite"], "holds config.json, the config it would")]:
+        assert main(["train", *argv]) == 2
+        assert message in capsys.readouterr().err
+
+
+def test_a_json_config_of_ones_own_trains_and_an_unknown_key_is_one_line(tmp_path, capsys):
+    settings = {"corpus": "synthetic", "synthetic_size": 200, "max_steps": 2, "val_limit": 8, "test_limit": 4,
+                "beam_size": 2, "vocab_size": 200, "embedding_dim": 16, "encoder_units": 8, "decoder_units": 16,
+                "attention_units": 8, "readout_units": 16}
+    mine = tmp_path / "mine.json"
+    mine.write_text(json.dumps(settings), encoding="utf-8")
+    assert main(["train", str(mine), "--out", str(tmp_path / "run")]) == 0
+    with open(tmp_path / "run" / "config.json", encoding="utf-8") as f:
+        saved = json.load(f)
+    assert saved["max_steps"] == 2 and saved["model_options"]["decoder_units"] == 16
+    mine.write_text(json.dumps({**settings, "epochz": 3}), encoding="utf-8")
+    assert main(["train", str(mine), "--out", str(tmp_path / "other")]) == 2
+    assert f"{mine}: epochz: no such config field or option of model 'rnnsearch'" in capsys.readouterr().err

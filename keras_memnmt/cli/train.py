@@ -34,6 +34,8 @@ def cmd_train(args) -> int:
             title = f"memnmt train {args.recipe}" + "".join(f" --set {item}" for item in args.set or [])
             print(show_config(config, title), end="", file=stdout)
             return 0
+        if args.recipe.endswith(".json"):  # a config file: its run directory is given
+            _check_config_out(args.recipe, args.out)
         out = args.out or os.path.join("runs", os.path.basename(args.recipe).removesuffix(".py"))
         check_output("--out", out, directory=True, make_parents=True, replaces="run")
         # On a terminal a log line starts on a line of its own, not after a progress bar.
@@ -53,11 +55,23 @@ def cmd_train(args) -> int:
     return 0
 
 
+def _check_config_out(config_file: str, out: str | None) -> None:
+    """A JSON config trains into a given ``--out``, never the folder it lies in (the run
+    it was read from would be written over)."""
+    if not out:
+        raise ValueError(f"{config_file} names no run directory: give --out NEW")
+    folder = os.path.realpath(os.path.dirname(os.path.abspath(config_file)))
+    if os.path.realpath(out) == folder:
+        raise ValueError(f"--out {out} holds {os.path.basename(config_file)}, the config it would train from: "
+                         "give another --out (--resume continues a run: memnmt train RECIPE --out RUN --resume)")
+
+
 def add_parsers(sub) -> None:
     """The ``train`` command."""
     tr = sub.add_parser("train", help="train a model from a recipe")
     tr.add_argument("recipe", help="a recipe's name (e.g. multi30k_rnnsearch; an unknown name "
-                    "lists them) or the path of a recipe .py file")
+                    "lists them), the path of a recipe .py file, or a JSON file of settings (a run's "
+                    "config.json trains the same settings again, with --out NEW)")
     tr.add_argument("--data-dir", help="local Multi30k folder (default: $MEMNMT_DATA, cache, download)")
     tr.add_argument("--out", help="run directory (default: runs/RECIPE)")
     tr.add_argument("--set", action="append", metavar="KEY=VALUE",
@@ -70,5 +84,6 @@ def add_parsers(sub) -> None:
                          "(without --resume or --overwrite that is an error)")
     tr.add_argument("--show-config", action="store_true",
                     help="print the recipe's settings as they resolve (with --set), each with its "
-                         "meaning (docs/config.md), and exit without training")
+                         "meaning (docs/config.md; * marks a value other than the default), and exit "
+                         "without training")
     tr.set_defaults(func=cmd_train)

@@ -1,6 +1,7 @@
 """Experiments: one file per recipe, each a small typed ``CONFIG`` (see TrainConfig), and
 the loader ``memnmt train`` uses: :func:`load_recipe` takes a recipe's name
-(``memnmt train multi30k_rnnsearch``) or the path of a recipe file of the user's own.
+(``memnmt train multi30k_rnnsearch``), the path of a recipe file of the user's own, or a
+JSON file of settings (a run's ``config.json``: ``memnmt train RUN/config.json --out NEW``).
 
 A recipe module defines ``CONFIG`` (a :class:`~keras_memnmt.config.TrainConfig`); one with
 stages of its own also defines ``run(config, out_dir, options=..., **common)`` and may
@@ -31,6 +32,8 @@ def recipe_module(name_or_path: str):
     ``sys.exit``) is one :class:`~keras_memnmt.config.ConfigError` line naming the recipe
     and, where known, its line.
     """
+    if name_or_path.endswith(".json"):
+        return _json_recipe(name_or_path)
     if name_or_path.endswith(".py") or os.sep in name_or_path:
         if not os.path.isfile(name_or_path):
             raise ConfigError(f"recipe file not found: {name_or_path}")
@@ -47,6 +50,37 @@ def recipe_module(name_or_path: str):
     if spec is None:
         raise ConfigError(f"unknown recipe {name_or_path!r}; recipes: {', '.join(recipe_names())}")
     return _run_recipe(name_or_path, spec.origin, lambda: importlib.import_module(f"{__name__}.{name_or_path}"))
+
+
+def _json_recipe(path: str):
+    """A recipe made of a JSON file of settings: a run's ``config.json`` (train it again)
+    or the user's own, an object of config fields and model options (the others keep
+    their defaults). A key that is neither is a ``ConfigError`` naming the file."""
+    import json
+    import types
+
+    from keras_memnmt.models import get_model
+    from keras_memnmt.models.registry import model_options
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            raw = json.load(f)
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    except ValueError as e:  # not JSON, or not UTF-8
+        raise ConfigError(f"{path} is not a JSON config ({e})") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path} is not a JSON config: expected an object of settings")
+    fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    try:
+        declared = model_options(get_model(raw.get("model", TrainConfig.model)))
+    except (ValueError, TypeError) as e:
+        raise ConfigError(f"{path}: {e}") from None
+    unknown = sorted(set(raw) - fields - set(declared))
+    if unknown:
+        raise ConfigError(f"{path}: {', '.join(unknown)}: no such config field or option of model "
+                          f"{raw.get('model', TrainConfig.model)!r} (docs/config.md)")
+    return types.SimpleNamespace(CONFIG=TrainConfig.from_dict(raw, source=path))
 
 
 def recipe_names() -> list[str]:
