@@ -113,8 +113,13 @@ def _draw(fig, ax, inspection: Inspection, name: str) -> None:
         _heatmap(fig, ax, inspection.by_position(name), rows, inspection.input_tokens, title, panel.xlabel)
 
 
-def figure(inspection: Inspection):
-    """The matplotlib ``Figure`` of every panel (an Agg canvas attached)."""
+def figure(inspection: Inspection, forced_on: str = "the reference"):
+    """The matplotlib ``Figure`` of every panel (an Agg canvas attached).
+
+    Its title names the model and its target: "forced on ``forced_on``" for a
+    teacher-forced inspection (the reference of ``memnmt plot --reference`` and of the
+    validation pictures; the server names the translation it answered), else "its own
+    greedy translation"."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -128,7 +133,7 @@ def figure(inspection: Inspection):
         axes = subfigure.subplots(1, len(row), squeeze=False, width_ratios=widths)[0]
         for ax, name in zip(axes, row):
             _draw(subfigure, ax, inspection, name)
-    how = "forced on the reference" if inspection.teacher_forced else "its own greedy translation"
+    how = f"forced on {forced_on}" if inspection.teacher_forced else "its own greedy translation"
     if inspection.note:
         how += f"; {inspection.note}"
     fig.suptitle(f"{inspection.model_name} ({how})\n{_short(inspection.source)}\n→ {_short(inspection.target)}",
@@ -136,10 +141,10 @@ def figure(inspection: Inspection):
     return fig
 
 
-def png_bytes(inspection: Inspection) -> bytes:
-    """The picture as PNG bytes, ``figure_size * DPI`` pixels."""
+def png_bytes(inspection: Inspection, forced_on: str = "the reference") -> bytes:
+    """The picture as PNG bytes, ``figure_size * DPI`` pixels (``forced_on`` as :func:`figure`)."""
     buffer = io.BytesIO()
-    figure(inspection).savefig(buffer, format="png", dpi=DPI)
+    figure(inspection, forced_on=forced_on).savefig(buffer, format="png", dpi=DPI)
     return buffer.getvalue()
 
 

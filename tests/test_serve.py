@@ -38,6 +38,51 @@ def run_client(shared_run):
         yield client
 
 
+class FakeTranslator:
+    """A translator without a model, for what the app does around it: each item's n-best
+    list is ``"sentence|prefix|constraints"`` (its fields as the app read them) with
+    ``scores``, one entry for ``translate``; it records the pairs it drew pictures of."""
+
+    kind = "fake"
+
+    def __init__(self, scores=(-0.5,)):
+        self.scores, self.drawn = list(scores), []
+
+    def search(self, given, signature):
+        return (("signature", signature),)
+
+    def check_items(self, items, search):
+        pass
+
+    def translate(self, items, search, cancelled=lambda: False):
+        n = len(self.scores) if dict(search)["signature"] == "translate_n_best" else 1
+        return [[("|".join(item), score) for score in self.scores[:n]] for item in items]
+
+    def source_lengths(self, sentences):
+        return None
+
+    def pictures(self, source, translation):
+        self.drawn.append((source, translation))
+        return [{"model": "Fake", "panels": ["attention"], "png": "data:image/png;base64,"}]
+
+    def describe(self):
+        return {"kind": self.kind, "options": [], "pictures": True}
+
+
+def fake_client(translator):
+    from starlette.testclient import TestClient
+
+    from keras_memnmt.serving.app import create_app
+
+    return TestClient(create_app(translator, "m"))
+
+
+def b64(text: str) -> dict:
+    import base64
+
+    return {"b64": base64.b64encode(text.encode("utf-8")).decode("ascii")}
+
+
 def memnmt_translate(run, sentences, beam):
     from keras_memnmt.evaluation.translation import translate
     from keras_memnmt.rundir.runs import load_run
@@ -79,6 +124,22 @@ def test_instances_take_a_prefix_and_constraints(run_client):
         assert reply.status_code == 400 and message in reply.json()["error"].replace("instances[1]", "instances[0]")
 
 
+def test_strings_may_be_given_as_b64_in_both_formats(run_client):
+    """TensorFlow Serving's ``{"b64": "..."}`` for a string: a sentence, a prefix, a
+    constraint, in the row format (bare or named) and the columnar one."""
+    with fake_client(FakeTranslator()) as client:
+        rows = client.post("/v1/models/m:predict", json={"instances": [
+            b64("der Hund läuft"), {"sentences": b64("a cat"), "prefix": b64("le"), "constraints": [b64("ö"), "x"]},
+            "plain"]}).json()["predictions"]
+        assert [p["translation"] for p in rows] == ["der Hund läuft||", "a cat|le|ö\tx", "plain||"]
+        for inputs in ([b64("a cat"), "plain"], {"sentences": [b64("a cat"), "plain"]}):
+            columns = client.post("/v1/models/m:predict", json={"inputs": inputs}).json()["outputs"]
+            assert columns["translation"] == ["a cat||", "plain||"]
+    plain = run_client.post("/v1/models/m:predict", json={"instances": ["the dog runs"]}).json()
+    encoded = run_client.post("/v1/models/m:predict", json={"instances": [b64("the dog runs")]}).json()
+    assert encoded == plain
+
+
 def test_status_metadata_and_the_models_served(run_client):
     assert run_client.get("/v1/models/m").json()["model_version_status"][0]["state"] == "AVAILABLE"
     signatures = run_client.get("/v1/models/m/metadata").json()["metadata"]["signature_def"]["signature_def"]
@@ -96,6 +157,17 @@ def test_status_metadata_and_the_models_served(run_client):
     ({"json": {"instances": ["a", 3]}}, 400, "instances[1]: expected a string, got 3"),
     ({"json": {"instances": [{"text": "a"}]}}, 400, "instances[0]: expected a string or"),
     ({"json": {"instances": [{"sentences": "a", "prefix": 3}]}}, 400, "instances[0].prefix: expected a string"),
+    ({"json": {"instances": ["a", {"b64": "bm90 IGI2NA=="}]}}, 400, "instances[1].b64: not base64"),
+    ({"json": {"instances": [{"b64": "YQ"}]}}, 400, "instances[0].b64: not base64"),  # no padding
+    ({"json": {"instances": [{"b64": "w6k="}, {"b64": "/w=="}]}}, 400, "instances[1].b64: its bytes are not UTF-8"),
+    ({"json": {"instances": [{"b64": "7aCA"}]}}, 400, "instances[0].b64: its bytes are not UTF-8"),  # a surrogate
+    ({"json": {"instances": [{"b64": 3}]}}, 400, "instances[0].b64: expected a base64 string"),
+    ({"json": {"instances": [{"sentences": "a", "prefix": {"b64": "/w=="}}]}}, 400,
+     "instances[0].prefix.b64: its bytes are not UTF-8"),
+    ({"json": {"instances": [{"sentences": "a", "constraints": ["b", {"b64": "é"}]}]}}, 400,
+     "instances[0].constraints[1].b64: not base64"),
+    ({"json": {"inputs": {"sentences": ["a", {"b64": "/w=="}]}}}, 400, "inputs[1].b64: its bytes are not UTF-8"),
+    ({"json": {"instances": [{"b64": "YQ==", "x": 1}]}}, 400, "instances[0]: expected a string or"),
     ({"json": {"instances": ["a"], "inputs": ["a"]}}, 400, "give exactly one of"),
     ({"json": {"inputs": {"x": ["a"]}}}, 400, "inputs: expected"),
     ({"json": {"instances": ["a"], "extra": 1}}, 400, "unknown field(s) extra"),
@@ -169,13 +241,78 @@ def test_the_page_is_served_and_inspect_gives_pictures(run_client):
     assert empty["pictures"] == [] and empty["translations"][0]["translation"] == ""
 
 
-def test_an_ensemble_is_served_with_a_picture_per_member(shared_run):
+def test_inspect_without_pictures_draws_none():
+    """The page sends its "pictures" box: unchecked, :inspect answers the n-best lists and
+    draws nothing."""
+    translator = FakeTranslator(scores=(-0.5, -0.7))
+    with fake_client(translator) as client:
+        page = client.get("/").text
+        assert "JSON.stringify({sentences, options, pictures})" in page
+        body = {"sentences": ["the dog runs", "a cat"], "options": {}, "pictures": False}
+        reply = client.post("/v1/models/m:inspect", json=body)
+        assert reply.status_code == 200, reply.text
+        assert [r["pictures"] for r in reply.json()["results"]] == [[], []]
+        assert [len(r["translations"]) for r in reply.json()["results"]] == [2, 2] and translator.drawn == []
+        drawn = client.post("/v1/models/m:inspect", json={**body, "pictures": True}).json()["results"]
+        assert [len(r["pictures"]) for r in drawn] == [1, 1] and len(translator.drawn) == 2
+        refused = client.post("/v1/models/m:inspect", json={**body, "pictures": "no"})
+        assert refused.status_code == 400 and "pictures: expected true or false" in refused.json()["error"]
+
+
+def test_non_finite_scores_are_answered_as_null():
+    """JSON has no infinity: an n-best entry a tiny vocabulary leaves empty (score -inf)
+    is answered with the score null, by :predict and :inspect."""
+    with fake_client(FakeTranslator(scores=(float("-inf"), -0.5, float("nan")))) as client:
+        best = client.post("/v1/models/m:predict", json={"instances": ["a"]})
+        assert best.status_code == 200 and best.json() == {"predictions": [{"translation": "a||", "score": None}]}
+        rows = client.post("/v1/models/m:predict", json={"instances": ["a"], "signature_name": "translate_n_best"})
+        assert rows.status_code == 200 and rows.json()["predictions"][0]["scores"] == [None, -0.5, None]
+        columns = client.post("/v1/models/m:predict", json={"inputs": ["a"], "signature_name": "translate_n_best"})
+        assert columns.json()["outputs"]["scores"] == [[None, -0.5, None]]
+        inspected = client.post("/v1/models/m:inspect", json={"sentences": ["a"], "pictures": False})
+        assert [t["score"] for t in inspected.json()["results"][0]["translations"]] == [None, -0.5, None]
+
+
+def titles_of_pictures(monkeypatch) -> list[str]:
+    """The titles of the pictures drawn from now on (``keras_memnmt.plots.figure`` watched)."""
+    from keras_memnmt import plots
+
+    titles, drawn = [], plots.figure
+
+    def figure(*args, **kwargs):
+        fig = drawn(*args, **kwargs)
+        titles.append(fig.get_suptitle())
+        return fig
+
+    monkeypatch.setattr(plots, "figure", figure)
+    return titles
+
+
+def test_the_pictures_say_what_they_were_forced_on(run_client, shared_run, monkeypatch):
+    """The server's pictures are forced on the best translation it answered; `memnmt
+    plot`'s on a reference, or on the model's own greedy translation without one."""
+    from keras_memnmt.inspection import inspect_pair
+    from keras_memnmt.plots import figure
+    from keras_memnmt.rundir.runs import load_run
+
+    titles = titles_of_pictures(monkeypatch)
+    (result,) = run_client.post("/v1/models/m:inspect", json={"sentences": ["the dog runs"]}).json()["results"]
+    assert result["pictures"] and len(titles) == 1
+    assert "(forced on its best translation)" in titles[0] and "reference" not in titles[0]
+    model, vocab, _ = load_run(shared_run)
+    assert "(forced on the reference)" in figure(inspect_pair(model, vocab, "the dog runs", "le hundo")).get_suptitle()
+    assert "(its own greedy translation)" in figure(inspect_pair(model, vocab, "the dog runs")).get_suptitle()
+
+
+def test_an_ensemble_is_served_with_a_picture_per_member(shared_run, monkeypatch):
+    titles = titles_of_pictures(monkeypatch)
     with client_of([shared_run, shared_run], name="pair") as client:
         (model,) = client.get("/v1/models").json()["models"]
         assert model["runs"] == [shared_run, shared_run]
         reply = client.post("/v1/models/pair:inspect", json={"sentences": ["the dog runs"]})
         (result,) = reply.json()["results"]
     assert [p["model"] for p in result["pictures"]] == ["RNNsearch (member 1)", "RNNsearch (member 2)"]
+    assert len(titles) == 2 and all("(forced on the ensemble's best translation)" in t for t in titles)
 
 
 def test_concurrent_requests_share_batches_and_a_full_queue_refuses_at_once():
@@ -268,6 +405,24 @@ def test_the_command_serves_and_stops_cleanly_on_a_signal(served, stop):
 
 
 @pytest.mark.slow
+def test_the_log_has_no_tensorflow_warnings(served):
+    """Requests of 1 to 9 sentences of growing widths (each a new trace of the search,
+    which TensorFlow's logger would warn of, about 700 characters a time) leave no
+    TensorFlow warning in the server's log."""
+    port, process = served
+    for n in range(1, 10):
+        body = {"instances": [" ".join(["the dog runs"] * n)] * n}
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/models/m:predict",
+                                         data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+        assert len(json.loads(urllib.request.urlopen(request, timeout=60).read())["predictions"]) == n
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=60) == 0
+    err = process.stderr.read()
+    assert "stopped serving m" in err
+    assert "retracing" not in err and "WARNING:tensorflow" not in err, err
+
+
+@pytest.mark.slow
 def test_a_request_in_flight_at_sigterm_is_finished(served):
     """A request being translated when SIGTERM arrives gets its whole answer; then the
     process exits 0."""
@@ -334,5 +489,9 @@ def test_the_page_in_a_browser_translates_and_draws_the_pictures(served):
         assert pictures
         WebDriverWait(driver, 30).until(lambda d: all(
             d.execute_script("return arguments[0].complete && arguments[0].naturalWidth > 0", img) for img in pictures))
+        driver.find_element(By.ID, "pictures").click()  # unchecked: the page asks for none
+        driver.find_element(By.ID, "translate").click()
+        WebDriverWait(driver, 120).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".result .translation"))
+        assert not driver.find_elements(By.CSS_SELECTOR, "img.picture") and driver.find_element(By.ID, "error").text == ""
     finally:
         driver.quit()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import math
 import os
 import re
@@ -78,6 +79,11 @@ def cmd_serve(args) -> int:
     from keras_memnmt.serving.translators import load_translator
 
     _check_address(args.host, args.port)
+    # TensorFlow's Python logger (tf.get_logger()) would warn, about 700 characters each
+    # time, of the retracing that requests of new batch sizes and widths cause: the search
+    # compiles one program per batch size (per shape with a prefix or constraints;
+    # Generator.generate) by design. This process logs TensorFlow's errors only.
+    logging.getLogger("tensorflow").setLevel(logging.ERROR)
     members = members_of(args)
     name = args.name or os.path.basename(os.path.normpath(members[0][0])) or "model"
     if not NAME.fullmatch(name):

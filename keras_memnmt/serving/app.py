@@ -17,12 +17,15 @@ signatures (:mod:`keras_memnmt.serving.translators`):
   ``{"sentences": "..."}``) answered by ``{"predictions": [...]}``, or ``{"inputs":
   [...]}`` / ``{"inputs": {"sentences": [...]}}`` (columnar) answered by ``{"outputs":
   {...}}``; ``"signature_name"`` picks ``translate`` (the default, as
-  ``serving_default``) or ``translate_n_best``.
+  ``serving_default``) or ``translate_n_best``. Any string, a sentence or an instance's
+  prefix or constraint, may be given as ``{"b64": "..."}``: base64 of its UTF-8 bytes.
+  A score that is not finite (``-inf``: an n-best entry a tiny vocabulary leaves empty)
+  is answered as ``null``, since JSON has no infinity.
 - Beyond TensorFlow Serving (a client that sends none of these works with both):
   ``"options"`` in the request (search options, :data:`~keras_memnmt.serving.translators.OPTIONS`),
   ``"warnings"`` in the answer (a sentence truncated to the translator's 200 subwords),
   ``GET /v1/models`` (the models served) and ``POST /v1/models/NAME:inspect`` (the
-  page's translations with pictures).
+  page's n-best lists, with pictures unless ``"pictures": false``).
 
 Every error is ``{"error": "message"}`` with an HTTP status: 400 for a bad request, 403
 for a browser page of another origin (or a Host that is no name of a loopback server),
@@ -42,8 +45,10 @@ cannot reach it through a DNS name of its own that points at 127.0.0.1.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
+import math
 import sys
 import traceback
 from collections.abc import Sequence
@@ -86,27 +91,57 @@ def parse_predict(body) -> tuple[str, list[tuple[str, str, str]], bool, dict]:
                            f"got {json.dumps(given)[:80]}")
     items = []
     for i, item in enumerate(given):
-        prefix, constraints = "", []
-        if row and isinstance(item, dict):
-            if INPUT not in item or not set(item) <= INSTANCE_FIELDS:
-                raise RequestError(f'instances[{i}]: expected a string or {{"{INPUT}": "...", "prefix": "...", '
-                                   f'"constraints": ["...", ...]}}, got the keys {sorted(item)}')
-            prefix, constraints = item.get("prefix", ""), item.get("constraints", [])
-            if not isinstance(prefix, str):
-                raise RequestError(f"instances[{i}].prefix: expected a string, got {json.dumps(prefix)[:80]}")
-            if not isinstance(constraints, list) or not all(isinstance(c, str) and "\t" not in c
-                                                            for c in constraints):
-                raise RequestError(f"instances[{i}].constraints: expected a list of phrases (strings without "
-                                   f"tabs), got {json.dumps(constraints)[:80]}")
-            item = item[INPUT]
-        if not isinstance(item, str):
-            raise RequestError(f"{'instances' if row else 'inputs'}[{i}]: expected a string, got "
-                               f"{json.dumps(item)[:80]}")
         where = f"{'instances' if row else 'inputs'}[{i}]"
-        for text, field in ((item, ""), (prefix, ".prefix"), *((c, ".constraints") for c in constraints)):
-            check_text(text, where + field)
-        items.append((item, prefix, "\t".join(c.strip() for c in constraints if c.strip())))
+        prefix, constraints = "", []
+        if row and isinstance(item, dict) and not is_b64(item):
+            if INPUT not in item or not set(item) <= INSTANCE_FIELDS:
+                raise RequestError(f'{where}: expected a string or {{"{INPUT}": "...", "prefix": "...", '
+                                   f'"constraints": ["...", ...]}}, got the keys {sorted(item)}')
+            prefix = string_of(item.get("prefix", ""), where + ".prefix")
+            if prefix is None:
+                raise RequestError(f"{where}.prefix: expected a string, got {json.dumps(item['prefix'])[:80]}")
+            given_constraints = item.get("constraints", [])
+            constraints = ([string_of(c, f"{where}.constraints[{j}]") for j, c in enumerate(given_constraints)]
+                           if isinstance(given_constraints, list) else None)
+            if constraints is None or not all(isinstance(c, str) and "\t" not in c for c in constraints):
+                raise RequestError(f"{where}.constraints: expected a list of phrases (strings without "
+                                   f"tabs), got {json.dumps(given_constraints)[:80]}")
+            item = item[INPUT]
+        text = string_of(item, where)
+        if text is None:
+            raise RequestError(f"{where}: expected a string, got {json.dumps(item)[:80]}")
+        for value, field in ((text, ""), (prefix, ".prefix"), *((c, ".constraints") for c in constraints)):
+            check_text(value, where + field)
+        items.append((text, prefix, "\t".join(c.strip() for c in constraints if c.strip())))
     return signature, items, row, body.get("options") or {}
+
+
+def is_b64(value) -> bool:
+    """Whether ``value`` is TensorFlow Serving's encoding of a string, ``{"b64": ...}``."""
+    return isinstance(value, dict) and set(value) == {"b64"}
+
+
+def string_of(value, where: str) -> str | None:
+    """The text of a JSON string, or of ``{"b64": "..."}`` (TensorFlow Serving's encoding
+    of a string value: base64, RFC 4648's alphabet with padding, of UTF-8 bytes); None
+    for any other value. A ``b64`` that is not base64 of UTF-8 text is a ``RequestError``
+    naming ``where``."""
+    if isinstance(value, str):
+        return value
+    if not is_b64(value):
+        return None
+    encoded = value["b64"]
+    if not isinstance(encoded, str):
+        raise RequestError(f"{where}.b64: expected a base64 string, got {json.dumps(encoded)[:80]}")
+    try:
+        data = base64.b64decode(encoded, validate=True)
+    except ValueError:  # binascii.Error, or a character outside ASCII
+        raise RequestError(f"{where}.b64: not base64 (RFC 4648: A-Z, a-z, 0-9, '+', '/', '=' padding to a "
+                           "multiple of 4 characters)") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise RequestError(f"{where}.b64: its bytes are not UTF-8 text (byte {e.start})") from None
 
 
 def check_text(text: str, where: str) -> None:
@@ -119,13 +154,20 @@ def check_text(text: str, where: str) -> None:
                            f"character {e.start})") from None
 
 
+def json_score(score: float) -> float | None:
+    """``score``, or None (JSON's ``null``) if it is not finite: JSON has no infinity,
+    and an n-best entry that a tiny vocabulary leaves empty scores ``-inf``."""
+    return score if math.isfinite(score) else None
+
+
 def answer(signature: str, results: list[list[tuple[str, float]]], row: bool) -> dict:
-    """The predictions (row format) or outputs (columnar) of each sentence's n-best list."""
+    """The predictions (row format) or outputs (columnar) of each sentence's n-best list;
+    a score that is not finite is None (:func:`json_score`)."""
     text, score = SIGNATURES[signature]
     if signature == "translate":
-        values = [(best[0][0], best[0][1]) for best in results]
+        values = [(best[0][0], json_score(best[0][1])) for best in results]
     else:
-        values = [([t for t, _ in best], [s for _, s in best]) for best in results]
+        values = [([t for t, _ in best], [json_score(s) for _, s in best]) for best in results]
     if row:
         return {"predictions": [{text: t, score: s} for t, s in values]}
     return {"outputs": {text: [t for t, _ in values], score: [s for _, s in values]}}
@@ -244,8 +286,11 @@ def create_app(translator, name: str, max_batch: int = 32, max_wait: float = 0.0
         model_of(request)
         body = await read_json(request)
         if not isinstance(body, dict) or not isinstance(body.get("sentences"), list) or not all(
-                isinstance(s, str) for s in body["sentences"]) or not set(body) <= {"sentences", "options"}:
-            raise RequestError('expected {"sentences": ["...", ...], "options": {...}}')
+                isinstance(s, str) for s in body["sentences"]) or not set(body) <= {"sentences", "options", "pictures"}:
+            raise RequestError('expected {"sentences": ["...", ...], "options": {...}, "pictures": true}')
+        drawn = body.get("pictures", True)
+        if not isinstance(drawn, bool):
+            raise RequestError(f"pictures: expected true or false, got {json.dumps(drawn)[:80]}")
         sentences = body["sentences"]
         for i, sentence in enumerate(sentences):
             check_text(sentence, f"sentences[{i}]")
@@ -253,10 +298,10 @@ def create_app(translator, name: str, max_batch: int = 32, max_wait: float = 0.0
         out = []
         for i, (source, best) in enumerate(zip(sentences, results)):
             pictures = []
-            if i < PICTURE_SENTENCES and best[0][0]:
+            if drawn and i < PICTURE_SENTENCES and best[0][0]:
                 pictures = await batcher.run_alone(translator.pictures, source, best[0][0])
-            out.append({"source": source, "translations": [{"translation": t, "score": s} for t, s in best],
-                        "pictures": pictures})
+            out.append({"source": source, "translations": [{"translation": t, "score": json_score(s)}
+                                                           for t, s in best], "pictures": pictures})
         warnings = warnings_of(sentences, "sentences")
         return JSONResponse({"results": out, **({"warnings": warnings} if warnings else {})})
 

@@ -174,17 +174,19 @@ class RunTranslator:
         return [len(ids) for ids in self.vocab.source.encode([s.strip() for s in sentences])]
 
     def pictures(self, source: str, translation: str) -> list[dict]:
-        """The pictures `memnmt plot` draws for ``source`` forced on ``translation``, one
-        per member model, as PNG data URLs."""
+        """The pictures `memnmt plot` draws for ``source`` forced on ``translation`` (the
+        best of the n-best list the server answered; their titles say so), one per member
+        model, as PNG data URLs."""
         from keras_memnmt.inspection import inspect_pair
         from keras_memnmt.plots import png_bytes
 
         if not self.has_pictures or not source.strip():
             return []
+        forced_on = "the ensemble's best translation" if len(self.models()) > 1 else "its best translation"
         out = []
         for index, model in enumerate(self.models()):
             inspection = inspect_pair(model, self.vocab, source, reference=translation)
-            png = base64.b64encode(png_bytes(inspection)).decode("ascii")
+            png = base64.b64encode(png_bytes(inspection, forced_on=forced_on)).decode("ascii")
             out.append({"model": f"{type(model).__name__} (member {index + 1})" if len(self.models()) > 1
                         else type(model).__name__, "panels": [p.detail for p in model.panels],
                         "png": f"data:image/png;base64,{png}"})
