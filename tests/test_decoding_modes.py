@@ -51,8 +51,61 @@ def numpy_noise(keys, step, vocab):
     with np.errstate(over="ignore"):
         row = mix(mix(np.asarray(keys, np.uint32)) + mix(np.uint32(step) + np.uint32(0x632BE5AB)))
         bits = mix(row[:, None] + np.arange(vocab, dtype=np.uint32)[None, :] * np.uint32(0x9E3779B9))
-    uniform = ((bits >> np.uint32(8)).astype(np.float32) + np.float32(0.5)) / np.float32(1 << 24)
+    # The uniform draw is (v + 1/2) / 2^24 for the top 24 bits v, in (0, 1): computed in
+    # float64 (exact), then rounded to float32 below 1.
+    uniform = ((bits >> np.uint32(8)).astype(np.float64) + 0.5) / float(1 << 24)
+    uniform = np.minimum(uniform.astype(np.float32), np.nextafter(np.float32(1), np.float32(0)))
     return -np.log(-np.log(uniform))
+
+
+def unmix(x: int) -> int:
+    """The inverse of ``gumbel_noise``'s 32-bit hash (each of its steps is a bijection)."""
+    def unshift(x, bits):  # x ^= x >> bits, undone
+        y = x
+        for _ in range(32 // bits + 1):
+            y = x ^ (y >> bits)
+        return y & 0xFFFFFFFF
+
+    x = unshift(x, 16)
+    x = (x * pow(0x846CA68B, -1, 1 << 32)) & 0xFFFFFFFF
+    x = unshift(x, 15)
+    x = (x * pow(0x7FEB352D, -1, 1 << 32)) & 0xFFFFFFFF
+    return unshift(x, 16)
+
+
+def key_reaching_the_top(token: int, step: int) -> int:
+    """An int32 key whose noise for ``token`` at ``step`` comes from the top hash value
+    (all 24 bits of the draw set), by inverting the hash."""
+    def mix(x):
+        x ^= x >> 16
+        x = (x * 0x7FEB352D) & 0xFFFFFFFF
+        x ^= x >> 15
+        x = (x * 0x846CA68B) & 0xFFFFFFFF
+        return x ^ (x >> 16)
+
+    row = (unmix(0xFFFFFFFF) - token * 0x9E3779B9) & 0xFFFFFFFF
+    mixed_key = (unmix(row) - mix((step + 0x632BE5AB) & 0xFFFFFFFF)) & 0xFFFFFFFF
+    key = unmix(mixed_key)
+    return key - (1 << 32) if key >= 1 << 31 else key
+
+
+def test_the_noise_is_finite_at_the_top_hash_value_and_a_banned_token_is_never_drawn():
+    vocab, step = 12, 3
+    for token in (0, 2, 7):  # pad, bos, a token outside top-k
+        key = key_reaching_the_top(token, step)
+        keys = ops.convert_to_tensor(np.array([key], np.int32))
+        noise = ops.convert_to_numpy(gumbel_noise(keys, ops.convert_to_tensor(step, "int32"), vocab))
+        assert np.all(np.isfinite(noise)) and noise[0, token] == noise.max()  # the top draw, finite
+        np.testing.assert_allclose(noise, numpy_noise(np.array([key], np.int64).astype(np.uint32), step, vocab),
+                                   rtol=1e-5)
+        from keras_memnmt.decoding.common import sample_tokens
+
+        logp = np.log(np.full((1, vocab), 1.0 / (vocab - 1), np.float32))
+        logp[0, token] = -np.inf  # banned: pad, bos, or not a row's forced token
+        for spec in ("full", "topk:3", "topp:0.5"):
+            drawn = ops.convert_to_numpy(sample_tokens(ops.convert_to_tensor(logp), parse_sampling(spec), 1.0,
+                                                       keys, ops.convert_to_tensor(step, "int32")))
+            assert drawn[0] != token, (token, spec)
 
 
 def test_the_noise_is_the_same_integer_hash_on_every_backend():

@@ -256,11 +256,18 @@ def _mix(x: Tensor) -> Tensor:
     return ops.bitwise_xor(x, _shift_right(x, 16))
 
 
+UNIFORM_MAX = 1.0 - 2.0**-24  # the largest float32 below 1
+
+
 def gumbel_noise(keys: Tensor, step: Tensor, vocab: int) -> Tensor:
     """`(N, V)` float32 Gumbel noise, a function of each row's key `(N,)`, the step and the token."""
     row = _mix(_mix(ops.cast(keys, "int32")) + _mix(ops.cast(step, "int32") + 0x632BE5AB))  # (N,)
     bits = _mix(row[:, None] + ops.arange(vocab, dtype="int32")[None, :] * -0x61C88647)  # golden ratio
-    uniform = (ops.cast(_shift_right(bits, 8), "float32") + 0.5) / float(1 << 24)  # (0, 1)
+    # (v + 0.5) / 2^24 for the top 24 bits v: in (0, 1), except that float32 rounds the top
+    # value's 2^24 - 0.5 up to 2^24 (u = 1, noise +inf, and +inf - inf = NaN on a banned
+    # token, which argmax picks): that one is held at the largest float32 below 1.
+    uniform = (ops.cast(_shift_right(bits, 8), "float32") + 0.5) / float(1 << 24)
+    uniform = ops.minimum(uniform, UNIFORM_MAX)
     return -ops.log(-ops.log(uniform))
 
 
