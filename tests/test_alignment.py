@@ -46,6 +46,16 @@ def test_source_subwords_are_summed_target_subwords_averaged():
         format_alignment(SOURCE, TARGET, weights, "fuzzy")
 
 
+def test_pharaoh_pairs_are_source_then_target():
+    """A rotation (target word j attends to source word j + 1): its alignment is not its
+    own transpose, so ``j-i`` written for ``i-j`` fails here."""
+    source, target = ["▁a", "▁b", "▁c"], ["▁x", "▁y", "▁z"]
+    weights = np.zeros((3, 3))  # (target, source)
+    for j in range(3):
+        weights[j, (j + 1) % 3] = 1.0
+    assert format_alignment(source, target, weights) == "0-2 1-0 2-1"  # source i - target j
+
+
 def test_accuracy_is_the_share_of_predicted_links_in_the_gold_alignment():
     assert parse_pharaoh("0-0 2-1") == [(0, 0), (2, 1)]
     assert alignment_accuracy([[(0, 0), (2, 1)], [(1, 0)]], [[(0, 0), (1, 1)], [(1, 0)]]) == pytest.approx(2 / 3)
