@@ -9,6 +9,11 @@ attention its ``decode_step`` returns) that the model's pictures draw, the detai
 class lists in ``EncoderDecoder.panels`` (the source attention, a memory's read and write
 weights, an attention over the recent words, ...), with the subword tokens of both sides
 for axis labels. :mod:`keras_memnmt.plots` draws them.
+
+A step's details are rows over what it reads or writes; two views put them against the
+words: :meth:`Inspection.by_position` lays a window over the decoder positions, and
+:meth:`Inspection.by_cell` turns a memory's write weights into what the memory holds,
+cells against the steps that wrote them (each step labelled by its input word).
 """
 
 from __future__ import annotations
@@ -68,6 +73,13 @@ class Inspection:
             if panel.detail == name:
                 return panel
         raise KeyError(f"{self.model_name} has no panel {name!r}")
+
+    def by_cell(self, name: str) -> np.ndarray:
+        """A memory detail (``write_weights``, ``add_weights``) as ``(n, T)``, cells against
+        the steps: entry ``[i, t]`` is the weight with which step ``t`` wrote cell ``i``,
+        from the state that read ``input_tokens[t]`` (``y_{t-1}``) and predicts
+        ``target_tokens[t]`` (``y_t``)."""
+        return np.ascontiguousarray(self.details[name].T)
 
     def by_position(self, name: str) -> np.ndarray:
         """A window detail (``memory_attention``, ``past_attention``) as ``(T, T)`` weights

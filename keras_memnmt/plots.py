@@ -7,19 +7,26 @@ title and label), each present when the model's step computes it, drawn by their
 
 - "source": target subwords (rows) against source subwords (columns), the source
   attention of most models;
-- "memory": against the memory cells, numbered from 1 (a memory's read and write weights);
+- "memory": against the memory cells, numbered from 1 (a memory's read weights);
+- "writes": what a memory holds, the cells (rows, numbered from 1 as a "memory" panel's
+  columns) against the steps that wrote them, each labelled by its input word
+  (``<s>, y_1, ...``; :meth:`~keras_memnmt.inspection.Inspection.by_cell`), beside the
+  read weights so that a word can be followed from its write to its read;
 - "window": an attention over the most recent decoder positions, against the decoder's
   input words (``<s>, y_1, ...``): a band below the diagonal, as wide as the window;
 - "scalar": one value per step, a curve beside the probability the model gives each
   target subword (every model; a model without panels draws those alone).
 
-The size of the picture follows from the numbers of subwords alone (:func:`figure_size`),
-so the same sentence pair gives the same size at every validation.
+A panel's ``caption`` is drawn under its x-axis label, wrapped to :data:`CAPTION_CHARS`
+characters a line. The size of the picture follows from the numbers of subwords (and the
+panels' captions) alone (:func:`figure_size`), so the same sentence pair gives the same
+size at every validation.
 """
 
 from __future__ import annotations
 
 import io
+import textwrap
 
 import numpy as np
 
@@ -30,6 +37,8 @@ CELL_INCHES = 0.22  # one heatmap row or column
 CHAR_INCHES = 0.075  # one character of a tick label
 MAX_TITLE = 90  # characters of the source and target in the title
 PROBABILITY_LABEL = "p(target subword)"  # the curve every picture has
+CAPTION_CHARS = 44  # characters of a caption line
+CAPTION_LINE_INCHES = 0.14  # one caption line, at font size 8
 
 
 def _drawn(inspection: Inspection, axes: tuple[str, ...]) -> list[str]:
@@ -39,17 +48,26 @@ def _drawn(inspection: Inspection, axes: tuple[str, ...]) -> list[str]:
 
 def layout(inspection: Inspection) -> list[list[str]]:
     """The rows of panels: the source heatmaps (the source attention); the other heatmaps
-    side by side (memory cells, windows); the per-step curves."""
-    rows = [row for row in (_drawn(inspection, ("source",)), _drawn(inspection, ("memory", "window"))) if row]
+    side by side (memory cells, what a memory holds, windows); the per-step curves."""
+    rows = [row for row in (_drawn(inspection, ("source",)), _drawn(inspection, ("memory", "writes", "window")))
+            if row]
     return rows + [["curves"]]
 
 
+def _caption(inspection: Inspection, name: str) -> tuple[str, ...]:
+    """The lines of the panel's caption (none for the curves)."""
+    return () if name == "curves" else tuple(textwrap.wrap(inspection.panel(name).caption, CAPTION_CHARS))
+
+
 def _columns(inspection: Inspection, name: str) -> int:
+    """The heatmap columns the panel is sized for (as many as its caption's width needs)."""
     if name == "curves":
         return len(inspection.target_tokens)
-    if inspection.panel(name).axis == "window":
-        return len(inspection.input_tokens)
-    return inspection.details[name].shape[-1]
+    axis = inspection.panel(name).axis
+    columns = len(inspection.input_tokens) if axis in ("window", "writes") else inspection.details[name].shape[-1]
+    if _caption(inspection, name):
+        columns = max(columns, int(np.ceil(CAPTION_CHARS * CHAR_INCHES / CELL_INCHES)))
+    return columns
 
 
 def _longest(tokens: list[str]) -> float:
@@ -61,11 +79,13 @@ def _row_height(inspection: Inspection, row: list[str]) -> float:
                      inspection.source_tokens + inspection.input_tokens)  # the x labels
     if row == ["curves"]:
         return 2.4 + below
-    return 1.1 + CELL_INCHES * len(inspection.target_tokens) + below
+    captions = CAPTION_LINE_INCHES * max(len(_caption(inspection, name)) for name in row)
+    return 1.1 + CELL_INCHES * len(inspection.target_tokens) + below + captions
 
 
 def figure_size(inspection: Inspection) -> tuple[float, float]:
-    """``(width, height)`` in inches, from the numbers and lengths of the subwords alone."""
+    """``(width, height)`` in inches, from the numbers and lengths of the subwords (and the
+    panels' captions) alone."""
     label = _longest(inspection.target_tokens)  # each panel's row labels
     width = max(len(row) * (1.6 + label) + CELL_INCHES * sum(_columns(inspection, n) for n in row)
                 for row in layout(inspection))
@@ -78,13 +98,16 @@ def _short(text: str) -> str:
 
 
 def _heatmap(fig, ax, weights: np.ndarray, rows: list[str], columns: list[str], title: str,
-             xlabel: str) -> None:
+             xlabel: str, ylabel: str = "target", caption: tuple[str, ...] = ()) -> None:
     vmax = max(float(weights.max()), 1e-6)
     image = ax.imshow(weights, cmap="viridis", vmin=0.0, vmax=vmax, aspect="auto", interpolation="nearest")
     ax.set_xticks(range(len(columns)), labels=columns, rotation=90, fontsize=8)
     ax.set_yticks(range(len(rows)), labels=rows, fontsize=8)
-    ax.set_xlabel(xlabel, fontsize=9)
-    ax.set_ylabel("target", fontsize=9)
+    if caption:
+        ax.set_xlabel("\n".join([xlabel, *caption]), fontsize=8)
+    else:
+        ax.set_xlabel(xlabel, fontsize=9)
+    ax.set_ylabel(ylabel, fontsize=9)
     ax.set_title(title, fontsize=10)
     fig.colorbar(image, ax=ax, fraction=0.05, pad=0.02)
 
@@ -104,13 +127,18 @@ def _draw(fig, ax, inspection: Inspection, name: str) -> None:
         ax.grid(alpha=0.3)
         return
     panel = inspection.panel(name)
-    title = panel.title.format(size=d[name].shape[-1])
+    labels = dict(title=panel.title.format(size=d[name].shape[-1]), xlabel=panel.xlabel,
+                  caption=_caption(inspection, name))
+    cells = [str(i + 1) for i in range(d[name].shape[-1])]
     if panel.axis == "source":
-        _heatmap(fig, ax, d[name], rows, inspection.source_tokens, title, panel.xlabel)
+        _heatmap(fig, ax, d[name], rows, inspection.source_tokens, **labels)
     elif panel.axis == "memory":
-        _heatmap(fig, ax, d[name], rows, [str(i + 1) for i in range(d[name].shape[-1])], title, panel.xlabel)
+        _heatmap(fig, ax, d[name], rows, cells, **labels)
+    elif panel.axis == "writes":  # the cells (rows, as the "memory" panels' columns) against the steps
+        _heatmap(fig, ax, inspection.by_cell(name), cells, inspection.input_tokens, ylabel="memory cell",
+                 **labels)
     else:  # "window"
-        _heatmap(fig, ax, inspection.by_position(name), rows, inspection.input_tokens, title, panel.xlabel)
+        _heatmap(fig, ax, inspection.by_position(name), rows, inspection.input_tokens, **labels)
 
 
 def figure(inspection: Inspection, forced_on: str = "the reference"):

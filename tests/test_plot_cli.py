@@ -125,6 +125,63 @@ def test_windows_by_position(runs):
         np.testing.assert_allclose(square.sum(-1)[lag:], 1.0, atol=1e-5)
 
 
+@pytest.mark.backend
+def test_what_the_memory_holds(runs):
+    """MemDec's pictures show what its memory holds next to what it reads: the write and add
+    weights as cells × steps, each step labelled by its input word; each step's write
+    weights sum to 1 over the cells, its add weights to its mean add, and with shared
+    weights each step reads with the previous step's write weights (the first with 1/n)."""
+    from keras_memnmt.inspection import inspect_pair
+    from keras_memnmt.plots import figure, layout, png_bytes
+    from keras_memnmt.rundir.runs import load_run
+
+    model, vocab, _ = load_run(runs["memdec"])
+    assert model.cell.addressing == "shared_weights"
+    inspection = inspect_pair(model, vocab, SOURCE, REFERENCE)
+    cells, steps = model.cell.memory_size, len(inspection.target_tokens)
+    written, added = inspection.by_cell("write_weights"), inspection.by_cell("add_weights")
+    assert written.shape == added.shape == (cells, steps) == (cells, len(inspection.input_tokens))
+    np.testing.assert_allclose(written, inspection.details["write_weights"].T)
+    np.testing.assert_allclose(written.sum(0), 1.0, atol=1e-5)
+    np.testing.assert_allclose(added.sum(0), inspection.details["add_mean"], rtol=1e-5)
+    np.testing.assert_allclose(added, written * inspection.details["add_mean"], rtol=1e-5)
+    read = inspection.details["read_weights"]
+    np.testing.assert_allclose(read[0], 1.0 / cells)
+    np.testing.assert_allclose(read[1:], inspection.details["write_weights"][:-1], atol=1e-6)
+
+    assert layout(inspection)[1] == ["read_weights", "write_weights", "add_weights"]  # beside the read
+    fig = figure(inspection)
+    holds = [ax for ax in fig.axes if ax.get_title().startswith("what the memory holds")]
+    assert [ax.get_title() for ax in holds] == [f"what the memory holds: {kind} weights ({cells} cells)"
+                                                for kind in ("write", "add")]
+    for ax, name in zip(holds, ("write_weights", "add_weights")):
+        assert [t.get_text() for t in ax.get_xticklabels()] == inspection.input_tokens
+        assert [t.get_text() for t in ax.get_yticklabels()] == [str(i + 1) for i in range(cells)]
+        panel = inspection.panel(name)  # the caption (one offset, the other Eq. 13) under the x label
+        assert ax.get_xlabel().split() == f"{panel.xlabel} {panel.caption}".split()
+    assert "shared weights" in inspection.panel("write_weights").caption
+    assert png_bytes(inspection).startswith(b"\x89PNG")
+
+
+@pytest.mark.backend
+def test_the_rmn_memory_holds_the_most_recent_words(runs):
+    """The RMN decoder writes no weights: its memory holds the step's input and the words
+    before it, ``memory_size`` of them, so its one memory panel is already against the words
+    (the read over the positions the window holds) and it has no "writes" panel."""
+    from keras_memnmt.inspection import inspect_pair
+    from keras_memnmt.plots import layout
+    from keras_memnmt.rundir.runs import load_run
+
+    model, vocab, _ = load_run(runs["rmn"])
+    inspection = inspect_pair(model, vocab, SOURCE, REFERENCE)
+    assert layout(inspection) == [["attention"], ["memory_attention"], ["curves"]]
+    assert not [panel for panel in inspection.panels if panel.axis == "writes"]
+    square = inspection.by_position("memory_attention")
+    held = np.tril(np.ones_like(square)) - np.tril(np.ones_like(square), -model.cell.memory_size)
+    assert np.all(square[held == 0] == 0.0)
+    np.testing.assert_allclose(square.sum(-1), 1.0, atol=1e-5)
+
+
 def test_plot_errors(runs, tmp_path, capsys):
     assert main(["plot", "--model", runs["rnnsearch"], "--source", SOURCE, "--out", str(tmp_path / "x.jpg")]) == 2
     assert "--out must name a .png file" in capsys.readouterr().err

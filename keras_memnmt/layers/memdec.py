@@ -624,11 +624,16 @@ class MemDecCell(DecoderCell):
     def step_details(self, inputs: Any, states: list, training: bool = False) -> dict:
         """One decoder step with its intermediate values: "output", "states" and the
         details of `_step`, plus "erase_mean" and "add_mean" `(B,)`, the mean over the
-        `m` features of the erase and add vectors (with `write=True`; else None)."""
+        `m` features of the erase and add vectors, and "add_weights" `(B, n)`,
+        `w^w_t(i) * add_mean`: the mean over the features of what Eq. 13 adds to cell
+        `i` (`w^w_t(i) mu^add`), summing over the cells to "add_mean" (all three with
+        `write=True`; else None)."""
         details = super().step_details(inputs, states, training=training)
         for name in ("erase", "add"):
             vector = details[name]
             details[f"{name}_mean"] = None if vector is None else ops.mean(vector, axis=-1)
+        add_mean = details["add_mean"]
+        details["add_weights"] = None if add_mean is None else details["write_weights"] * add_mean[:, None]
         return details
 
     # ---------------------------------------------------------------- config

@@ -50,10 +50,21 @@ class MemDec(Seq2Seq):
     tiny_options = dict(embedding_dim=8, encoder_units=6, decoder_units=10, attention_units=9,
                         readout_units=7, output_dropout=0.0, memory_size=4, memory_dim=5)
     fast_tier = True  # the memory decoders
+    # What the memory holds beside what is read from it: a step writes from s_t, which has
+    # read y_{t-1} (its input, the label of its column) and predicts y_t (its row's label).
     panels = (
         SOURCE_ATTENTION,
         Panel("read_weights", "memory", "memory read weights ({size} cells)", "memory cell"),
-        Panel("write_weights", "memory", "memory write weights ({size} cells)", "memory cell"),
+        Panel("write_weights", "writes", "what the memory holds: write weights ({size} cells)",
+              "the word each step writes (its input)",
+              caption="Column t is step t (row t of the other panels): it writes from $s_t$, which "
+                      "has read $y_{t-1}$ (the label) and predicts $y_t$. With shared weights (the "
+                      "default addressing) step t+1 reads with these weights: read row t+1 is "
+                      "column t (row 1 reads 1/n)."),
+        Panel("add_weights", "writes", "what the memory holds: add weights ({size} cells)",
+              "the word each step writes (its input)",
+              caption="The write weight times the mean of the add vector (Eq. 13): how much of "
+                      "step t each cell takes in; a column sums to the step's mean add."),
         Panel("erase_mean", "scalar", "mean erase"),
         Panel("add_mean", "scalar", "mean add"),
     )

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 
-# What a detail's last axis indexes.
-AXES = ("source", "memory", "window", "scalar")
+# What a detail's last axis indexes ("writes": the memory cells, drawn as what they hold).
+AXES = ("source", "memory", "writes", "window", "scalar")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,14 +25,20 @@ class Panel:
             picture draws it when the step computes it.
         axis: what its last axis indexes: "source" positions (a heatmap against the
             source subwords), "memory" cells (a heatmap against the cells, numbered from
-            1), a "window" of the most recent decoder positions, slot 0 the newest (a
-            heatmap against the decoder's input words, see ``lag``), or "scalar" (one
-            value per step, a curve beside the target probabilities).
+            1), the memory cells drawn as "writes" (what the memory holds: a heatmap of
+            the cells, numbered from 1 as a "memory" panel's columns, against the steps,
+            each labelled by the step's input word ``<s>, y_1 ..``, the newest word the
+            state that writes has read; see ``Inspection.by_cell``), a "window" of the most
+            recent decoder positions, slot 0 the newest (a heatmap against the decoder's
+            input words, see ``lag``), or "scalar" (one value per step, a curve beside
+            the target probabilities).
         title: the heatmap's title, or the curve's label; ``{size}`` stands for the size
             of the detail's last axis (cells, window slots).
         xlabel: the heatmap's x-axis label (not used by a "scalar").
         lag: a "window"'s: how many steps back its slot 0 is (0: the step's own input
             word ``y_{t-1}``; 1: the step before).
+        caption: what the heatmap's axes mean beyond its labels, drawn under its x-axis
+            label ("" for none).
     """
 
     detail: str
@@ -40,6 +46,7 @@ class Panel:
     title: str
     xlabel: str = ""
     lag: int = 0
+    caption: str = ""
 
     def __post_init__(self):
         if self.axis not in AXES:
