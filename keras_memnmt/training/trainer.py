@@ -414,9 +414,10 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
                     _SHARED_DIR)
     log(f"vocabulary: {vocab.source.vocab_size} source / {vocab.target.vocab_size} target pieces")
     if not resuming and place.writer:  # after the vocabulary: a run that fails before it leaves no files behind
-        log.open(os.path.join(out_dir, TRAIN_LOG), out_dir)
         write_config(out_dir, config)
         start_record(out_dir, config.to_dict())  # completed by finish_record below
+        # After config.json: a folder that a kill leaves with a vocabulary alone is a run's.
+        log.open(os.path.join(out_dir, TRAIN_LOG), out_dir)
 
     shape = dict(batch_size=config.batch_size, batch_by=config.batch_by, max_length=config.max_length,
                  bucket_width=config.bucket_width)
