@@ -183,7 +183,10 @@ def test_sigterm_ends_the_server_within_its_grace_whatever_the_model_is_doing(sh
         thread.join(timeout=30)
         (status, reply), = answers
         assert status == 503 and "stopped before this request was translated" in reply["error"]
-        assert "was abandoned" in process.stderr.read()
+        # Whether a chunk was still running when the grace ran out depends on the
+        # machine's load: either the model thread was abandoned or it had just stopped.
+        last = process.stderr.read().strip().splitlines()[-1]
+        assert last == "stopped serving m" or (last.startswith("stopped serving m;") and "was abandoned" in last)
     finally:
         if process.poll() is None:
             process.kill()
