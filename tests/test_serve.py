@@ -96,13 +96,18 @@ def test_predict_answers_as_memnmt_translate_in_both_formats(run_client, shared_
     rows = run_client.post("/v1/models/m:predict", json={"instances": SENTENCES})
     assert rows.status_code == 200
     assert [p["translation"] for p in rows.json()["predictions"]] == expected
-    assert rows.json()["predictions"][2] == {"translation": "", "score": 0.0}
+    assert rows.json()["predictions"][2] == {"translation": "", "score": 0.0, "log_prob": 0.0}
     named = run_client.post("/v1/models/m/versions/1:predict", json={"instances": [{"sentences": s} for s in SENTENCES]})
     assert named.json() == rows.json()
     columns = run_client.post("/v1/models/m:predict", json={"inputs": {"sentences": SENTENCES}})
     assert columns.json()["outputs"]["translation"] == expected
     greedy = run_client.post("/v1/models/m:predict", json={"inputs": SENTENCES, "options": {"beam": 1}})
     assert greedy.json()["outputs"]["translation"] == memnmt_translate(shared_run, SENTENCES, beam=1)
+    # Both kinds of score under their own names at every beam: the normalized one is the
+    # log-probability over the GNMT penalty of the hypothesis' length, at beam 1 as at 5.
+    for outputs in (greedy.json()["outputs"], columns.json()["outputs"]):
+        for score, log_prob in zip(outputs["score"], outputs["log_prob"]):
+            assert log_prob <= score <= 0 and (score == log_prob == 0 or score > log_prob)
     n_best = run_client.post("/v1/models/m:predict", json={
         "signature_name": "translate_n_best", "instances": SENTENCES[:2], "options": {"beam": 3, "n_best": 2}})
     first = n_best.json()["predictions"][0]

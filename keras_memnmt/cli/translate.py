@@ -57,6 +57,8 @@ def cmd_translate(args) -> int:
         raise ValueError("--alignments and --show-attention: choose one (words on stdout, or subwords on stderr)")
     if args.resume and not args.output:
         raise ValueError("--resume continues an --output file; give --output")
+    search.update(_lengths(args))
+    n_best = _n_best(args)
     members = members_of(args)
     output = _Output(args, model_files(members))
     # The model first: a bad --model is reported before standard input is waited for.
@@ -72,11 +74,16 @@ def cmd_translate(args) -> int:
         # continue it.
         number = done
         for chunk in translate_chunks(model, vocab, lines[done:], chunk_size=args.chunk_size,
-                                      beam_size=args.beam, progress=progress(args),
+                                      beam_size=args.beam, progress=progress(args), batch_size=args.batch_size,
+                                      n_best=n_best, log_probs=bool(n_best),
                                       alignments=args.show_attention, word_alignment=args.alignments,
                                       line_offset=done,
                                       prefixes=None if prefixes is None else prefixes[done:],
                                       constraints=None if constraints is None else constraints[done:], **search):
+            if n_best:
+                write(out, "".join(_n_best_lines(number, chunk, args.n_best_format)), name)
+                number += len(chunk)
+                continue
             if args.samples > 1:  # each input line's samples, one per line
                 chunk = [line for draws in chunk for line in draws]
             if args.alignments:  # Marian's and OpenNMT-py's layout
@@ -223,6 +230,55 @@ def _drawing(args) -> dict:
             "samples": args.samples}
 
 
+def _n_best(args) -> int | None:
+    """``--n-best`` checked against the beam and the flags that write one line per input line."""
+    if args.n_best is None:
+        if args.n_best_format is not None:
+            raise ValueError("--n-best-format sets how --n-best lists are written; give --n-best N")
+        return None
+    if args.n_best > args.beam:
+        raise ValueError(f"--n-best {args.n_best} is more than --beam {args.beam}: a beam search keeps --beam "
+                         "hypotheses" + (" (--sampling draws one)" if args.sampling else ""))
+    for flag, given in (("--resume", args.resume), ("--show-attention", args.show_attention),
+                        ("--alignments", args.alignments), ("--samples", args.samples > 1)):
+        if given:
+            raise ValueError(f"--n-best writes --n-best lines per input line; not with {flag}")
+    return args.n_best
+
+
+def _n_best_lines(first: int, chunk: list, kind: str | None) -> list[str]:
+    """The n-best lists of input lines ``first``, ``first + 1``, ... (counted from 0), best
+    first: Moses's and Marian's ``N ||| TRANSLATION ||| log_prob= LOGP ||| SCORE`` (the
+    default), or one JSON object a line (``jsonl``). ``log_prob`` is the model's
+    log-probability of the translation, eos included (``memnmt score``'s); ``score`` the
+    length-normalized one the beam ranks by."""
+    import json
+
+    lines = []
+    for offset, hypotheses in enumerate(chunk):
+        for rank, (text, score, log_prob) in enumerate(hypotheses):
+            if kind == "jsonl":
+                lines.append(json.dumps({"line": first + offset, "rank": rank, "translation": text,
+                                         "log_prob": round(log_prob, 4), "score": round(score, 4)},
+                                        ensure_ascii=False) + "\n")
+            else:
+                lines.append(f"{first + offset} ||| {text} ||| log_prob= {log_prob:.4f} ||| {score:.4f}\n")
+    return lines
+
+
+def _lengths(args) -> dict:
+    """The output length bound from ``--max-length`` or ``--max-length-a``/``-b``."""
+    if args.max_length is not None:
+        if args.max_length_a is not None or args.max_length_b is not None:
+            raise ValueError("--max-length N bounds every output at N subwords; --max-length-a/-b bound it by "
+                             "the source's length: give one or the other")
+        return {"max_length_a": 0.0, "max_length_b": args.max_length}
+    if args.max_length_a is not None and args.max_length_a < 0:
+        raise ValueError(f"--max-length-a must be >= 0, got {args.max_length_a}")
+    return {name: value for name, value in (("max_length_a", args.max_length_a),
+                                            ("max_length_b", args.max_length_b)) if value is not None}
+
+
 def _print_alignment(number: int, alignment: list) -> None:
     """``translate --show-attention``: each target subword of line ``number`` with the
     source subword it attends to most, and that weight, on stderr."""
@@ -273,4 +329,19 @@ def add_parsers(sub) -> None:
                          "on every backend and batch size (default 0)")
     tl.add_argument("--samples", type=positive_int, default=1,
                     help="with --sampling: draws per input line, written on consecutive lines (default 1)")
+    tl.add_argument("--n-best", type=positive_int, metavar="N",
+                    help="write the N best translations of each input line (N <= --beam), best first, one per "
+                         "line: 'LINE ||| TRANSLATION ||| log_prob= LOGP ||| SCORE' (LINE counted from 0; LOGP the "
+                         "model's log-probability, eos included, as memnmt score gives it; SCORE the "
+                         "length-normalized one the beam ranks by)")
+    tl.add_argument("--n-best-format", choices=("moses", "jsonl"),
+                    help="with --n-best: moses (the line above, the default) or jsonl (one JSON object a "
+                         "line: line, rank, translation, log_prob, score)")
+    tl.add_argument("--batch-size", type=positive_int, metavar="SENTENCES",
+                    help="sentences per search (default: 256 greedy, 640 // --beam otherwise)")
+    tl.add_argument("--max-length", type=positive_int, metavar="N",
+                    help="at most N subwords per translation, eos included (instead of --max-length-a/-b)")
+    tl.add_argument("--max-length-a", type=finite_float, metavar="A",
+                    help="the length bound is A x source subwords + B (default A 1.5)")
+    tl.add_argument("--max-length-b", type=positive_int, metavar="B", help="see --max-length-a (default B 10)")
     tl.set_defaults(func=cmd_translate, beam=None)

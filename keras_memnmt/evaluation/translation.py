@@ -71,6 +71,7 @@ def translate_chunks(
     samples: int = 1,
     seed: int = 0,
     line_offset: int = 0,
+    log_probs: bool = False,
     **generate_kwargs,
 ) -> Iterator[list]:
     """Translates ``sentences`` ``chunk_size`` at a time, yielding each chunk's outputs in input order.
@@ -105,8 +106,10 @@ def translate_chunks(
     translates batches of any size keeps to a few compiled batch sizes this way).
 
     With ``n_best`` each output is a list of ``n_best`` pairs ``(translation, score)``,
-    best first (the search's length-normalized log-probability; an empty input gets
-    ``("", 0.0)`` pairs, as the SavedModel export answers).
+    best first, ``score`` the length-normalized log-probability whatever the beam
+    (:func:`score_kinds`; an empty input gets ``("", 0.0)`` pairs, as the SavedModel export
+    answers); with ``log_probs`` too, triples ``(translation, score, log_prob)``, ``log_prob``
+    the model's log-probability of the translation (eos included).
 
     With ``sampling`` (in ``generate_kwargs``: ``"full"``, ``"topk:K"``, ``"topp:P"``,
     and ``temperature``), each sentence gets ``samples`` draws, the ``j``-th of input
@@ -149,7 +152,8 @@ def translate_chunks(
                                    pad_multiple, rows, bar, alignments, generate_kwargs,
                                    None if prefixes is None else prefixes[start:start + size],
                                    draw, line_offset + start, word_alignment,
-                                   None if constraints is None else constraints[start:start + size], n_best)
+                                   None if constraints is None else constraints[start:start + size], n_best,
+                                   log_probs)
 
 
 def progress_disabled(progress: bool | None, total: int | None = None) -> bool | None:
@@ -164,9 +168,11 @@ def _translate_chunk(model, vocab: SubwordVocab, sentences: Sequence[str], beam_
                      batch_size: int, pad_multiple: int, rows: int | None, bar, alignments: bool,
                      generate_kwargs: dict, prefixes: Sequence[str] | None = None,
                      draw: dict | None = None, first_line: int = 0, word_alignment: str | None = None,
-                     constraints: Sequence[str] | None = None, n_best: int | None = None) -> list:
+                     constraints: Sequence[str] | None = None, n_best: int | None = None,
+                     log_probs: bool = False) -> list:
     copies = draw["samples"] if draw else 1
-    empty = ("", []) if alignments else ("", "") if word_alignment else [("", 0.0)] * n_best if n_best else ""
+    nothing = ("", 0.0, 0.0) if log_probs else ("", 0.0)
+    empty = ("", []) if alignments else ("", "") if word_alignment else [nothing] * n_best if n_best else ""
     attend = bool(alignments or word_alignment)
     results: list = [empty if copies == 1 else [""] * copies for _ in sentences]
     todo = [i for i, s in enumerate(sentences) if s.strip()]
@@ -196,10 +202,14 @@ def _translate_chunk(model, vocab: SubwordVocab, sentences: Sequence[str], beam_
                 raise ValueError(f"{type(model).__name__} has no source attention to align with") from None
             raise
         if n_best:  # (B, n_best, L) tokens and (B, n_best) scores
-            texts = vocab.target.decode(np.asarray(out["tokens"])[: len(chunk)].reshape(len(chunk) * n_best, -1))
-            scores = np.asarray(out["scores"])[: len(chunk)]
+            tokens = np.asarray(out["tokens"])[: len(chunk)]
+            texts = vocab.target.decode(tokens.reshape(len(chunk) * n_best, -1))
+            normalized, log_prob = score_kinds(tokens, np.asarray(out["scores"])[: len(chunk)], beam_size,
+                                               generate_kwargs.get("length_penalty", "gnmt"),
+                                               generate_kwargs.get("alpha", 0.6))
             for row, (i, _) in enumerate(chunk):
-                results[i] = [(texts[row * n_best + j], float(scores[row, j])) for j in range(n_best)]
+                results[i] = [(texts[row * n_best + j], float(normalized[row, j]))
+                              + ((float(log_prob[row, j]),) if log_probs else ()) for j in range(n_best)]
             bar.update(len(chunk))
             continue
         tokens = np.asarray(out["tokens"])[: len(chunk), 0, :]  # best hypothesis (B, L)
@@ -216,6 +226,38 @@ def _translate_chunk(model, vocab: SubwordVocab, sentences: Sequence[str], beam_
                 results[i] = text
         bar.update(sum(1 for _, j in chunk if j == copies - 1))  # sentences whose draws are all done
     return results
+
+
+def hypothesis_lengths(tokens: np.ndarray) -> np.ndarray:
+    """``|Y|`` of each hypothesis of ``tokens`` ``(..., L)``: its tokens up to and including
+    eos (all its non-pad tokens when it has no eos)."""
+    is_eos = tokens == EOS_ID
+    ended = is_eos.any(axis=-1)
+    through_eos = np.argmax(is_eos, axis=-1) + 1
+    return np.where(ended, through_eos, (tokens != PAD_ID).sum(axis=-1))
+
+
+def score_kinds(tokens: np.ndarray, scores: np.ndarray, beam_size: int, length_penalty: str = "gnmt",
+                alpha: float = 0.6) -> tuple[np.ndarray, np.ndarray]:
+    """``(normalized, log_prob)`` of hypotheses ``tokens`` ``(B, n, L)`` whose search gave
+    ``scores`` ``(B, n)``: the two kinds of score a translation has.
+
+    * ``log_prob``: the model's ``log P(Y | X)``, eos included (what ``memnmt score``
+      computes for the same subwords);
+    * ``normalized``: ``log_prob / lp(|Y|)`` with the search's length penalty
+      (``decoding.common.length_penalty``): what beam search ranks by.
+
+    A beam search returns ``normalized`` and a greedy one (``beam_size`` 1, sampling
+    included) ``log_prob``; the other is derived from ``|Y|`` here, so every front end
+    reports both under their own names whatever the beam.
+    """
+    from keras_memnmt.decoding.common import length_penalty as divisor
+
+    lp = np.asarray(divisor(hypothesis_lengths(tokens), length_penalty, alpha), np.float64)
+    scores = np.asarray(scores, np.float64)
+    if beam_size == 1:
+        return scores / lp, scores
+    return scores, scores * lp
 
 
 def padded_rows(rows: list[list[int]], height: int | None, pad_multiple: int, filler: int) -> np.ndarray:

@@ -160,17 +160,27 @@ def json_score(score: float) -> float | None:
     return score if math.isfinite(score) else None
 
 
-def answer(signature: str, results: list[list[tuple[str, float]]], row: bool) -> dict:
+LOG_PROB = {"translate": "log_prob", "translate_n_best": "log_probs"}
+
+
+def answer(signature: str, results: list[list[tuple]], row: bool) -> dict:
     """The predictions (row format) or outputs (columnar) of each sentence's n-best list;
-    a score that is not finite is None (:func:`json_score`)."""
-    text, score = SIGNATURES[signature]
+    a score that is not finite is None (:func:`json_score`).
+
+    Each entry of ``results`` is ``(translation, score)`` or ``(translation, score,
+    log_prob)``: ``score`` is the length-normalized log-probability the search ranks by
+    (the signature's output), ``log_prob`` the model's log-probability, eos included
+    (answered as ``log_prob`` / ``log_probs`` where the translator gives it)."""
+    names = (*SIGNATURES[signature], LOG_PROB[signature])
+    kinds = 3 if results and results[0] and len(results[0][0]) == 3 else 2
     if signature == "translate":
-        values = [(best[0][0], json_score(best[0][1])) for best in results]
+        values = [(best[0][0], *(json_score(x) for x in best[0][1:kinds])) for best in results]
     else:
-        values = [([t for t, _ in best], [json_score(s) for _, s in best]) for best in results]
+        values = [([h[0] for h in best], *([json_score(h[k]) for h in best] for k in range(1, kinds)))
+                  for best in results]
     if row:
-        return {"predictions": [{text: t, score: s} for t, s in values]}
-    return {"outputs": {text: [t for t, _ in values], score: [s for _, s in values]}}
+        return {"predictions": [dict(zip(names, v)) for v in values]}
+    return {"outputs": {name: [v[k] for v in values] for k, name in enumerate(names[:kinds])}}
 
 
 def host_name(header: str) -> str:
@@ -300,8 +310,9 @@ def create_app(translator, name: str, max_batch: int = 32, max_wait: float = 0.0
             pictures = []
             if drawn and i < PICTURE_SENTENCES and best[0][0]:
                 pictures = await batcher.run_alone(translator.pictures, source, best[0][0])
-            out.append({"source": source, "translations": [{"translation": t, "score": json_score(s)}
-                                                           for t, s in best], "pictures": pictures})
+            out.append({"source": source, "translations": [{"translation": h[0], "score": json_score(h[1]),
+                                                            **({"log_prob": json_score(h[2])} if len(h) > 2 else {})}
+                                                           for h in best], "pictures": pictures})
         warnings = warnings_of(sentences, "sentences")
         return JSONResponse({"results": out, **({"warnings": warnings} if warnings else {})})
 

@@ -7,7 +7,7 @@ from keras_memnmt import Translator
 
 translator = Translator("runs/rnnsearch")  # or ["runs/a", "runs/b"], or a `memnmt export` folder
 translator.translate(["A man rides a bike."], beam=5)  # -> list[str]
-translator.translate(["A man rides a bike."], beam=5, n_best=3)  # -> list[list[(translation, score)]]
+translator.translate(["A man rides a bike."], beam=5, n_best=3)  # -> list[list[(translation, normalized score)]]
 translator.score(["A man rides a bike."], ["Ein Mann fährt Fahrrad."])  # -> [log P(target | source)]
 ```
 
@@ -140,7 +140,8 @@ class Translator:
             sentences: the source sentences, a list of strings.
             beam: beam size, 1 = greedy (default 5; 1 with ``sampling``; an export's own).
             n_best: each output a list of ``n_best`` ``(translation, score)`` pairs, best
-                first, instead of a string (the search's length-normalized log-probability).
+                first, instead of a string (the length-normalized log-probability, at every
+                beam: ``evaluation.translation.score_kinds``).
             length_penalty: ``"gnmt"`` (default), ``"average"`` or ``"none"``: how beam
                 hypotheses are ranked.
             alpha: the GNMT length-penalty exponent, >= 0 (default 0.6).

@@ -136,8 +136,10 @@ class RunTranslator:
                 raise RequestError(f"instances[{i}]: {str(e).replace(' line 1', '')}") from None
 
     def translate(self, items: list[tuple[str, str, str]], search: tuple,
-                  cancelled: Callable[[], bool] = lambda: False) -> list[list[tuple[str, float]]]:
-        """Each item's (sentence, prefix, constraints) n-best ``(translation, score)`` list.
+                  cancelled: Callable[[], bool] = lambda: False) -> list[list[tuple[str, float, float]]]:
+        """Each item's (sentence, prefix, constraints) n-best ``(translation, score,
+        log_prob)`` list: the length-normalized score the search ranks by, and the model's
+        log-probability (:func:`~keras_memnmt.evaluation.translation.score_kinds`).
 
         The items are translated a model batch at a time, and ``cancelled()`` is asked
         between batches: once it is true (every request of them answered already) the
@@ -164,7 +166,7 @@ class RunTranslator:
         out = []
         for chunk in translate_chunks(self.model, self.vocab, sentences, chunk_size=rows, beam_size=options["beam"],
                                       n_best=options["n_best"], progress=False, batch_size=rows,
-                                      fill_batches=True, **kwargs):
+                                      fill_batches=True, log_probs=True, **kwargs):
             out += chunk
             if len(out) < len(sentences) and cancelled():
                 raise Cancelled(f"dropped after {len(out)} of {len(sentences)} sentences: no one waits for them")
