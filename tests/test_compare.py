@@ -488,3 +488,29 @@ def test_unknown_split_names(runs, multi30k_runs, capsys):
     assert err.count("\n") == 1 and "--split 'bogus': not a Multi30k split; expected one of train, val," in err
     assert main(["compare", runs["a"], runs["b"], "--split", "val", "--beam", "1", "--quiet"]) == 2
     assert "--split 'val': a synthetic run has one test set" in capsys.readouterr().err
+
+
+def test_by_length_scores_each_bucket_of_source_words(runs, capsys):
+    from keras_memnmt.evaluation.significance import by_length
+
+    sources = ["a b", "a b c", "", "a b c d e f g", "a"]
+    references = ["x y", "x y z", "", "p q r s t u v", "x"]
+    hyps = {"r1": ["x y", "x z", "", "p q r s t u w", "y"], "r2": ["x", "x y z", "", "p q", "x"]}
+    buckets = by_length(sources, references, hyps, width=3)
+    assert [(b["words"], b["sentences"]) for b in buckets] == [("1-3", 3), ("7-9", 1)]  # the empty one left out
+    for bucket, rows in zip(buckets, ([0, 1, 4], [3])):
+        for run, lines in hyps.items():
+            refs = [[references[i] for i in rows]]
+            got = [lines[i] for i in rows]
+            assert bucket["runs"][run] == {"bleu": round(sacrebleu.metrics.BLEU().corpus_score(got, refs).score, 2),
+                                           "chrf": round(sacrebleu.metrics.CHRF().corpus_score(got, refs).score, 2)}
+    with pytest.raises(ValueError, match="--by-length"):
+        by_length(sources, references, hyps, width=0)
+    # From the command line: the JSON's by_length covers every sentence, and a second table.
+    assert main(["compare", runs["a"], runs["b"], "--beam", "1", "--limit", "40", "--trials", "10",
+                 "--bootstrap", "10", "--quiet", "--by-length", "3"]) == 0
+    captured = capsys.readouterr()
+    result = json.loads(captured.out)
+    assert sum(b["sentences"] for b in result["by_length"]) == 40
+    assert set(result["by_length"][0]["runs"]) == {runs["a"], runs["b"]}
+    assert "BLEU / chrF by source length" in captured.err

@@ -114,7 +114,7 @@ def cmd_compare(args) -> int:
         (lambda msg: print(f"memnmt compare: {msg}", file=sys.stderr, flush=True))
     result = compare(systems, split=args.split, beam_size=args.beam, data_dir=args.data_dir,
                      limit=args.limit, seed=args.seed, bootstrap=args.bootstrap, trials=args.trials,
-                     log=log, keep=keep, **search)
+                     log=log, keep=keep, length_width=args.by_length, **search)
     text = as_json({**result, **_remade_by()})
     if args.json:
         try:
@@ -174,6 +174,9 @@ def add_parsers(sub) -> None:
                     help="paired bootstrap resamples (default 1000)")
     cp.add_argument("--trials", type=positive_int, default=10000, metavar="N",
                     help="approximate randomization trials (default 10000)")
+    cp.add_argument("--by-length", nargs="?", const=5, type=positive_int, metavar="WORDS",
+                    help="also BLEU and chrF of each run by source length, in buckets of WORDS source "
+                         "words (default 5): the JSON's by_length and a second table")
     cp.add_argument("--json", metavar="FILE", help="write the JSON here and the table to stdout "
                     "(default: the JSON to stdout, the table to stderr)")
     cp.add_argument("--quiet", action="store_true", help="no progress messages")

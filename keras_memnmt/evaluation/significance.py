@@ -241,7 +241,7 @@ def compare(systems: Sequence[System], split: str = DEFAULT_TEST_SPLIT, beam_siz
             length_penalty: str = "gnmt", alpha: float = 0.6, data_dir: str | None = None,
             limit: int | None = None, seed: int = DEFAULT_SEED, bootstrap: int = 1000,
             trials: int = 10000, store: bool = True, log: Callable[[str], None] | None = None,
-            keep: str | None = None) -> dict:
+            keep: str | None = None, length_width: int | None = None) -> dict:
     """Translates (or reuses the stored translations of) every run on ``split`` and compares
     the systems (see :func:`compare_hypotheses`).
 
@@ -253,6 +253,9 @@ def compare(systems: Sequence[System], split: str = DEFAULT_TEST_SPLIT, beam_siz
     ``split="all"``: every test split the loader knows, a missing one skipped with a note;
     the result is then ``{"splits": [one result per split], "skipped": [...]}``. Every run
     must have the same test set (language pair, or synthetic corpus and seed).
+
+    ``length_width``: each result gets ``by_length`` too (:func:`by_length`, buckets of that
+    many source words).
     """
     from keras_memnmt.rundir import records
     from keras_memnmt.rundir.runs import check_ensemble, read_config
@@ -307,12 +310,63 @@ def compare(systems: Sequence[System], split: str = DEFAULT_TEST_SPLIT, beam_siz
         for system in result["systems"]:
             for run in system["runs"]:
                 run["hypotheses"] = files[run["run"]]
+        if length_width is not None:
+            result["by_length"] = by_length(test.source[: len(references)], references, hyps, length_width)
         results.append({"split": split_name, "corpus": corpus_name, "sentences": len(references),
                         "beam_size": beam_size, "length_penalty": length_penalty, "alpha": alpha,
                         **result})
     if split == "all":
         return {"splits": results, "skipped": skipped}
     return results[0]
+
+
+LENGTH_METRICS = ("bleu", "chrf")
+
+
+def by_length(sources: Sequence[str], references: Sequence[str], hypotheses: dict[str, list[str]],
+              width: int = 5) -> list[dict]:
+    """Corpus BLEU and chrF of each run's ``hypotheses`` (run → lines) on the sentences of each
+    source length: buckets of ``width`` source words (``1-5``, ``6-10``, ... for 5; an empty
+    source is left out), as Bahdanau et al. (2014, Fig. 2) plot BLEU against sentence length.
+
+    Returns one ``{"words": "1-5", "sentences": N, "runs": {RUN: {"bleu": .., "chrf": ..}}}``
+    per bucket that holds a sentence, shortest first.
+    """
+    import sacrebleu
+
+    if not isinstance(width, int) or width < 1:
+        raise ValueError(f"--by-length: a bucket width in source words >= 1, got {width!r}")
+    buckets: dict[int, list[int]] = {}
+    for i, source in enumerate(sources):
+        words = len(source.split())
+        if words:
+            buckets.setdefault((words - 1) // width, []).append(i)
+    out = []
+    for bucket in sorted(buckets):
+        rows = buckets[bucket]
+        refs = [[references[i] for i in rows]]
+        scores = {}
+        for run, lines in hypotheses.items():
+            hyps = [lines[i] for i in rows]
+            scores[run] = {"bleu": round(sacrebleu.metrics.BLEU().corpus_score(hyps, refs).score, 2),
+                           "chrf": round(sacrebleu.metrics.CHRF().corpus_score(hyps, refs).score, 2)}
+        out.append({"words": f"{bucket * width + 1}-{(bucket + 1) * width}", "sentences": len(rows),
+                    "runs": scores})
+    return out
+
+
+def format_length_table(result: dict) -> str:
+    """The ``by_length`` part of a comparison as a table: one row per bucket, BLEU / chrF of
+    each run in the columns."""
+    table = result["by_length"]
+    runs = list(table[0]["runs"]) if table else []
+    rows = [["source words", "sentences", *runs]]
+    rows += [[b["words"], str(b["sentences"]),
+              *(f"{b['runs'][r]['bleu']:.2f} / {b['runs'][r]['chrf']:.2f}" for r in runs)] for b in table]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join([f"BLEU / chrF by source length ({result['split']})", *lines])
 
 
 def _keep_translations(folder: str, name: str, split: str, beam_size: int, hypotheses: Sequence[str]) -> str:
@@ -376,5 +430,7 @@ def print_table(result: dict, file=None) -> None:
     file = file or sys.stdout
     for i, one in enumerate(result.get("splits", [result])):
         print(("\n" if i else "") + format_table(one), file=file)
+        if "by_length" in one:
+            print("\n" + format_length_table(one), file=file)
     for skipped in result.get("skipped", []):
         print(f"skipped {skipped['split']}: {skipped['reason']}", file=file)
