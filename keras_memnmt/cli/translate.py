@@ -251,18 +251,21 @@ def _n_best_lines(first: int, chunk: list, kind: str | None) -> list[str]:
     first: Moses's and Marian's ``N ||| TRANSLATION ||| log_prob= LOGP ||| SCORE`` (the
     default), or one JSON object a line (``jsonl``). ``log_prob`` is the model's
     log-probability of the translation, eos included (``memnmt score``'s); ``score`` the
-    length-normalized one the beam ranks by."""
+    length-normalized one the beam ranks by. A hypothesis the length bound cut before eos
+    is marked (``unfinished= 1`` among the features; ``"finished": false``): its
+    ``log_prob`` has no eos term."""
     import json
 
     lines = []
     for offset, hypotheses in enumerate(chunk):
-        for rank, (text, score, log_prob) in enumerate(hypotheses):
+        for rank, (text, score, log_prob, finished) in enumerate(hypotheses):
             if kind == "jsonl":
                 lines.append(json.dumps({"line": first + offset, "rank": rank, "translation": text,
-                                         "log_prob": round(log_prob, 4), "score": round(score, 4)},
-                                        ensure_ascii=False) + "\n")
+                                         "log_prob": round(log_prob, 4), "score": round(score, 4),
+                                         "finished": finished}, ensure_ascii=False) + "\n")
             else:
-                lines.append(f"{first + offset} ||| {text} ||| log_prob= {log_prob:.4f} ||| {score:.4f}\n")
+                cut = "" if finished else " unfinished= 1"
+                lines.append(f"{first + offset} ||| {text} ||| log_prob= {log_prob:.4f}{cut} ||| {score:.4f}\n")
     return lines
 
 
@@ -336,7 +339,7 @@ def add_parsers(sub) -> None:
                          "length-normalized one the beam ranks by)")
     tl.add_argument("--n-best-format", choices=("moses", "jsonl"),
                     help="with --n-best: moses (the line above, the default) or jsonl (one JSON object a "
-                         "line: line, rank, translation, log_prob, score)")
+                         "line: line, rank, translation, log_prob, score, finished)")
     tl.add_argument("--batch-size", type=positive_int, metavar="SENTENCES",
                     help="sentences per search (default: 256 greedy, 640 // --beam otherwise)")
     tl.add_argument("--max-length", type=positive_int, metavar="N",

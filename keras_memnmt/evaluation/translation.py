@@ -108,8 +108,10 @@ def translate_chunks(
     With ``n_best`` each output is a list of ``n_best`` pairs ``(translation, score)``,
     best first, ``score`` the length-normalized log-probability whatever the beam
     (:func:`score_kinds`; an empty input gets ``("", 0.0)`` pairs, as the SavedModel export
-    answers); with ``log_probs`` too, triples ``(translation, score, log_prob)``, ``log_prob``
-    the model's log-probability of the translation (eos included).
+    answers); with ``log_probs``, ``(translation, score, log_prob, finished)`` instead,
+    ``log_prob`` the model's log-probability of the translation's subwords and ``finished``
+    False for a hypothesis the length bound cut before eos (its ``log_prob`` then has no
+    eos term, where ``memnmt score``, which scores a text followed by eos, adds one).
 
     With ``sampling`` (in ``generate_kwargs``: ``"full"``, ``"topk:K"``, ``"topp:P"``,
     and ``temperature``), each sentence gets ``samples`` draws, the ``j``-th of input
@@ -171,7 +173,7 @@ def _translate_chunk(model, vocab: SubwordVocab, sentences: Sequence[str], beam_
                      constraints: Sequence[str] | None = None, n_best: int | None = None,
                      log_probs: bool = False) -> list:
     copies = draw["samples"] if draw else 1
-    nothing = ("", 0.0, 0.0) if log_probs else ("", 0.0)
+    nothing = ("", 0.0, 0.0, True) if log_probs else ("", 0.0)
     empty = ("", []) if alignments else ("", "") if word_alignment else [nothing] * n_best if n_best else ""
     attend = bool(alignments or word_alignment)
     results: list = [empty if copies == 1 else [""] * copies for _ in sentences]
@@ -204,12 +206,14 @@ def _translate_chunk(model, vocab: SubwordVocab, sentences: Sequence[str], beam_
         if n_best:  # (B, n_best, L) tokens and (B, n_best) scores
             tokens = np.asarray(out["tokens"])[: len(chunk)]
             texts = vocab.target.decode(tokens.reshape(len(chunk) * n_best, -1))
+            finished = (tokens == EOS_ID).any(axis=-1)  # (B, n_best): False where the length bound cut it
             normalized, log_prob = score_kinds(tokens, np.asarray(out["scores"])[: len(chunk)], beam_size,
                                                generate_kwargs.get("length_penalty", "gnmt"),
                                                generate_kwargs.get("alpha", 0.6))
             for row, (i, _) in enumerate(chunk):
                 results[i] = [(texts[row * n_best + j], float(normalized[row, j]))
-                              + ((float(log_prob[row, j]),) if log_probs else ()) for j in range(n_best)]
+                              + ((float(log_prob[row, j]), bool(finished[row, j])) if log_probs else ())
+                              for j in range(n_best)]
             bar.update(len(chunk))
             continue
         tokens = np.asarray(out["tokens"])[: len(chunk), 0, :]  # best hypothesis (B, L)
@@ -243,7 +247,8 @@ def score_kinds(tokens: np.ndarray, scores: np.ndarray, beam_size: int, length_p
     ``scores`` ``(B, n)``: the two kinds of score a translation has.
 
     * ``log_prob``: the model's ``log P(Y | X)``, eos included (what ``memnmt score``
-      computes for the same subwords);
+      computes for the same subwords); for a hypothesis that the length bound cut before
+      eos, the log-probability of its subwords alone;
     * ``normalized``: ``log_prob / lp(|Y|)`` with the search's length penalty
       (``decoding.common.length_penalty``): what beam search ranks by.
 

@@ -168,11 +168,11 @@ def answer(signature: str, results: list[list[tuple]], row: bool) -> dict:
     a score that is not finite is None (:func:`json_score`).
 
     Each entry of ``results`` is ``(translation, score)`` or ``(translation, score,
-    log_prob)``: ``score`` is the length-normalized log-probability the search ranks by
+    log_prob, finished)``: ``score`` is the length-normalized log-probability the search ranks by
     (the signature's output), ``log_prob`` the model's log-probability, eos included
     (answered as ``log_prob`` / ``log_probs`` where the translator gives it)."""
     names = (*SIGNATURES[signature], LOG_PROB[signature])
-    kinds = 3 if results and results[0] and len(results[0][0]) == 3 else 2
+    kinds = 3 if results and results[0] and len(results[0][0]) >= 3 else 2
     if signature == "translate":
         values = [(best[0][0], *(json_score(x) for x in best[0][1:kinds])) for best in results]
     else:

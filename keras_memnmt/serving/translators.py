@@ -136,9 +136,9 @@ class RunTranslator:
                 raise RequestError(f"instances[{i}]: {str(e).replace(' line 1', '')}") from None
 
     def translate(self, items: list[tuple[str, str, str]], search: tuple,
-                  cancelled: Callable[[], bool] = lambda: False) -> list[list[tuple[str, float, float]]]:
+                  cancelled: Callable[[], bool] = lambda: False) -> list[list[tuple[str, float, float, bool]]]:
         """Each item's (sentence, prefix, constraints) n-best ``(translation, score,
-        log_prob)`` list: the length-normalized score the search ranks by, and the model's
+        log_prob, finished)`` list: the length-normalized score the search ranks by, and the model's
         log-probability (:func:`~keras_memnmt.evaluation.translation.score_kinds`).
 
         The items are translated a model batch at a time, and ``cancelled()`` is asked
