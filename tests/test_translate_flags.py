@@ -11,9 +11,9 @@ import pytest
 
 from keras_memnmt.cli import main
 
-# What is checked here is the command line's handling; the searches' results on every
-# backend are the decoding tests'.
-pytestmark = pytest.mark.backend_independent
+# The command line's handling is the same on every backend (one runs it, conftest.py);
+# the scores' agreement with teacher forcing runs on all three.
+CLI = pytest.mark.backend_independent
 
 SOURCES = ["a man rides a bike .", "two dogs play in the snow .", "", "a woman sings ."]
 
@@ -31,47 +31,58 @@ def translate(capsys, run: str, *flags: str) -> list[str]:
     return capsys.readouterr().out.splitlines()
 
 
-def test_n_best_lists_in_moses_format_with_both_scores(shared_run, sources, capsys, tmp_path):
-    from keras_memnmt.decoding.common import length_penalty
-
+@CLI
+def test_n_best_lists_in_moses_format_with_both_scores(shared_run, sources, capsys):
     lines = translate(capsys, shared_run, "--input", sources, "--beam", "4", "--n-best", "3")
     assert len(lines) == 3 * len(SOURCES)
     fields = [line.split(" ||| ") for line in lines]
     assert [int(f[0]) for f in fields] == [n for n in range(len(SOURCES)) for _ in range(3)]
     assert all(len(f) == 4 and f[2].startswith("log_prob= ") for f in fields)
-    assert any("unfinished= 1" in f[2] for f in fields)  # the tiny run's outputs reach the bound
     best = translate(capsys, shared_run, "--input", sources, "--beam", "4")
     assert [f[1] for f in fields[::3]] == best  # the first of each list is the translation
     for n in range(len(SOURCES)):
         normalized = [float(f[3]) for f in fields[3 * n: 3 * n + 3]]
         assert normalized == sorted(normalized, reverse=True)
-    # The log-probability is memnmt score's for the same text, less eos's term for a
-    # hypothesis the bound cut; the normalized score is it over the GNMT penalty of |Y|.
-    hyps = tmp_path / "hyps.txt"
-    srcs = tmp_path / "srcs.txt"
-    kept = [f for f in fields if f[1]]
-    hyps.write_text("".join(f[1] + "\n" for f in kept), encoding="utf-8")
-    srcs.write_text("".join(SOURCES[int(f[0])] + "\n" for f in kept), encoding="utf-8")
-    capsys.readouterr()
-    assert main(["score", "--model", shared_run, "--source", str(srcs), "--target", str(hyps), "--quiet",
-                 "--per-token"]) == 0
-    scored = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    agree = 0
-    for f, entry in zip(kept, scored, strict=True):
-        log_prob, normalized = float(f[2].split()[1]), float(f[3])
-        finished = "unfinished" not in f[2]
-        expected = entry["score"] - (0 if finished else entry["token_scores"][-1])
-        pieces = entry["tokens"] - (0 if finished else 1)  # |Y|: eos counted where there is one
-        penalty = float(np.asarray(length_penalty(np.array([pieces]), "gnmt", 0.6))[0])
-        if abs(log_prob - expected) < 2e-3:
-            agree += 1
-            assert normalized == pytest.approx(log_prob / penalty, abs=2e-3)
-    # A hypothesis the search spelled in subwords SentencePiece does not re-encode to is
-    # scored on other subwords by memnmt score (3 of the 9 here: a barely trained model
-    # spells long words in odd pieces).
-    assert agree >= len(kept) // 2
 
 
+@pytest.mark.backend
+@pytest.mark.parametrize("beam", [1, 3])
+def test_both_scores_are_teacher_forcings_of_the_searched_subwords(shared_run, beam):
+    """``log_prob`` is the teacher-forced log-probability of the very subwords the search
+    wrote (eos included where there is one; a hypothesis the bound cut has none), and
+    ``score`` it over the GNMT penalty of ``|Y|``, at beam 1 as above it."""
+    from keras_memnmt.data.vocab import EOS_ID, encode_sources
+    from keras_memnmt.evaluation.translation import padded_rows
+    from keras_memnmt.rundir.runs import load_run
+
+    model, vocab, _ = load_run(shared_run)
+    sources = encode_sources(vocab, [s for s in SOURCES if s])
+    # Bounds of 2 subwords and of the default: hypotheses the bound cuts and (in a model
+    # that writes eos early) hypotheses that end.
+    for bound in ({"max_length_a": 0.0, "max_length_b": 2}, {}):
+        out = model.generate(padded_rows(sources, None, 8, EOS_ID), beam_size=beam, n_best=beam, **bound)
+        check_against_teacher_forcing(model, sources, np.asarray(out["tokens"]), np.asarray(out["scores"]), beam)
+
+
+def check_against_teacher_forcing(model, sources, tokens, scores, beam):
+    from keras_memnmt.data.vocab import EOS_ID
+    from keras_memnmt.evaluation.scoring import score_ids
+    from keras_memnmt.evaluation.translation import score_kinds
+
+    normalized, log_prob = score_kinds(tokens, scores, beam)
+    for b, source in enumerate(sources):
+        for j in range(beam):
+            row = tokens[b, j].tolist()
+            ended = EOS_ID in row
+            ids = row[: row.index(EOS_ID) + 1] if ended else [t for t in row if t]
+            forced = score_ids(model, [source], [ids if ended else ids + [EOS_ID]])[0]
+            expected = float(forced.sum() - (0 if ended else forced[-1]))
+            assert log_prob[b, j] == pytest.approx(expected, abs=1e-3)
+            penalty = ((5 + len(ids)) / 6) ** 0.6
+            assert normalized[b, j] == pytest.approx(expected / penalty, abs=1e-3)
+
+
+@CLI
 def test_n_best_as_json_lines(shared_run, sources, capsys):
     lines = translate(capsys, shared_run, "--input", sources, "--beam", "3", "--n-best", "2",
                       "--n-best-format", "jsonl")
@@ -81,6 +92,7 @@ def test_n_best_as_json_lines(shared_run, sources, capsys):
     assert rows[4]["translation"] == "" and rows[4]["log_prob"] == 0.0  # the empty line
 
 
+@CLI
 def test_batch_size_and_the_length_bound(shared_run, sources, capsys):
     default = translate(capsys, shared_run, "--input", sources, "--beam", "2")
     assert translate(capsys, shared_run, "--input", sources, "--beam", "2", "--batch-size", "1") == default
@@ -92,6 +104,7 @@ def test_batch_size_and_the_length_bound(shared_run, sources, capsys):
     assert relative == short
 
 
+@CLI
 @pytest.mark.parametrize("flags, message", [
     (("--beam", "2", "--n-best", "3"), "--n-best 3 is more than --beam 2"),
     (("--n-best-format", "jsonl"), "--n-best-format"),
