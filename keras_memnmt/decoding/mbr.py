@@ -119,6 +119,8 @@ def mbr_select_batch(
 
     chosen, indices = [], []
     total = len(candidate_lists)
+    # evaluation.translation.progress_disabled's rule, written here: decoding/ sits below
+    # evaluation/ (which imports it), so it cannot import from there.
     disable = True if progress is False or total == 0 else (None if progress is None else False)
     with tqdm(total=total, desc="mbr", unit="sent", disable=disable, file=sys.stderr) as bar:
         for k, candidates in enumerate(candidate_lists):

@@ -320,9 +320,6 @@ def compare(systems: Sequence[System], split: str = DEFAULT_TEST_SPLIT, beam_siz
     return results[0]
 
 
-LENGTH_METRICS = ("bleu", "chrf")
-
-
 def by_length(sources: Sequence[str], references: Sequence[str], hypotheses: dict[str, list[str]],
               width: int = 5) -> list[dict]:
     """Corpus BLEU and chrF of each run's ``hypotheses`` (run → lines) on the sentences of each
