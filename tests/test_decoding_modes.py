@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from keras_memnmt.data import BOS_ID, PAD_ID
+from keras_memnmt.data import BOS_ID, EOS_ID, PAD_ID
 from keras_memnmt.decoding import greedy_search
 from keras_memnmt.decoding.common import gumbel_noise, parse_sampling
 from keras_memnmt.evaluation.scoring import score_ids
@@ -125,15 +125,21 @@ def test_samples_follow_the_distribution_in_their_support(spec, support):
     def next_fn(tokens, states):
         return ops.tile(ops.convert_to_tensor(logits)[None, :], (ops.shape(tokens)[0], 1)), states, None
 
-    out = greedy_search(next_fn, [np.zeros((n, 1), np.float32)], n, max_length=1,
+    # Limit 2: the first token is drawn, the second is eos by the length rule (the last
+    # allowed position takes eos), unless the first already was eos (token 3).
+    out = greedy_search(next_fn, [np.zeros((n, 1), np.float32)], n, max_length=2,
                         sampling=parse_sampling(spec), keys=np.arange(n, dtype=np.int32))
-    drawn = np.bincount(ops.convert_to_numpy(out["tokens"])[:, 0], minlength=len(probs)) / n
+    tokens = ops.convert_to_numpy(out["tokens"])
+    first = tokens[:, 0]
+    drawn = np.bincount(first, minlength=len(probs)) / n
     kept = np.zeros_like(probs)
     kept[3:3 + support] = probs[3:3 + support]
     np.testing.assert_allclose(drawn, kept / kept.sum(), atol=0.025)
-    # Each sample scores its log-probability under the model, not under the restriction.
-    np.testing.assert_allclose(ops.convert_to_numpy(out["scores"]),
-                               np.log(probs[ops.convert_to_numpy(out["tokens"])[:, 0]]), atol=1e-5)
+    np.testing.assert_array_equal(tokens[:, 1], np.where(first == EOS_ID, PAD_ID, EOS_ID))
+    # Each sample scores its log-probability under the model, not under the restriction,
+    # and so does the eos the rule adds.
+    expected = np.log(probs[first]) + np.where(first == EOS_ID, 0.0, np.log(probs[EOS_ID]))
+    np.testing.assert_allclose(ops.convert_to_numpy(out["scores"]), expected, atol=1e-5)
 
 
 def test_a_lower_temperature_draws_the_likely_tokens_more_often():
@@ -144,7 +150,8 @@ def test_a_lower_temperature_draws_the_likely_tokens_more_often():
     def next_fn(tokens, states):
         return ops.tile(ops.convert_to_tensor(logits)[None, :], (ops.shape(tokens)[0], 1)), states, None
 
-    out = greedy_search(next_fn, [np.zeros((n, 1), np.float32)], n, max_length=1, sampling=("full", 0.0),
+    # Limit 2: the first token is drawn (the second is eos by the length rule).
+    out = greedy_search(next_fn, [np.zeros((n, 1), np.float32)], n, max_length=2, sampling=("full", 0.0),
                         temperature=0.5, keys=np.arange(n, dtype=np.int32))
     drawn = np.bincount(ops.convert_to_numpy(out["tokens"])[:, 0], minlength=6)[3:] / n
     tempered = probs[3:] ** 2 / np.sum(probs[3:] ** 2)  # softmax(log p / 0.5)
@@ -292,6 +299,6 @@ def test_text_constraints_appear_in_the_translations():
     assert "hundo" in out[0] and "le hundo" in out[1] and "grande" in out[1] and out[2] == ""
     for given, beam, message in ((["漢字", "", "", ""], 3, "constraints line 1: '漢字' has a piece"),
                                  (["", "a\tb\tc", "", ""], 2, "constraints line 2 has 3 phrases, more than the beam"),
-                                 (wanted, 1, "constraints need beam search")):
+                                 (wanted, 1, "constraints needs beam search")):
         with pytest.raises(ValueError, match=message):
             next(translate_chunks(model, vocab, lines, beam_size=beam, constraints=given, progress=False))

@@ -22,10 +22,10 @@ from keras_memnmt.rundir.runs import (
 )
 from keras_memnmt.testing.fake_decoder import (
     FakeDecoder,
-    brute_force,
     log_softmax_np,
-    reference_beam,
-    reference_greedy,
+    ruled_beam,
+    ruled_brute_force,
+    ruled_greedy,
 )
 from keras_memnmt.testing.tiny_runs import write_ensemble_runs
 from keras_memnmt.testing.utils import compiled, numpy, small_batch
@@ -106,7 +106,7 @@ class FakeMember(keras.Model):
 
 class MixtureNP:
     """The ensemble's documented step in NumPy float64, one hypothesis at a time (the
-    interface `brute_force` and the reference searches use): the renormalized mean of
+    interface `ruled_brute_force` and the reference searches use): the renormalized mean of
     the members' log-probabilities; the history is one per member."""
 
     def __init__(self, decoders: list[FakeDecoder]):
@@ -120,9 +120,6 @@ class MixtureNP:
         steps = [d.step(s, token, h) for d, h in zip(self.decoders, history, strict=True)]
         mean = np.mean([logp for logp, _ in steps], axis=0)
         return log_softmax_np(mean), tuple(h for _, h in steps)
-
-    def generable(self):
-        return self.decoders[0].generable()
 
 
 SENTENCES = 3
@@ -147,7 +144,7 @@ def test_greedy_search_follows_the_mixture():
     ensemble, mixture = fake_ensemble([0, 1])
     hyps, scores = decode(ensemble, beam_size=1)
     for s in range(SENTENCES):
-        tokens, raw = reference_greedy(mixture, s, LIMIT)
+        tokens, raw = ruled_greedy(mixture, s, LIMIT)
         assert hyps[s][0] == tokens
         np.testing.assert_allclose(scores[s, 0], raw, rtol=1e-5)
     # The mixture is not either member: some sentence decodes differently from each.
@@ -160,7 +157,7 @@ def test_beam_search_follows_the_mixture(kind):
     ensemble, mixture = fake_ensemble([0, 1])
     hyps, scores = decode(ensemble, beam_size=3, n_best=2, length_penalty=kind)
     for s in range(SENTENCES):
-        expected = reference_beam(mixture, s, 3, LIMIT, kind, n_best=2)
+        expected = ruled_beam(mixture, s, 3, LIMIT, kind, n_best=2)
         assert hyps[s] == [h[2] for h in expected]
         np.testing.assert_allclose(scores[s], [h[0] for h in expected], rtol=1e-5)
 
@@ -171,10 +168,10 @@ def test_four_members_beam_16_average_finds_the_best_mixture_hypotheses():
     ensemble, mixture = fake_ensemble([0, 1, 2, 3])
     hyps, scores = decode(ensemble, beam_size=16, n_best=4, length_penalty="average")
     for s in range(SENTENCES):
-        expected = reference_beam(mixture, s, 16, LIMIT, "average", n_best=4)
+        expected = ruled_beam(mixture, s, 16, LIMIT, "average", n_best=4)
         assert hyps[s] == [h[2] for h in expected]
         np.testing.assert_allclose(scores[s], [h[0] for h in expected], rtol=1e-5)
-        best = brute_force(mixture, s, LIMIT, "average")[0]
+        best = ruled_brute_force(mixture, s, LIMIT, "average")[0]
         assert hyps[s][0] == best[2]
         np.testing.assert_allclose(scores[s, 0], best[0], rtol=1e-5)
 

@@ -74,7 +74,7 @@ def test_a_picture_without_attention_says_what_is_missing_in_its_title(runs):
     from keras_memnmt.rundir.runs import load_run
 
     noted = [name for name in ARCHITECTURES if get_model(name).picture_note]
-    assert {"cho", "transformer"} <= set(noted)
+    assert "cho" in noted and "transformer" not in noted
     for name in ARCHITECTURES:
         model, vocab, _ = load_run(runs[name])
         title = figure(inspect_pair(model, vocab, SOURCE, REFERENCE)).get_suptitle()

@@ -177,10 +177,10 @@ def test_status_metadata_and_the_models_served(run_client):
     ({"json": {"inputs": {"x": ["a"]}}}, 400, "inputs: expected"),
     ({"json": {"instances": ["a"], "extra": 1}}, 400, "unknown field(s) extra"),
     ({"json": {"instances": ["a"], "signature_name": "nope"}}, 400, 'signature_name "nope"'),
-    ({"json": {"instances": ["a"], "options": {"beam": 0}}}, 400, "options.beam: expected an integer from 1 to 64"),
+    ({"json": {"instances": ["a"], "options": {"beam": 0}}}, 400, "options.beam must be an integer from 1 to 64, got 0"),
     ({"json": {"instances": ["a"], "options": {"beam": 2, "n_best": 3}}}, 400, "options.n_best 3 is more than"),
     ({"json": {"instances": ["a"], "options": {"speed": 1}}}, 400, "options: unknown speed"),
-    ({"json": {"instances": ["a"], "options": {"sampling": "top:3"}}}, 400, "options.sampling: expected full"),
+    ({"json": {"instances": ["a"], "options": {"sampling": "top:3"}}}, 400, "options.sampling 'top:3': expected full"),
     ({"json": {"instances": ["a " * 3000]}}, 413, "more than this server takes (4096"),
 ])
 def test_bad_requests_get_a_json_error_and_a_status(run_client, request_kwargs, status, message):

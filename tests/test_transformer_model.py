@@ -10,7 +10,7 @@ from keras_memnmt.decoding import beam_search, greedy_search
 from keras_memnmt.decoding.common import shapes_may_change
 from keras_memnmt.models import Transformer, get_model, model_options
 from keras_memnmt.testing import run_decoder_test
-from keras_memnmt.testing.utils import numpy, small_batch, word_ids
+from keras_memnmt.testing.utils import numpy, randomize_weights, small_batch, word_ids
 from keras_memnmt.training.losses import MaskedCrossEntropy
 
 # The result can depend on KERAS_BACKEND: run on every backend (conftest.py).
@@ -92,7 +92,10 @@ def test_the_caches_hold_one_slot_per_position_and_pass_the_source_through():
     np.testing.assert_array_equal(numpy(states[1]), src != PAD_ID)
     for t in range(3):
         _, new, attention = model.decode_step(keras.ops.convert_to_tensor(tgt[:, t]), states)
-        assert attention is None
+        attention = numpy(attention)  # (B, Tx): a distribution over the unpadded source
+        assert attention.shape == (3, 6) and attention.dtype == np.float32
+        np.testing.assert_allclose(attention.sum(-1), 1.0, atol=1e-6)
+        assert (attention[src == PAD_ID] == 0.0).all() and (attention[src != PAD_ID] > 0.0).all()
         assert all(new[i] is states[i] for i in (0, 1, 4, 6))
         np.testing.assert_array_equal(numpy(new[2]), t + 1)
         assert new[3].shape[2] == (t + 1 if grows else 5)
@@ -125,6 +128,51 @@ def test_caches_that_grow_with_the_step_search_as_caches_of_the_whole_bound(monk
     fixed = model.generate(src, **options)
     np.testing.assert_array_equal(numpy(grown["tokens"]), numpy(fixed["tokens"]))
     np.testing.assert_allclose(numpy(grown["scores"]), numpy(fixed["scores"]), atol=1e-5)
+
+
+def test_the_steps_attention_is_the_last_layers_cross_attention_averaged_over_its_heads():
+    """Two steps of a two-layer model: the attention decode_step returns equals a NumPy
+    reference of both layers fed their own weights (the source's memory and each step's
+    input embedding are the model's): the last layer's cross-attention, the mean of its heads."""
+    from keras_memnmt.layers.transformer_decoder_test import reference_step
+    from keras_memnmt.models.transformer import _add_positions
+
+    model = Transformer(30, 25, **{**SIZES, "dropout": 0.1})
+    src, tgt = small_batch()
+    model((src, tgt))
+    randomize_weights(model, seed=2)
+    states = model.search_states(src, 4)
+    memory, mask = (numpy(x) for x in model.encode_source(src))
+    past = [(np.zeros((3, 0, 2, 4)),) * 2 for _ in model.decoder_layers]
+    for t in range(2):
+        tokens = keras.ops.convert_to_tensor(tgt[:, t])
+        _, states, attention = model.decode_step(tokens, states)
+        x = numpy(_add_positions(model.target_positions, model.embed_target(tokens[:, None]), start_index=t))
+        for i, layer in enumerate(model.decoder_layers):
+            x, expected, *past[i] = reference_step(layer, x, memory, mask, *past[i])
+        np.testing.assert_allclose(numpy(attention), expected, atol=1e-5)
+        np.testing.assert_allclose(numpy(attention).sum(-1), 1.0, atol=1e-6)
+        assert (numpy(attention)[src == PAD_ID] == 0.0).all()
+
+
+def test_the_searches_attention_is_their_steps_and_leaves_their_outputs_as_they_are():
+    """generate(return_attention=True): the tokens and scores of the search without it, and
+    at each step of the best hypothesis the attention that stepping over its tokens gives."""
+    model = Transformer(30, 25, **SIZES)
+    src, _ = small_batch()
+    for beam in (1, 3):
+        plain = model.generate(src, beam_size=beam, max_length_a=1.0, max_length_b=3)
+        out = model.generate(src, beam_size=beam, max_length_a=1.0, max_length_b=3, return_attention=True)
+        width = min(numpy(plain["tokens"]).shape[-1], numpy(out["tokens"]).shape[-1])
+        np.testing.assert_array_equal(numpy(out["tokens"])[..., :width], numpy(plain["tokens"])[..., :width])
+        np.testing.assert_array_equal(numpy(out["scores"]), numpy(plain["scores"]))
+        tokens, attention = numpy(out["tokens"])[:, 0], numpy(out["attention"])[:, 0]  # (B, L), (B, L, Tx)
+        states, previous = model.search_states(src, tokens.shape[1]), np.full(len(src), BOS_ID, "int32")
+        for t in range(tokens.shape[1]):
+            _, states, step = model.decode_step(keras.ops.convert_to_tensor(previous), states)
+            live = (tokens[:, t] != PAD_ID)  # rows still decoding at step t
+            np.testing.assert_allclose(attention[live, t], numpy(step)[live], atol=1e-5)
+            previous = tokens[:, t]
 
 
 def test_padding_in_the_source_changes_nothing():
@@ -165,10 +213,16 @@ def test_greedy_is_the_argmax_of_teacher_forcing_and_beam_one_is_greedy(fitted):
     target_in = np.concatenate([np.full((len(src), 1), BOS_ID, "int32"), tokens[:, :-1]], axis=1)
     logits = numpy(keras.ops.cast(model((src, target_in)), "float32"))
     logits[..., [PAD_ID, BOS_ID]] = -np.inf  # never generated
+    limits = (src != PAD_ID).sum(1) + 4  # max_length_a * |x| + max_length_b, eos included
     for row, row_tokens in enumerate(tokens):
+        # Every row ends with eos: at its last allowed position by the length rule
+        # (keras_memnmt.decoding.common), before it as the argmax.
         ended = np.flatnonzero(row_tokens == EOS_ID)
-        length = ended[0] + 1 if len(ended) else int((row_tokens != PAD_ID).sum())
-        np.testing.assert_array_equal(logits[row, :length].argmax(-1), row_tokens[:length])
+        assert len(ended), row_tokens
+        length = ended[0] + 1
+        assert length <= limits[row] and (row_tokens[length:] == PAD_ID).all(), row_tokens
+        free = length - 1 if length == limits[row] else length  # the positions the argmax chose
+        np.testing.assert_array_equal(logits[row, :free].argmax(-1), row_tokens[:free])
 
     steps = src.shape[1] + 4
     common = dict(max_length=steps, max_steps=steps, bos_id=BOS_ID, eos_id=EOS_ID, pad_id=PAD_ID)

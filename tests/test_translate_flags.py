@@ -110,10 +110,72 @@ def test_batch_size_and_the_length_bound(shared_run, sources, capsys):
     (("--n-best-format", "jsonl"), "--n-best-format"),
     (("--beam", "2", "--n-best", "2", "--alignments"), "not with --alignments"),
     (("--max-length", "5", "--max-length-b", "4"), "--max-length N"),
-    (("--max-length-a", "-1"), "--max-length-a must be >= 0"),
+    (("--max-length-a", "-1"), "--max-length-a must be >= 0, got -1.0"),
+    (("--mbr", "4", "--n-best", "2"), "--mbr outputs one translation per sentence; not with --n-best"),
+    (("--mbr", "4", "--alignments"), "--alignments shows the search's best translation: not with the mbr mode"),
+    (("--mbr-utility", "bleu"), "--mbr-utility sets how --mbr compares candidates; give --mbr N"),
+    (("--mode", "greedy", "--beam", "4"), "the greedy mode keeps one hypothesis: not with --beam 4"),
 ])
 def test_bad_flags_are_one_line_errors_naming_the_flag(shared_run, sources, capsys, flags, message):
     capsys.readouterr()
     code = main(["translate", "--model", shared_run, "--input", sources, "--quiet", *flags])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) <= 2 and message in err[-1]
+
+
+@CLI
+@pytest.mark.parametrize("flags, message", [
+    (("--min-length", "-2"), "argument --min-length: must be an integer >= 0, got -2"),
+    (("--no-repeat-ngram-size", "x"), "argument --no-repeat-ngram-size: expected an integer, got 'x'"),
+    (("--max-tokens", "0"), "argument --max-tokens: must be an integer >= 1, got 0"),
+    (("--mbr-utility", "ter"), "argument --mbr-utility: must be one of chrf, bleu, got 'ter'"),
+])
+def test_bad_numbers_and_choices_are_usage_errors_naming_the_flag(shared_run, sources, capsys, flags, message):
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as caught:
+        main(["translate", "--model", shared_run, "--input", sources, "--quiet", *flags])
+    assert caught.value.code == 2 and message in capsys.readouterr().err
+
+
+@CLI
+@pytest.mark.parametrize("utility", ["chrf", "bleu"])
+def test_mbr_picks_the_candidate_of_highest_expected_utility(shared_run, sources, capsys, utility):
+    """``--mbr N`` outputs ``mbr_select``'s choice among the beam's N-best list, and with
+    ``--sampling`` among the N samples ``--samples N`` draws with the same seed."""
+    from keras_memnmt.decoding.mbr import mbr_select
+
+    lists = [json.loads(line) for line in translate(capsys, shared_run, "--input", sources, "--beam", "4",
+                                                    "--n-best", "4", "--n-best-format", "jsonl")]
+    candidates = [[r["translation"] for r in lists if r["line"] == n] for n in range(len(SOURCES))]
+    expected = [c[mbr_select(c, utility)[0]] if SOURCES[n] else "" for n, c in enumerate(candidates)]
+    assert translate(capsys, shared_run, "--input", sources, "--mbr", "4", "--mbr-utility", utility) == expected
+    drawn = translate(capsys, shared_run, "--input", sources, "--sampling", "full", "--samples", "5", "--seed", "7")
+    samples = [drawn[5 * n: 5 * n + 5] for n in range(len(SOURCES))]
+    expected = [c[mbr_select(c, utility)[0]] if SOURCES[n] else "" for n, c in enumerate(samples)]
+    assert translate(capsys, shared_run, "--input", sources, "--mbr", "5", "--sampling", "full", "--seed", "7",
+                     "--mbr-utility", utility) == expected
+
+
+@CLI
+def test_the_search_limits_reach_the_search_and_max_tokens_cuts_batches(shared_run, sources, capsys, monkeypatch):
+    from keras_memnmt.models.generation import Generator
+
+    calls = []
+    real = Generator.generate
+
+    def spy(self, source_ids, **kwargs):
+        calls.append((np.asarray(source_ids).shape, kwargs))
+        return real(self, source_ids, **kwargs)
+
+    monkeypatch.setattr(Generator, "generate", spy)
+    translate(capsys, shared_run, "--input", sources, "--beam", "2", "--min-length", "4",
+              "--no-repeat-ngram-size", "2")
+    assert {(k["min_length"], k["no_repeat_ngram_size"], k["beam_size"]) for _, k in calls} == {(4, 2, 2)}
+    default = translate(capsys, shared_run, "--input", sources, "--beam", "2")
+    calls.clear()
+    assert translate(capsys, shared_run, "--input", sources, "--beam", "2", "--max-tokens", "8") == default
+    # No two sentences fit in 8 padded subwords: each is a batch of its own (a longer one too).
+    assert [shape[0] for shape, _ in calls] == [1, 1, 1] and calls[0][0][1] == 8
+    calls.clear()
+    assert translate(capsys, shared_run, "--input", sources, "--beam", "2", "--max-tokens", "10000") == default
+    assert [shape[0] for shape, _ in calls] == [4]  # three sentences, filled to a power of 2

@@ -144,19 +144,28 @@ def progress(args) -> bool | None:
     return False if getattr(args, "quiet", False) else None
 
 
-def search_options(args) -> dict:
-    """The beam search's length normalization from the command line."""
-    if args.alpha < 0:
-        raise ValueError(f"--alpha must be >= 0, got {args.alpha}")
-    return {"length_penalty": args.length_penalty, "alpha": args.alpha}
+def add_search_args(parser, front: str = "evaluate", skip: tuple[str, ...] = ()) -> None:
+    """The search flags of ``front`` (``translate``, ``evaluate``, ``export``), made from
+    :class:`~keras_memnmt.decoding.settings.SearchSettings` with its help texts."""
+    from keras_memnmt.decoding.settings import add_flags
+
+    add_flags(parser, front, skip)
 
 
-def add_search_args(parser) -> None:
-    parser.add_argument("--beam", type=positive_int, default=5, help="beam size (1 = greedy)")
-    parser.add_argument("--length-penalty", choices=("gnmt", "average", "none"), default="gnmt",
-                        help="beam scores: log P / ((5+|Y|)/6)^alpha (gnmt, default), / |Y| (average), "
-                             "or plain log P (none)")
-    parser.add_argument("--alpha", type=finite_float, default=0.6, help="GNMT length-penalty exponent (default 0.6)")
+def search_settings(args, front: str = "evaluate", **fixed):
+    """The :class:`~keras_memnmt.decoding.settings.SearchSettings` of the flags
+    :func:`add_search_args` made; a bad value or combination is a one-line ``ValueError``
+    naming the flags. Checked before any model is loaded."""
+    from keras_memnmt.decoding.settings import from_flags
+
+    return from_flags(args, front, **fixed)
+
+
+def search_options(args) -> tuple[int, dict]:
+    """``(beam size, {"length_penalty", "alpha"})`` of the ``evaluate`` search flags: what a
+    stored translation of a run is kept under (``rundir.records.hypotheses_key``)."""
+    settings = search_settings(args, "evaluate")
+    return settings.beam_size, {"length_penalty": settings.length_penalty, "alpha": settings.alpha}
 
 
 CHECKPOINT_HELP = ("another model file of the run instead of best.keras: a name in "

@@ -42,7 +42,7 @@ def cmd_evaluate(args) -> int:
     from keras_memnmt.evaluation.translation import score
     from keras_memnmt.rundir.runs import load_ensemble
 
-    search = search_options(args)  # bad options fail before the model is loaded
+    beam, search = search_options(args)  # bad options fail before the model is loaded
     note = lambda msg: print(f"memnmt evaluate: {msg}", file=sys.stderr)  # noqa: E731
     given = _given_pairs(args, note)  # bad files fail before the model is loaded too
     members = members_of(args)
@@ -57,10 +57,10 @@ def cmd_evaluate(args) -> int:
     for test, split, name in sets:
         # A single run's own model keeps its translations of a whole split (translate_split).
         # Given files belong to no run: translated every time, stored nowhere.
-        got = translate_split(members, test, split, args.beam, limit=args.limit, corpus_name=name,
+        got = translate_split(members, test, split, beam, limit=args.limit, corpus_name=name,
                               store=not given, reuse=not given, models=models, progress=progress(args),
                               **search)
-        report = {"corpus": name, "beam_size": args.beam, **search, **(ensemble if len(members) > 1 else {}),
+        report = {"corpus": name, "beam_size": beam, **search, **(ensemble if len(members) > 1 else {}),
                   **(got["scores"] or score(got["hypotheses"], got["references"]))}
         if got["file"]:
             report["hypotheses"] = got["file"]
@@ -98,7 +98,7 @@ def cmd_compare(args) -> int:
         print_table,
     )
 
-    search = search_options(args)
+    beam, search = search_options(args)
     systems = parse_systems(args.runs, [ensemble_system(s) if isinstance(s, EnsembleSpec) else s
                                         for s in args.system or []])
     keep = None
@@ -112,7 +112,7 @@ def cmd_compare(args) -> int:
             check_output("--json", keep, directory=True)
     log = (lambda msg: None) if args.quiet else \
         (lambda msg: print(f"memnmt compare: {msg}", file=sys.stderr, flush=True))
-    result = compare(systems, split=args.split, beam_size=args.beam, data_dir=args.data_dir,
+    result = compare(systems, split=args.split, beam_size=beam, data_dir=args.data_dir,
                      limit=args.limit, seed=args.seed, bootstrap=args.bootstrap, trials=args.trials,
                      log=log, keep=keep, length_width=args.by_length, **search)
     text = as_json({**result, **_remade_by()})

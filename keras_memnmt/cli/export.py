@@ -15,7 +15,7 @@ from keras_memnmt.cli.args import (
     members_of,
     model_files,
     positive_int,
-    search_options,
+    search_settings,
 )
 
 
@@ -26,18 +26,16 @@ def cmd_export(args) -> int:
     from keras_memnmt.export.saved_model import METADATA_FILE
     from keras_memnmt.rundir.outputs import check_output
 
-    search = search_options(args)  # bad options fail before the model is loaded
-    if args.n_best is not None and args.n_best > args.beam:
-        raise ValueError(f"--n-best {args.n_best} is more than --beam {args.beam}: a beam search keeps "
-                         "--beam hypotheses")
+    settings = search_settings(args, "export")  # bad options fail before the model is loaded
     members = members_of(args)
     read = [("a run to export", run) for run, _ in members]
     check_output("--out", args.out, directory=True, make_parents=True,
                  inputs=read + [("a model file to export", f) for f in model_files(members)])
     # SIGTERM becomes SystemExit, so an interrupted export removes its partial directory.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    export_runs(members, args.out, beam_size=args.beam, max_length=args.max_length,
-                n_best=args.n_best, overwrite=args.overwrite, **search)
+    export_runs(members, args.out, beam_size=settings.beam_size, max_length=args.max_length,
+                n_best=settings.n_best, overwrite=args.overwrite, length_penalty=settings.length_penalty,
+                alpha=settings.alpha)
     with open(os.path.join(args.out, METADATA_FILE), encoding="utf-8") as f:
         print(as_json({"out": args.out, **json.load(f)}))
     return 0
@@ -51,12 +49,9 @@ def add_parsers(sub) -> None:
     ex.add_argument("--checkpoint", action="append", help=ENSEMBLE_CHECKPOINT_HELP)
     ex.add_argument("--out", required=True, help="the SavedModel directory (written beside it, "
                     "then renamed into place)")
-    add_search_args(ex)
+    add_search_args(ex, "export")
     ex.add_argument("--max-length", type=positive_int, default=200, metavar="N",
                     help="source sentences are truncated to N subword tokens (default 200, as "
                          "`memnmt translate`)")
-    ex.add_argument("--n-best", type=positive_int, metavar="N",
-                    help="hypotheses per sentence of the translate_n_best signature "
-                         "(default: the beam size)")
     ex.add_argument("--overwrite", action="store_true", help="replace an existing --out")
     ex.set_defaults(func=cmd_export)

@@ -17,13 +17,13 @@ def _results_text(args, base: str = "") -> str:
     from keras_memnmt.rundir.records import check_run_dir
     from keras_memnmt.rundir.tables import results_table, run_summary
 
-    search = search_options(args)
+    beam, search = search_options(args)
     summaries = []
     for run in args.runs:
         path = os.path.join(base, run)
         if os.path.isdir(path):  # a missing folder: run_summary's own message
             check_run_dir(path)
-        summaries.append({**run_summary(path, split=args.split, beam_size=args.beam, **search), "run": run})
+        summaries.append({**run_summary(path, split=args.split, beam_size=beam, **search), "run": run})
     return results_table(summaries, format=args.format)
 
 
@@ -60,8 +60,9 @@ def cmd_results(args) -> int:
         if args.runs:
             raise ValueError("give run directories or --update FILE, not both")
         given = [flag for flag, value, default in (
-            ("--format", args.format, "markdown"), ("--split", args.split, None), ("--beam", args.beam, 5),
-            ("--length-penalty", args.length_penalty, "gnmt"), ("--alpha", args.alpha, 0.6)) if value != default]
+            ("--format", args.format, "markdown"), ("--split", args.split, None), ("--beam", args.search_beam, None),
+            ("--length-penalty", args.search_length_penalty, None), ("--alpha", args.search_alpha, None))
+            if value != default]
         if given:
             raise ValueError(f"--update takes each table's options from its marker; remove {given[0]}")
         from keras_memnmt.rundir.outputs import check_output

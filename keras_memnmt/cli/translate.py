@@ -11,14 +11,12 @@ from keras_memnmt.cli.args import (
     ENSEMBLE_CHECKPOINT_HELP,
     MODEL_HELP,
     add_search_args,
-    finite_float,
-    int_at_least,
     members_of,
     model_files,
     positive_int,
     progress,
     read_stdin,
-    search_options,
+    search_settings,
     write,
 )
 
@@ -48,24 +46,15 @@ def cmd_translate(args) -> int:
     from keras_memnmt.evaluation.translation import check_search_inputs, translate_chunks
     from keras_memnmt.rundir.runs import load_ensemble
 
-    search = search_options(args)  # bad options fail before the model is loaded
-    search.update(_drawing(args))
-    if args.constraints and (args.sampling or args.beam < 2):
-        raise ValueError("--constraints needs beam search: --beam 2 or more" +
-                         (", not --sampling" if args.sampling else f" (got --beam {args.beam})"))
-    if args.alignments and args.show_attention:
-        raise ValueError("--alignments and --show-attention: choose one (words on stdout, or subwords on stderr)")
-    if args.resume and not args.output:
-        raise ValueError("--resume continues an --output file; give --output")
-    search.update(_lengths(args))
-    n_best = _n_best(args)
+    settings = _settings(args)  # bad options fail before the model is loaded
+    n_best = _n_best(args, settings)
     members = members_of(args)
     output = _Output(args, model_files(members))
     # The model first: a bad --model is reported before standard input is waited for.
     model, vocab, _ = load_ensemble(members)
     prefixes, constraints, lines = _read_inputs(args)
     # Every prefix and constraint line within its bounds before anything is translated or written.
-    check_search_inputs(vocab, args.beam, prefixes, constraints)
+    check_search_inputs(vocab, settings.beam_size, prefixes, constraints)
     done = output.start(len(lines), quiet=args.quiet)
     out, name = output.stream, output.name
     try:
@@ -73,18 +62,17 @@ def cmd_translate(args) -> int:
         # is written at once, so a long run's output grows as it goes and --resume can
         # continue it.
         number = done
-        for chunk in translate_chunks(model, vocab, lines[done:], chunk_size=args.chunk_size,
-                                      beam_size=args.beam, progress=progress(args), batch_size=args.batch_size,
-                                      n_best=n_best, log_probs=bool(n_best),
+        for chunk in translate_chunks(model, vocab, lines[done:], chunk_size=args.chunk_size, settings=settings,
+                                      progress=progress(args), log_probs=bool(n_best),
                                       alignments=args.show_attention, word_alignment=args.alignments,
                                       line_offset=done,
                                       prefixes=None if prefixes is None else prefixes[done:],
-                                      constraints=None if constraints is None else constraints[done:], **search):
+                                      constraints=None if constraints is None else constraints[done:]):
             if n_best:
                 write(out, "".join(_n_best_lines(number, chunk, args.n_best_format)), name)
                 number += len(chunk)
                 continue
-            if args.samples > 1:  # each input line's samples, one per line
+            if settings.samples > 1:  # each input line's samples, one per line
                 chunk = [line for draws in chunk for line in draws]
             if args.alignments:  # Marian's and OpenNMT-py's layout
                 chunk = [f"{line} ||| {links}" for line, links in chunk]
@@ -201,49 +189,41 @@ def _read_inputs(args) -> tuple[list[str] | None, list[str] | None, list[str]]:
     return prefixes, constraints, lines
 
 
-def _drawing(args) -> dict:
-    """The search's sampling options from the flags (and ``args.beam`` resolved): none
-    without ``--sampling``; ``--samples``, ``--temperature`` and ``--seed`` need it, and
-    a ``--beam`` above 1 excludes it."""
-    if args.sampling is None:
-        for flag, value, default in (("--samples", args.samples, 1), ("--temperature", args.temperature, 1.0),
-                                     ("--seed", args.seed, 0)):
-            if value != default:
-                raise ValueError(f"{flag} sets how --sampling draws; give --sampling (full, topk:K or topp:P)")
-        args.beam = 5 if args.beam is None else args.beam
-        return {}
-    from keras_memnmt.decoding.common import parse_sampling
+def _settings(args):
+    """The search of the flags, with the checks that concern translate's own flags: one
+    line per input line for ``--resume`` and the alignments, a beam for ``--constraints``."""
+    from keras_memnmt.decoding.settings import SettingError, flag_of
 
+    settings = search_settings(args, "translate")
     try:
-        parse_sampling(args.sampling)
-    except ValueError as e:
-        raise ValueError(f"--{e}") from None
-    if args.beam not in (None, 1):
-        raise ValueError(f"--sampling draws one token at a time; it does not combine with --beam {args.beam}")
-    if not args.temperature > 0:
-        raise ValueError(f"--temperature must be > 0, got {args.temperature}")
-    if args.samples > 1 and (args.resume or args.show_attention or args.alignments):
-        flag = "--resume" if args.resume else "--show-attention" if args.show_attention else "--alignments"
-        raise ValueError(f"--samples {args.samples} writes several lines per input line; {flag} needs one")
-    args.beam = 1
-    return {"sampling": args.sampling, "temperature": args.temperature, "seed": args.seed,
-            "samples": args.samples}
+        settings.for_inputs(constraints=bool(args.constraints))
+    except SettingError as e:
+        raise ValueError(e.render(flag_of)) from None
+    if args.alignments and args.show_attention:
+        raise ValueError("--alignments and --show-attention: choose one (words on stdout, or subwords on stderr)")
+    if args.resume and not args.output:
+        raise ValueError("--resume continues an --output file; give --output")
+    aligned = "--show-attention" if args.show_attention else "--alignments" if args.alignments else None
+    if settings.samples > 1 and (args.resume or aligned):
+        raise ValueError(f"--samples {settings.samples} writes several lines per input line; "
+                         f"{'--resume' if args.resume else aligned} needs one")
+    mode = settings.mode_object()
+    if aligned and (mode.picks or mode.rows(settings) > 1):
+        raise ValueError(f"{aligned} shows the search's best translation: not with the {mode.name} mode")
+    return settings
 
 
-def _n_best(args) -> int | None:
-    """``--n-best`` checked against the beam and the flags that write one line per input line."""
-    if args.n_best is None:
+def _n_best(args, settings) -> int | None:
+    """``--n-best`` checked against the flags that write one line per input line."""
+    if settings.n_best is None:
         if args.n_best_format is not None:
             raise ValueError("--n-best-format sets how --n-best lists are written; give --n-best N")
         return None
-    if args.n_best > args.beam:
-        raise ValueError(f"--n-best {args.n_best} is more than --beam {args.beam}: a beam search keeps --beam "
-                         "hypotheses" + (" (--sampling draws one)" if args.sampling else ""))
     for flag, given in (("--resume", args.resume), ("--show-attention", args.show_attention),
-                        ("--alignments", args.alignments), ("--samples", args.samples > 1)):
+                        ("--alignments", args.alignments)):
         if given:
             raise ValueError(f"--n-best writes --n-best lines per input line; not with {flag}")
-    return args.n_best
+    return settings.n_best
 
 
 def _n_best_lines(first: int, chunk: list, kind: str | None) -> list[str]:
@@ -251,9 +231,8 @@ def _n_best_lines(first: int, chunk: list, kind: str | None) -> list[str]:
     first: Moses's and Marian's ``N ||| TRANSLATION ||| log_prob= LOGP ||| SCORE`` (the
     default), or one JSON object a line (``jsonl``). ``log_prob`` is the model's
     log-probability of the translation, eos included (``memnmt score``'s); ``score`` the
-    length-normalized one the beam ranks by. A hypothesis the length bound cut before eos
-    is marked (``unfinished= 1`` among the features; ``"finished": false``): its
-    ``log_prob`` has no eos term."""
+    length-normalized one the beam ranks by (every hypothesis ends with eos: the search's
+    length rule, docs/decoding.md; ``"finished"`` says it)."""
     import json
 
     lines = []
@@ -264,22 +243,8 @@ def _n_best_lines(first: int, chunk: list, kind: str | None) -> list[str]:
                                          "log_prob": round(log_prob, 4), "score": round(score, 4),
                                          "finished": finished}, ensure_ascii=False) + "\n")
             else:
-                cut = "" if finished else " unfinished= 1"
-                lines.append(f"{first + offset} ||| {text} ||| log_prob= {log_prob:.4f}{cut} ||| {score:.4f}\n")
+                lines.append(f"{first + offset} ||| {text} ||| log_prob= {log_prob:.4f} ||| {score:.4f}\n")
     return lines
-
-
-def _lengths(args) -> dict:
-    """The output length bound from ``--max-length`` or ``--max-length-a``/``-b``."""
-    if args.max_length is not None:
-        if args.max_length_a is not None or args.max_length_b is not None:
-            raise ValueError("--max-length N bounds every output at N subwords; --max-length-a/-b bound it by "
-                             "the source's length: give one or the other")
-        return {"max_length_a": 0.0, "max_length_b": args.max_length}
-    if args.max_length_a is not None and args.max_length_a < 0:
-        raise ValueError(f"--max-length-a must be >= 0, got {args.max_length_a}")
-    return {name: value for name, value in (("max_length_a", args.max_length_a),
-                                            ("max_length_b", args.max_length_b)) if value is not None}
 
 
 def _print_alignment(number: int, alignment: list) -> None:
@@ -297,7 +262,7 @@ def add_parsers(sub) -> None:
     tl = sub.add_parser("translate", help="translate text with a trained run directory")
     tl.add_argument("--model", required=True, action="append", help=MODEL_HELP)
     tl.add_argument("--checkpoint", action="append", help=ENSEMBLE_CHECKPOINT_HELP)
-    add_search_args(tl)
+    add_search_args(tl, "translate")
     tl.add_argument("--input", help="input file, one sentence per line (default: stdin)")
     tl.add_argument("--output", help="output file (default: stdout); written to OUTPUT.partial a chunk at a "
                     "time, in input order, as the translation goes, and moved to OUTPUT when it is whole "
@@ -321,30 +286,9 @@ def add_parsers(sub) -> None:
     tl.add_argument("--constraints", help="target phrases each translation must contain, one line per input "
                     "line, phrases separated by tabs (an empty line: none); lexically constrained beam search "
                     "(dynamic beam allocation), --beam 2 or more and at most --beam phrases a line")
-    tl.add_argument("--sampling", metavar="full|topk:K|topp:P",
-                    help="draw each output token instead of searching: from the whole distribution, "
-                         "the K most probable tokens, or the fewest whose probability reaches P "
-                         "(greedy order; not with --beam above 1)")
-    tl.add_argument("--temperature", type=finite_float, default=1.0,
-                    help="with --sampling: divides the log-probabilities drawn from (default 1.0)")
-    tl.add_argument("--seed", type=int_at_least(0), default=0,
-                    help="with --sampling: the draws' seed; the same seed gives the same samples "
-                         "on every backend and batch size (default 0)")
-    tl.add_argument("--samples", type=positive_int, default=1,
-                    help="with --sampling: draws per input line, written on consecutive lines (default 1)")
-    tl.add_argument("--n-best", type=positive_int, metavar="N",
-                    help="write the N best translations of each input line (N <= --beam), best first, one per "
-                         "line: 'LINE ||| TRANSLATION ||| log_prob= LOGP ||| SCORE' (LINE counted from 0; LOGP the "
-                         "model's log-probability, eos included, as memnmt score gives it; SCORE the "
-                         "length-normalized one the beam ranks by)")
     tl.add_argument("--n-best-format", choices=("moses", "jsonl"),
-                    help="with --n-best: moses (the line above, the default) or jsonl (one JSON object a "
+                    help="with --n-best: moses, 'LINE ||| TRANSLATION ||| log_prob= LOGP ||| SCORE' (the default; "
+                         "LINE counted from 0, LOGP the model's log-probability, eos included, as memnmt score "
+                         "gives it, SCORE the length-normalized one the beam ranks by), or jsonl (one JSON object a "
                          "line: line, rank, translation, log_prob, score, finished)")
-    tl.add_argument("--batch-size", type=positive_int, metavar="SENTENCES",
-                    help="sentences per search (default: 256 greedy, 640 // --beam otherwise)")
-    tl.add_argument("--max-length", type=positive_int, metavar="N",
-                    help="at most N subwords per translation, eos included (instead of --max-length-a/-b)")
-    tl.add_argument("--max-length-a", type=finite_float, metavar="A",
-                    help="the length bound is A x source subwords + B (default A 1.5)")
-    tl.add_argument("--max-length-b", type=positive_int, metavar="B", help="see --max-length-a (default B 10)")
-    tl.set_defaults(func=cmd_translate, beam=None)
+    tl.set_defaults(func=cmd_translate)

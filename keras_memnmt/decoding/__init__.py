@@ -22,9 +22,17 @@ batch and after a resumed translation, inside the same loop as target prefixes.
 allocation, `keras_memnmt.decoding.constrained`).
 """
 
-from keras_memnmt.decoding.beam import beam_search
-from keras_memnmt.decoding.common import LENGTH_PENALTIES, length_penalty
-from keras_memnmt.decoding.constrained import constrained_beam_search
-from keras_memnmt.decoding.greedy import greedy_search
+import importlib
 
-__all__ = ["LENGTH_PENALTIES", "beam_search", "constrained_beam_search", "greedy_search", "length_penalty"]
+# Loaded on first use (PEP 562), so that `keras_memnmt.decoding.settings` and `.modes`, which
+# the command line reads to make its flags, import no backend.
+_EXPORTS = {"beam_search": "beam", "LENGTH_PENALTIES": "common", "length_penalty": "common",
+            "constrained_beam_search": "constrained", "greedy_search": "greedy"}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

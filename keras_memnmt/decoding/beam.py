@@ -18,6 +18,7 @@ from keras_memnmt.decoding.common import (
     add_prefix,
     check_attention,
     check_beam,
+    check_search_limits,
     compact_done,
     finish,
     first_call,
@@ -28,6 +29,7 @@ from keras_memnmt.decoding.common import (
     resolve_compact,
     resolve_max_length,
     results_store,
+    step_bans,
     while_loop,
     write_step,
 )
@@ -59,7 +61,7 @@ def block_size(vocab: int, count: int) -> int | None:
 
 
 def candidates(logits: Tensor, alive_raw: Tensor, count: int, banned_ids: tuple[int, ...],
-               forced: Tensor | None = None) -> tuple[Tensor, Tensor]:
+               forced: Tensor | None = None, blocked: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """The ``count`` best continuations of each sentence's beams: step 2a-b of `beam_search`.
 
     `logits (A*K, V)`, `alive_raw (A, K)` -> `(raw (A, C), index (A, C))`: the `C = count`
@@ -78,16 +80,17 @@ def candidates(logits: Tensor, alive_raw: Tensor, count: int, banned_ids: tuple[
     index order and one `top_k` over their `C*W` scores picks the `C` best. What still
     reads every logit: the row's maximum and sum of exponentials (the normalizer), the
     banning of pad and bos, and the block maxima. `forced` `(A*K,)`: a row's only
-    allowed token, or `-1` (`common.normalizer`).
+    allowed token, or `-1`; `blocked` `(A*K, V)` or `(1, V)`: tokens banned in a free
+    row (`common.normalizer`).
     """
     k, vocab = alive_raw.shape[1], logits.shape[-1]
     width = block_size(vocab, count)
     if width is None:
-        cand = alive_raw[:, :, None] + ops.reshape(log_probs(logits, banned_ids, forced), (-1, k, vocab))
+        cand = alive_raw[:, :, None] + ops.reshape(log_probs(logits, banned_ids, forced, blocked), (-1, k, vocab))
         raw, index = ops.top_k(ops.reshape(cand, (-1, k * vocab)), count)  # (A, C)
         return raw, ops.cast(index, "int32")
     blocks = vocab // width
-    x, top, log_sum = normalizer(logits, banned_ids, forced)  # (A*K, V), (A*K, 1), (A*K, 1)
+    x, top, log_sum = normalizer(logits, banned_ids, forced, blocked)  # (A*K, V), (A*K, 1), (A*K, 1)
     offset = ops.reshape(alive_raw, (-1, 1))  # (A*K, 1)
     def score(values, offset, top, log_sum):  # alive_raw + log p, in log_probs' own steps
         return offset + ((values - top) - log_sum)
@@ -125,6 +128,8 @@ def beam_search(
     max_steps: int | None = None,
     compact: bool | None = None,
     prefix: Tensor | None = None,
+    min_length: int = 0,
+    no_repeat_ngram_size: int = 0,
 ) -> dict[str, Tensor]:
     """Beam search with an alive beam and a finished buffer, as one compiled loop.
 
@@ -140,13 +145,16 @@ def beam_search(
     2. Each step `i` (inside `keras.ops.while_loop` from the second on,
        where `next_fn` is called on the alive beams' last tokens `(B*K,)`):
        a. `log p = log_softmax(logits)` `(B*K, V)`, pad and bos set to
-          `-inf`; `cand = alive_raw[:, :, None] + log p` reshaped to
-          `(B, K*V)`.
+          `-inf`; at a sentence's last allowed position (`i + 1` reaches its
+          limit) every token but eos too; elsewhere eos while `i < min_length`,
+          and each token that would repeat an n-gram of `no_repeat_ngram_size`
+          in its beam's own tokens (`common.step_bans`);
+          `cand = alive_raw[:, :, None] + log p` reshaped to `(B, K*V)`.
        b. `top_k(cand, C)` gives each candidate's raw score, source beam
           `index // V` and token `index % V` `(B, C)`; its sequence is the
           source beam's `(B, C, L)` with the token written at column `i`.
-       c. A candidate is *final* if its token is eos or `i + 1` reaches its
-          sentence's limit (force-finished, no eos).
+       c. A candidate is *final* if its token is eos (at its sentence's
+          limit, every live candidate is).
        d. Alive: the best `K` non-final candidates `(B, K)`; the states
           `(B*K, ·)` follow their source beams via `ops.take` on axis 0,
           except a state `next_fn` returns as the very tensor it was given
@@ -170,7 +178,7 @@ def beam_search(
           their rows leave the loop (see "Compaction" in `common`).
     3. The loop ends after `L` steps or once every sentence is done; the
        first `n_best` entries of the finished buffer are returned (empty
-       entries, possible only with a tiny vocabulary, have score `-inf`,
+       entries, possible only with a tiny vocabulary or many bans, have score `-inf`,
        length 0 and pad tokens).
 
     Every reduction is per sentence and a done sentence is frozen, so a
@@ -203,8 +211,8 @@ def beam_search(
         batch_size: `B` (a Python int).
         beam_size: `K >= 1`.
         max_length: Python int, or a `(B,)` int tensor of per-sentence
-            limits (e.g. `a * source_length + b`); a hypothesis that
-            reaches its sentence's limit is force-finished.
+            limits (e.g. `a * source_length + b`), eos included: a hypothesis
+            takes eos at its sentence's limit.
         bos_id: the token fed at the first step.
         eos_id: the token that ends a hypothesis (kept in the output).
         pad_id: written after eos; never generated (nor is bos).
@@ -222,6 +230,11 @@ def beam_search(
             with (pad after a shorter one): inside it every other candidate is
             `-inf`, so one beam carries the prefix and the beam opens after it,
             as at the first step; the limit is raised to fit it and one token more.
+        min_length: eos is `-inf` while a hypothesis has fewer tokens (the
+            prefix included); the limit still ends it with eos.
+        no_repeat_ngram_size: `n >= 1` bans a token that would complete an
+            n-gram of `n` tokens already in the hypothesis (the prefix
+            included); 0: off.
 
     Returns:
         dict with
@@ -232,6 +245,7 @@ def beam_search(
         `attention` `(B, n_best, L, Tx)` float32, if `return_attention`.
     """
     check_beam(bos_id, eos_id, pad_id, length_penalty, beam_size, n_best)
+    check_search_limits(min_length, no_repeat_ngram_size)
     penalty_kind = length_penalty  # the argument shadows the function of that name
 
     def lp(lengths):
@@ -282,9 +296,10 @@ def beam_search(
         step, done, limit = carry["step"], carry["done"], carry["limit"]
         length = step + 1
         # a-b. The C best candidates (`candidates`), their source beams, tokens and sequences.
-        forced = forced_tokens(carry)  # (A,) or None
-        forced = None if forced is None else ops.repeat(forced, k, axis=0)  # (A*K,)
-        cand_raw, cand_index = candidates(logits, carry["alive_raw"], c, banned, forced)  # (A, C)
+        forced = ops.repeat(forced_tokens(carry, eos_id), k, axis=0)  # (A*K,)
+        history = ops.reshape(carry["alive_tokens"], (-1, steps))  # (A*K, L) each beam's tokens so far
+        blocked = step_bans(history, step, vocab, eos_id, min_length, no_repeat_ngram_size)
+        cand_raw, cand_index = candidates(logits, carry["alive_raw"], c, banned, forced, blocked)  # (A, C)
         cand_beam = cand_index // vocab  # (A, C)
         cand_token = cand_index % vocab  # (A, C)
         cand_tokens = _gather(carry["alive_tokens"], cand_beam)  # (A, C, L)
@@ -295,7 +310,8 @@ def beam_search(
             cand_attention = write_step(
                 cand_attention, _gather(step_attention, cand_beam), step, time_axis=2
             )
-        # c. Final candidates: eos, or the sentence's limit reached.
+        # c. Final candidates: eos, or the sentence's limit reached (where eos is the only
+        # live token, 2a, unless a prefix fills the buffer).
         final = (cand_token == eos_id) | (length >= limit)[:, None]  # (A, C)
         valid = cand_raw > NEG_INF
         # d. Alive: the K best non-final candidates; states follow their beams.

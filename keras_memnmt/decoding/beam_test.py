@@ -3,6 +3,13 @@
 The fake decoder (`keras_memnmt.testing.fake_decoder`) has by default a 5-token vocabulary
 (pad 0, unk 1, bos 2, eos 3, 4), so 3 tokens can be generated and every
 hypothesis up to length 5 can be enumerated.
+
+The references (`allowed`, `ruled_greedy`, `ruled_beam`, `ruled_brute_force`, in the
+fake decoder's module) are written from the searches' token rules
+(`keras_memnmt.decoding.common`): at a sentence's limit eos is the only token, so every
+hypothesis ends with eos; before it, `min_length` bans eos and `no_repeat_ngram_size`
+bans the tokens that would repeat an n-gram. The greedy and constrained search tests
+and the ensemble tests use them too.
 """
 
 from __future__ import annotations
@@ -19,10 +26,11 @@ from keras_memnmt.testing.fake_decoder import (
     EOS,
     PAD,
     FakeDecoder,
-    brute_force,
+    has_repeated_ngram,
     lp_np,
-    reference_beam,
-    reference_greedy,
+    ruled_beam,
+    ruled_brute_force,
+    ruled_greedy,
     score_np,
     table_decoder,
     unpad,
@@ -33,9 +41,10 @@ pytestmark = pytest.mark.backend
 
 SENTENCES = [0, 1, 2]
 SEED = 4  # the optima differ across penalties and from greedy (checked below)
-# Six sentences with their own limits: one call covers lengths 2 to 5.
+# Six sentences with their own limits: one call covers lengths 3 to 5 (at limit 3, the
+# 3 generable tokens give 7 hypotheses, enough for a 5-best list).
 MANY = list(range(6))
-LIMITS = np.array([5, 4, 5, 3, 5, 2], "int32")
+LIMITS = np.array([5, 4, 5, 3, 5, 3], "int32")
 
 
 def to_numpy(out: dict) -> dict:
@@ -82,12 +91,12 @@ def test_fixture_exercises_length_penalties():
     for s, limit in zip(MANY, LIMITS, strict=True):
         bests = set()
         for kind in LENGTH_PENALTIES:
-            ranked = brute_force(model, s, limit, kind)
+            ranked = ruled_brute_force(model, s, limit, kind)
             # No near ties in the top 6, so float32 vs float64 cannot flip an order.
             assert np.all(-np.diff([h[0] for h in ranked[:7]]) > 1e-3)
             bests.add(tuple(ranked[0][2]))
         disagree += len(bests) > 1
-        beats_greedy += bests != {tuple(reference_greedy(model, s, limit)[0])}
+        beats_greedy += bests != {tuple(ruled_greedy(model, s, limit)[0])}
     assert disagree >= 2 and beats_greedy >= 2
 
 
@@ -97,10 +106,10 @@ def test_fixture_exercises_length_penalties():
 def test_exhaustive_beam_equals_brute_force(kind, early_stopping):
     """A beam wide enough to keep every candidate finds the exact n best.
 
-    With 2 non-eos tokens there are at most `2 ** (L - 1)` alive prefixes and
-    `3 * 2 ** (L - 1) = 48` candidates per step for `L = 5`; `beam_size=48`
-    keeps them all, so the result must be the brute-force ranking, for every
-    sentence up to its own limit (`max_length` a `(B,)` tensor).
+    With 2 non-eos tokens there are at most `2 ** (L - 2)` alive prefixes and
+    `3 * 2 ** (L - 2) = 24` candidates per step for `L = 5` (the last step has
+    eos only); `beam_size=48` keeps them all, so the result must be the brute-force
+    ranking, for every sentence up to its own limit (`max_length` a `(B,)` tensor).
     """
     model = FakeDecoder(seed=SEED, num_sentences=6)
     out = run_beam(
@@ -114,7 +123,7 @@ def test_exhaustive_beam_equals_brute_force(kind, early_stopping):
     )
     assert out["tokens"].shape == (6, 5, 5)
     for row, (s, limit) in enumerate(zip(MANY, LIMITS, strict=True)):
-        assert_same_hypotheses(hypotheses(out, row), brute_force(model, s, limit, kind)[:5])
+        assert_same_hypotheses(hypotheses(out, row), ruled_brute_force(model, s, limit, kind)[:5])
         assert np.all(out["lengths"][row] <= limit)
 
 
@@ -136,7 +145,7 @@ def test_beam_matches_reference(kind, early_stopping):
         early_stopping=early_stopping,
     )
     for row, s in enumerate(MANY):
-        expected = reference_beam(model, s, 3, 6, kind, n_best=2, early_stopping=early_stopping)
+        expected = ruled_beam(model, s, 3, 6, kind, n_best=2, early_stopping=early_stopping)
         assert_same_hypotheses(hypotheses(out, row), expected)
         for score, raw, tokens in hypotheses(out, row):
             np.testing.assert_allclose([score, raw], score_np(model, s, tokens, kind), rtol=1e-5)
@@ -190,7 +199,7 @@ def test_beam_matches_reference_with_a_large_vocabulary():
     model = FakeDecoder(seed=3, vocab_size=2048, num_sentences=6, eos_bias=3.0)
     out = run_beam(model, MANY, beam_size=3, max_length=5, length_penalty="gnmt", n_best=2)
     for row, s in enumerate(MANY):
-        assert_same_hypotheses(hypotheses(out, row), reference_beam(model, s, 3, 5, "gnmt", n_best=2))
+        assert_same_hypotheses(hypotheses(out, row), ruled_beam(model, s, 3, 5, "gnmt", n_best=2))
 
 
 def test_beam_matches_reference_n_best_one():
@@ -198,7 +207,7 @@ def test_beam_matches_reference_n_best_one():
     model = FakeDecoder(seed=8, vocab_size=7, num_sentences=6)
     out = run_beam(model, MANY, beam_size=3, max_length=6, early_stopping=False)
     for row, s in enumerate(MANY):
-        expected = reference_beam(model, s, 3, 6, "gnmt", early_stopping=False)
+        expected = ruled_beam(model, s, 3, 6, "gnmt", early_stopping=False)
         assert_same_hypotheses(hypotheses(out, row), expected)
 
 
@@ -229,14 +238,15 @@ def test_beam_one_equals_greedy():
 
 
 def early_eos_tables() -> np.ndarray:
-    """Sentence 0: from bos, eos (p = e^-1) beats word 4 (p = e^-1.2), but after 4
-    the chain repeats 4 with p = 0.99, so with GNMT `[4, 4, 4, 4, 4]` (force-finished
-    at length 5, score -1.24 / 1.36 = -0.91) beats `[eos]` (-1.0). Sentence 1 never
-    ends before its limit. Rows: previous token; columns: next token."""
+    """Sentence 0: from bos, eos (p = e^-1) beats word 4 (p = e^-1.1), but 4 goes on to
+    1 and 1 to eos, each with p = 0.99, so with GNMT `[4, 1, eos]` (score
+    -1.12 / 1.19 = -0.94) beats `[eos]` (-1.0). Sentence 1 never ends before its limit.
+    Rows: previous token; columns: next token."""
     tables = np.full((2, 5, 5), 0.2)
-    eos, word = np.exp(-1.0), np.exp(-1.2)
+    eos, word = np.exp(-1.0), np.exp(-1.1)
     tables[0, BOS] = [(1 - eos - word - 1e-3) / 2, 1e-3, (1 - eos - word - 1e-3) / 2, eos, word]
-    tables[0, 4] = [2e-3, 3e-3, 2e-3, 3e-3, 0.99]
+    tables[0, 4] = [2e-3, 0.99, 2e-3, 3e-3, 3e-3]
+    tables[0, 1] = [2e-3, 3e-3, 2e-3, 0.99, 3e-3]
     tables[1, :] = [0.1, 0.3, 0.1, 1e-6, 0.5 - 1e-6]
     return tables
 
@@ -246,8 +256,8 @@ def test_early_stopping_false_searches_on():
 
     `early_stopping=True` (default) stops at the first finished hypothesis
     (= greedy); `False` keeps searching because the alive `[4]` could still
-    reach `-1.2 / lp(5) = -0.88 > -1.0` (a bound taken at the current length,
-    `-1.2 / lp(1)`, would wrongly stop).
+    reach `-1.1 / lp(5) = -0.81 > -1.0` (a bound taken at the current length,
+    `-1.1 / lp(1)`, would wrongly stop).
     """
     next_fn, initial_states = table_decoder(early_eos_tables())
     states = initial_states([0, 1])  # sentence 1 keeps the loop running
@@ -262,8 +272,8 @@ def test_early_stopping_false_searches_on():
 
     assert top(True) == ([EOS], pytest.approx(-1.0, abs=1e-5))
     tokens, score = top(False)
-    assert tokens == [4, 4, 4, 4, 4]
-    np.testing.assert_allclose(score, (-1.2 + 4 * np.log(0.99)) / lp_np(5, "gnmt"), rtol=1e-5)
+    assert tokens == [4, 1, EOS]
+    np.testing.assert_allclose(score, (-1.1 + 2 * np.log(0.99)) / lp_np(3, "gnmt"), rtol=1e-5)
     assert top(False, "none")[0] == [EOS]  # without a penalty the bound stops at once
 
 
@@ -298,7 +308,7 @@ def many() -> dict:
 def test_batch_size_invariance(many):
     """A sentence decoded alone, in a batch of 6, or in reverse order: same result.
 
-    Sentence 5 (limit 2) is done long before the rest of its batch; sentence 0
+    Sentence 5 (limit 3) is done long before the rest of its batch; sentence 0
     runs to the end.
     """
     for sentences in (MANY[::-1], [5], [0]):
@@ -320,10 +330,7 @@ def test_compaction_drops_done_sentences(many):
         return
     model = FakeDecoder(seed=MANY_SEED, num_sentences=6)
     rows = []
-
-    def next_fn(tokens, states):
-        rows.append(int(tokens.shape[0]))
-        return model.next_fn(tokens, states)
+    next_fn = model.counted_next_fn(rows)  # records the rows of each call
 
     for compact in (True, False):
         rows.clear()
@@ -369,24 +376,29 @@ def check_eos_then_padding(out: dict, limits: np.ndarray) -> None:
             assert 1 <= length <= limit
             assert PAD not in body and BOS not in body  # never generated
             assert EOS not in body[:-1]
-            assert body[-1] == EOS or length == limit  # eos, or force-finished
+            assert body[-1] == EOS  # at the limit at the latest
             assert np.all(tokens[length:] == PAD)
 
 
 def test_eos_then_padding(many):
     assert many["tokens"].shape == (6, 4, 5) and many["tokens"].dtype == np.int32
     check_eos_then_padding(many, LIMITS)
-    ends = many["tokens"][np.arange(6)[:, None], np.arange(4), many["lengths"] - 1]
-    assert np.any(ends == EOS) and np.any(ends != EOS)  # both kinds of ending occur
+    at_limit = many["lengths"] == LIMITS[:, None]
+    assert np.any(at_limit) and np.any(~at_limit)  # eos chosen, and eos at the limit
 
 
-def test_force_finished_without_eos():
-    model = FakeDecoder(seed=MANY_SEED, num_sentences=6, eos_bias=-30.0)  # eos never wins
+def test_the_limit_ends_every_hypothesis_with_eos():
+    """eos is the only token at the limit, and the score counts its log-probability."""
+    model = FakeDecoder(seed=MANY_SEED, num_sentences=6, eos_bias=-30.0)  # eos never wins before
     limits = keras.ops.convert_to_tensor(LIMITS)
-    out = run_beam(model, MANY, max_length=limits, **MANY_KWARGS)
+    out = run_beam(model, MANY, max_length=limits, length_penalty="average", **MANY_KWARGS)
     check_eos_then_padding(out, LIMITS)
     np.testing.assert_array_equal(out["lengths"], np.repeat(LIMITS[:, None], 4, axis=1))
-    assert not np.any(out["tokens"] == EOS)
+    for row, s in enumerate(MANY):
+        for score, raw, tokens in hypotheses(out, row):
+            assert tokens.index(EOS) == len(tokens) - 1
+            np.testing.assert_allclose([score, raw], score_np(model, s, tokens, "average"), rtol=1e-5)
+            assert raw < -25  # eos's log-probability is in it
 
 
 def test_attention_follows_the_hypothesis(many):
@@ -419,6 +431,8 @@ def test_invalid_arguments():
         (dict(length_penalty="wu"), "length_penalty"),
         (dict(max_length=0), "max_length"),
         (dict(eos_id=2), "eos_id"),
+        (dict(min_length=-1), "min_length"),
+        (dict(no_repeat_ngram_size=1.5), "no_repeat_ngram_size"),
     ]:
         call = dict(beam_size=3, max_length=5) | kwargs
         with pytest.raises(ValueError, match=name):
@@ -446,3 +460,89 @@ def test_compiled(many):
     traced = to_numpy(compiled(LIMITS, *model.initial_states(MANY)))
     for key, value in many.items():
         np.testing.assert_allclose(traced[key], value, rtol=1e-6, atol=1e-7)
+
+
+def reference_rules(rules: dict) -> dict:
+    """The searches' argument names -> `allowed`'s."""
+    return dict(min_length=rules.get("min_length", 0), ngram=rules.get("no_repeat_ngram_size", 0))
+
+
+RULES = [dict(min_length=3), dict(no_repeat_ngram_size=1), dict(no_repeat_ngram_size=2),
+         dict(min_length=2, no_repeat_ngram_size=2), dict(min_length=7)]
+
+
+@pytest.mark.parametrize("rules", RULES, ids=lambda r: ",".join(f"{k}={v}" for k, v in r.items()))
+def test_min_length_and_no_repeat_ngram_follow_the_reference(rules):
+    """`min_length` 7 is past the limit (6): the limit's eos wins."""
+    model = FakeDecoder(seed=7, vocab_size=7, num_sentences=6)
+    out = run_beam(model, MANY, beam_size=3, max_length=6, n_best=2, **rules)
+    ref = reference_rules(rules)
+    changed = 0
+    for row, s in enumerate(MANY):
+        expected = ruled_beam(model, s, 3, 6, "gnmt", n_best=2, **ref)
+        assert_same_hypotheses(hypotheses(out, row), expected)
+        for score, raw, tokens in hypotheses(out, row):
+            assert tokens.index(EOS) == len(tokens) - 1 and len(tokens) >= min(ref["min_length"] + 1, 6)
+            assert not (ref["ngram"] and has_repeated_ngram(tokens, ref["ngram"]))
+            np.testing.assert_allclose([score, raw], score_np(model, s, tokens, "gnmt"), rtol=1e-5)
+        changed += [h[2] for h in expected] != [h[2] for h in ruled_beam(model, s, 3, 6, "gnmt", n_best=2)]
+    assert changed >= 2  # the rules change what the search finds
+
+
+def test_exhaustive_beam_with_bans_equals_brute_force():
+    """Beam 48 keeps every allowed candidate: the n best allowed hypotheses, exactly. At
+    limit 3, `min_length=2` leaves 4 hypotheses: the 5th entry is empty."""
+    model = FakeDecoder(seed=SEED, num_sentences=6)
+    out = run_beam(model, MANY, beam_size=48, max_length=keras.ops.convert_to_tensor(LIMITS), n_best=5,
+                   early_stopping=False, min_length=2, no_repeat_ngram_size=2)
+    for row, (s, limit) in enumerate(zip(MANY, LIMITS, strict=True)):
+        expected = ruled_brute_force(model, s, limit, "gnmt", min_length=2, ngram=2)[:5]
+        found = hypotheses(out, row)
+        assert_same_hypotheses(found[: len(expected)], expected)
+        for score, _, tokens in found[len(expected):]:
+            assert score == -np.inf and tokens == []
+    assert len(ruled_brute_force(model, 3, 3, "gnmt", min_length=2, ngram=2)) == 4
+
+
+def test_no_repeat_ngram_follows_the_beams_reordering():
+    """Each hypothesis' bans come from its own tokens, which change beam slot as the beam
+    is reordered. Guard: the reference meets steps where a hypothesis the previous step
+    moved to another slot has a ban that changes the `2K` best candidates."""
+    model = FakeDecoder(seed=7, vocab_size=7, num_sentences=6)
+    out = run_beam(model, MANY, beam_size=3, max_length=6, n_best=3, no_repeat_ngram_size=2,
+                   early_stopping=False)
+    moved = []
+    for row, s in enumerate(MANY):
+        expected = ruled_beam(model, s, 3, 6, "gnmt", n_best=3, early_stopping=False, moved_bans=moved, ngram=2)
+        assert_same_hypotheses(hypotheses(out, row), expected)
+    assert len(moved) >= 3
+
+
+def test_compaction_keeps_each_hypothesis_bans():
+    """With `compact`, the bans still read each remaining hypothesis' own tokens: the
+    results equal the search without compaction and the reference. Sentences 1 and 3
+    (limit 3) leave the loop first; the n-gram ban changes the others' results later."""
+    if keras.backend.backend() == "jax":
+        pytest.skip("JAX's loop keeps every shape: no compaction")
+    model = FakeDecoder(seed=MANY_SEED, vocab_size=7, num_sentences=6)
+    limits = np.array([8, 3, 7, 3, 8, 4], "int32")
+    rules = dict(min_length=2, no_repeat_ngram_size=2)
+    rows = []
+    next_fn = model.counted_next_fn(rows)  # records the rows of each call
+
+    outs = {}
+    for compact in (True, False):
+        rows.clear()
+        outs[compact] = to_numpy(beam_search(next_fn, model.initial_states(MANY), 6, 3,
+                                             keras.ops.convert_to_tensor(limits), n_best=2, compact=compact,
+                                             **rules))
+        assert (rows[-1] < 6 * 3) == compact  # done sentences left the loop
+    for key in ("tokens", "lengths"):
+        np.testing.assert_array_equal(outs[True][key], outs[False][key])
+    np.testing.assert_allclose(outs[True]["scores"], outs[False]["scores"], rtol=1e-6)
+    for row, (s, limit) in enumerate(zip(MANY, limits, strict=True)):
+        expected = ruled_beam(model, s, 3, int(limit), "gnmt", n_best=2, **reference_rules(rules))
+        assert_same_hypotheses(hypotheses(outs[True], row), expected)
+        if limit > 5:
+            without = ruled_beam(model, s, 3, int(limit), "gnmt", n_best=2, min_length=2)
+            assert [h[2] for h in expected] != [h[2] for h in without]

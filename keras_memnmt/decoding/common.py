@@ -52,7 +52,19 @@ the dtype `next_fn` gives them.
 
 Vocabulary decision: the pad and bos ids are never generated. Their
 log-probabilities are set to `-inf` *after* the log-softmax over the full
-vocabulary, so every reported score stays the model's own log-probability.
+vocabulary, so every reported score stays the model's own log-probability. The
+searches' other bans (`step_bans`) are applied the same way: `min_length` (eos is
+`-inf` while a hypothesis has fewer than `min_length` tokens, target prefix included)
+and `no_repeat_ngram_size` (fairseq's rule: a token that would complete an n-gram of
+that size already in the hypothesis, prefix included, is `-inf`).
+
+Length decision (fairseq's `SequenceGenerator`): a sentence's limit counts eos, and
+at a hypothesis' last allowed position (`step + 1 == limit`) eos is its only token
+(`forced_tokens`). So every returned hypothesis ends with eos and its score counts
+eos's log-probability: it is the teacher-forced score of the same tokens followed by
+eos (`memnmt score`). Which token a row may take, first rule first: a target prefix's
+token inside the prefix; eos at the limit; otherwise any token but the banned ones
+(`min_length` and `no_repeat_ngram_size` yield to both before).
 """
 
 from __future__ import annotations
@@ -64,10 +76,11 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_memnmt.decoding.settings import LENGTH_PENALTIES, parse_sampling  # noqa: F401  (re-exported)
+
 Tensor = Any
 NextFn = Callable[[Tensor, list[Tensor]], tuple[Tensor, list[Tensor], Tensor | None]]
 
-LENGTH_PENALTIES = ("gnmt", "average", "none")
 NEG_INF = float("-inf")
 
 
@@ -78,7 +91,7 @@ def length_penalty(lengths: Tensor, kind: str = "gnmt", alpha: float = 0.6) -> T
     * `"average"`: `lp(Y) = |Y|`;
     * `"none"`: `lp(Y) = 1`.
 
-    `|Y|` counts the eos token (a force-finished hypothesis has no eos).
+    `|Y|` counts the eos token (every hypothesis ends with one, see the module docstring).
 
     Args:
         lengths: any shape, int or float; `|Y|` of each hypothesis.
@@ -118,6 +131,13 @@ def check_beam(bos_id: int, eos_id: int, pad_id: int, length_penalty: str, beam_
         raise ValueError(f"beam_size must be an int >= 1; received: {beam_size!r}")
     if not isinstance(n_best, int) or not 1 <= n_best <= beam_size:
         raise ValueError(f"n_best must be an int in [1, beam_size={beam_size}]; received: {n_best!r}")
+
+
+def check_search_limits(min_length: int, no_repeat_ngram_size: int) -> None:
+    """`min_length` and `no_repeat_ngram_size`, each an int >= 0, or a one-line `ValueError` naming it."""
+    for name, value in (("min_length", min_length), ("no_repeat_ngram_size", no_repeat_ngram_size)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise ValueError(f"{name} must be an int >= 0; received: {value!r}")
 
 
 def resolve_max_length(
@@ -160,8 +180,8 @@ def resolve_max_length(
     return steps, limit
 
 
-def normalizer(logits: Tensor, banned_ids: tuple[int, ...], forced: Tensor | None = None
-               ) -> tuple[Tensor, Tensor, Tensor]:
+def normalizer(logits: Tensor, banned_ids: tuple[int, ...], forced: Tensor | None = None,
+               blocked: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
     """`(N, V)` logits -> float32 logits with `-inf` at `banned_ids` `(N, V)`, and the
     row maximum `(N, 1)` and `log(sum(exp(logits - max)))` `(N, 1)` of the logits as given.
 
@@ -170,9 +190,10 @@ def normalizer(logits: Tensor, banned_ids: tuple[int, ...], forced: Tensor | Non
     same arithmetic as the whole row (`beam.candidates`).
 
     `forced` `(N,)` int32: a row whose entry is a token id (`>= 0`) may only take that
-    token (a target prefix, `forced_tokens`): every other token is `-inf` as well; `-1`
-    leaves the row free. The normalizer stays that of the whole row, so a forced
-    token's score is its log-probability under the model.
+    token (a target prefix's, or eos at the limit: `forced_tokens`): every other token is
+    `-inf` as well; `-1` leaves the row free. `blocked` `(N, V)` or `(1, V)` bool: more
+    tokens set to `-inf` in the free rows (`step_bans`). The normalizer stays that of the
+    whole row, so a forced token's score is its log-probability under the model.
     """
     x = ops.cast(logits, "float32")
     top = ops.max(x, axis=-1, keepdims=True)  # (N, 1)
@@ -181,31 +202,81 @@ def normalizer(logits: Tensor, banned_ids: tuple[int, ...], forced: Tensor | Non
     banned = ops.zeros_like(vocab) > 0
     for token in banned_ids:
         banned = banned | (vocab == token)
-    if forced is not None:
+    if forced is None:
+        if blocked is not None:
+            banned = banned | blocked
+    else:
         forced = ops.cast(forced, "int32")[:, None]  # (N, 1)
-        banned = banned[None, :] | ((forced >= 0) & (vocab[None, :] != forced))  # (N, V)
+        free = forced < 0  # (N, 1)
+        banned = banned[None, :] | (ops.logical_not(free) & (vocab[None, :] != forced))  # (N, V)
+        if blocked is not None:
+            banned = banned | (blocked & free)
     return ops.where(banned, NEG_INF, x), top, log_sum
 
 
-def log_probs(logits: Tensor, banned_ids: tuple[int, ...], forced: Tensor | None = None) -> Tensor:
+def log_probs(logits: Tensor, banned_ids: tuple[int, ...], forced: Tensor | None = None,
+              blocked: Tensor | None = None) -> Tensor:
     """`(N, V)` logits -> `(N, V)` float32 log-probabilities, `-inf` at `banned_ids`
-    (and, in a row with a `forced` token, at every other token; see `normalizer`)."""
-    x, top, log_sum = normalizer(logits, banned_ids, forced)
+    (and, in a row with a `forced` token, at every other token, in a free row at its
+    `blocked` tokens; see `normalizer`)."""
+    x, top, log_sum = normalizer(logits, banned_ids, forced, blocked)
     return (x - top) - log_sum
 
 
-def forced_tokens(carry: dict) -> Tensor | None:
+def forced_tokens(carry: dict, eos_id: int) -> Tensor:
     """`(A,)` the token each sentence of the carry must take at this step, `-1` where it
     is free: its target prefix's token while the step is inside the prefix (the carry's
-    `prefix` `(A, P)` and `prefix_length` `(A,)`); `None` without a prefix."""
-    if "prefix" not in carry:
-        return None
-    prefix, step = carry["prefix"], carry["step"]
+    `prefix` `(A, P)` and `prefix_length` `(A,)`), else eos at its last allowed position
+    (`step + 1 >= limit`, the carry's `limit` `(A,)`; see the module docstring)."""
+    step, limit = carry["step"], carry["limit"]
+    forced = ops.where(step + 1 >= limit, eos_id, -1)  # (A,)
+    prefix = carry.get("prefix")
+    if prefix is None or not prefix.shape[1]:
+        return forced
     width = prefix.shape[1]
-    if not width:
-        return None
     token = ops.take_along_axis(prefix, ops.zeros_like(prefix[:, :1]) + ops.minimum(step, width - 1), axis=1)
-    return ops.where(step < carry["prefix_length"], token[:, 0], -1)
+    return ops.where(step < carry["prefix_length"], token[:, 0], forced)
+
+
+def repeated_ngrams(history: Tensor, step: Tensor, size: int, vocab: int) -> Tensor | None:
+    """`(N, V)` bool: the tokens that would complete, after the first `step` tokens of each
+    row of `history` `(N, L)`, an n-gram of `size` tokens already among them (fairseq's
+    `no_repeat_ngram_size`); `None` where no n-gram fits in `L`.
+
+    The n-gram starting at `j` (`j + size <= step`) bans its last token where its first
+    `size - 1` tokens equal the row's last `size - 1`; with `size == 1` every token so
+    far is banned.
+    """
+    width = history.shape[1]
+    count = width - size + 1  # n-grams the buffer holds
+    if count < 1:
+        return None
+    history = ops.cast(history, "int32")
+    hit = ops.arange(count, dtype="int32")[None, :] + size <= step  # (1, W): within the first `step` tokens
+    for t in range(size - 1):
+        at = ops.zeros_like(history[:, :1]) + ops.clip(step - size + 1 + t, 0, width - 1)  # (N, 1)
+        hit = hit & (history[:, t:t + count] == ops.take_along_axis(history, at, axis=1))  # (N, W)
+    column = ops.where(hit, history[:, size - 1:], vocab)  # (N, W): the token to ban, or the spare column V
+    row = ops.cumsum(ops.ones_like(column), axis=0) - 1  # (N, W) each entry's row
+    indices = ops.reshape(ops.stack([row, column], axis=-1), (-1, 2))  # (N*W, 2)
+    marks = ops.zeros_like(history[:, :1]) + ops.zeros((1, vocab + 1), dtype="int32")  # (N, V+1)
+    marks = ops.scatter_update(marks, indices, ops.ones_like(indices[:, 0]))
+    return marks[:, :vocab] > 0
+
+
+def step_bans(history: Tensor, step: Tensor, vocab: int, eos_id: int, min_length: int,
+              no_repeat_ngram_size: int) -> Tensor | None:
+    """The tokens `min_length` and `no_repeat_ngram_size` ban at this step, `(N, V)` (or
+    `(1, V)`) bool, for the rows whose tokens so far are the first `step` of `history`
+    `(N, L)`; `None` with both off. `normalizer` applies them to the free rows only."""
+    blocked = None
+    if min_length:
+        blocked = (ops.arange(vocab, dtype="int32") == eos_id)[None, :] & (step < min_length)  # (1, V)
+    if no_repeat_ngram_size:
+        repeated = repeated_ngrams(history, step, no_repeat_ngram_size, vocab)
+        if repeated is not None:
+            blocked = repeated if blocked is None else blocked | repeated
+    return blocked
 
 
 def add_prefix(carry: dict, prefix: Tensor | None, limit: Tensor) -> Tensor:
@@ -225,21 +296,6 @@ def add_prefix(carry: dict, prefix: Tensor | None, limit: Tensor) -> Tensor:
 # in any batch; keras.random's generators differ per backend and carry state through
 # the compiled loop.
 SAMPLING_KINDS = ("full", "topk", "topp")
-
-
-def parse_sampling(text: str) -> tuple[str, float]:
-    """`"full"`, `"topk:K"` or `"topp:P"` -> `(kind, value)`; a one-line `ValueError` otherwise."""
-    kind, _, value = text.partition(":")
-    try:
-        if kind == "full" and not value:
-            return "full", 0.0
-        if kind == "topk" and int(value) >= 1:
-            return "topk", float(int(value))
-        if kind == "topp" and 0.0 < float(value) <= 1.0:
-            return "topp", float(value)
-    except ValueError:
-        pass
-    raise ValueError(f"sampling {text!r}: expected full, topk:K (an int >= 1) or topp:P (0 < P <= 1)")
 
 
 def _shift_right(x: Tensor, bits: int) -> Tensor:

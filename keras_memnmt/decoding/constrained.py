@@ -28,10 +28,10 @@ Decisions (Post & Vilar leave these to the implementation):
 * Phrases are unordered; where a token starts several unmet phrases, the first in the
   line's order is the one started.
 * The per-sentence length limit is raised by the sentence's constraint tokens `T`. A
-  hypothesis that reaches the limit is finished whether or not it has met every
-  constraint (so every sentence gets an output), but ranks below every hypothesis that
-  has: the finished buffer is ordered by `score - 10^4 * unmet tokens`, and the scores
-  returned are the plain scores.
+  hypothesis takes eos at the limit (`common`'s length decision) whether or not it has
+  met every constraint (so every sentence gets an output), but ranks below every
+  hypothesis that has: the finished buffer is ordered by `score - 10^4 * unmet tokens`,
+  and the scores returned are the plain scores.
 * No compaction (finished sentences stay in the loop, `common`): the constrained search
   is the occasional mode; the unconstrained searches keep their speed.
 """
@@ -48,11 +48,13 @@ from keras_memnmt.decoding.common import (
     add_prefix,
     check_attention,
     check_beam,
+    check_search_limits,
     first_call,
     forced_tokens,
     growing_axes,
     log_probs,
     resolve_max_length,
+    step_bans,
     while_loop,
     write_step,
 )
@@ -180,6 +182,8 @@ def constrained_beam_search(
     early_stopping: bool = True,
     max_steps: int | None = None,
     prefix: Tensor | None = None,
+    min_length: int = 0,
+    no_repeat_ngram_size: int = 0,
 ) -> dict[str, Tensor]:
     """Beam search whose outputs contain given target phrases (see the module docstring).
 
@@ -188,8 +192,10 @@ def constrained_beam_search(
     `SEPARATOR` (-1), pad (0) after the last; a row of pad has none. Per step
     (`A = B` sentences, `N = C + K M + K` candidates):
 
-    1. `log p` as in beam search, and eos `-inf` for a hypothesis that has not met
-       all its constraints; `cand = alive_raw + log p` `(A, K, V)`.
+    1. `log p` as in beam search (eos the only token at the limit, the bans of
+       `min_length` and `no_repeat_ngram_size` before it), and before the limit eos
+       `-inf` for a hypothesis that has not met all its constraints;
+       `cand = alive_raw + log p` `(A, K, V)`.
     2. The candidates: the `C = min(2K, KV)` best of `cand`, each beam's allowed
        constraint tokens, each beam's best token; a repeated (beam, token) counts once.
     3. Each candidate's constraint state (`advance`) and bank (tokens met).
@@ -200,6 +206,7 @@ def constrained_beam_search(
        what the alive ones can still reach, `K` finished with `early_stopping`).
     """
     check_beam(bos_id, eos_id, pad_id, length_penalty, beam_size, n_best)
+    check_search_limits(min_length, no_repeat_ngram_size)
     penalty_kind = length_penalty
 
     def lp(lengths):
@@ -230,6 +237,7 @@ def constrained_beam_search(
         "done": ops.zeros((b,), dtype="bool"),
     }
     limit = ops.minimum(add_prefix(carry, prefix, limit) + tables["total"], steps)
+    carry["limit"] = limit  # (B,)
     max_lp = lp(limit)
     if return_attention:
         tx = attention.shape[-1]
@@ -248,12 +256,15 @@ def constrained_beam_search(
     def expand(carry, logits, new_states, attention):
         step, done = carry["step"], carry["done"]
         length = step + 1
-        forced = forced_tokens(carry)
-        forced = None if forced is None else ops.repeat(forced, k, axis=0)
-        # 1. Log-probabilities; eos only for a hypothesis that has met every constraint.
-        logp = ops.reshape(log_probs(logits, (pad_id, bos_id), forced), (-1, k, vocab))  # (A, K, V)
+        forced = ops.repeat(forced_tokens(carry, eos_id), k, axis=0)  # (A*K,)
+        # 1. Log-probabilities; before the limit, eos only for a hypothesis that has met
+        # every constraint.
         unmet = met_count(carry["met"]) < tables["total"][:, None]  # (A, K)
-        logp = ops.where(unmet[:, :, None] & (ops.arange(vocab) == eos_id)[None, None, :], NEG_INF, logp)
+        blocked = ops.reshape(unmet[:, :, None] & (ops.arange(vocab) == eos_id)[None, None, :], (-1, vocab))
+        bans = step_bans(ops.reshape(carry["alive_tokens"], (-1, steps)), step, vocab, eos_id, min_length,
+                         no_repeat_ngram_size)  # (A*K, V), (1, V) or None
+        blocked = blocked if bans is None else blocked | bans  # (A*K, V)
+        logp = ops.reshape(log_probs(logits, (pad_id, bos_id), forced, blocked), (-1, k, vocab))  # (A, K, V)
         cand = carry["alive_raw"][:, :, None] + logp  # (A, K, V)
         # 2. The candidates, as flat indices k*V + v.
         top_raw, top_index = ops.top_k(ops.reshape(cand, (-1, k * vocab)), c)  # (A, C)

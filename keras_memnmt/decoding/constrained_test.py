@@ -1,6 +1,8 @@
 """Constrained beam search against Python references, brute force and beam search.
 
-The fake decoder (`keras_memnmt.testing.fake_decoder`) is that of the beam search tests.
+The fake decoder and the brute force under the token rules (`ruled_brute_force`: eos at
+the limit, `min_length`, `no_repeat_ngram_size`), both in
+`keras_memnmt.testing.fake_decoder`, are those of the beam search tests.
 """
 
 from __future__ import annotations
@@ -17,7 +19,14 @@ from keras_memnmt.decoding.constrained import (
     constrained_beam_search,
     constraint_tables,
 )
-from keras_memnmt.testing.fake_decoder import EOS, FakeDecoder, brute_force, unpad
+from keras_memnmt.testing.fake_decoder import (
+    EOS,
+    FakeDecoder,
+    has_repeated_ngram,
+    ruled_brute_force,
+    score_np,
+    unpad,
+)
 
 pytestmark = pytest.mark.backend
 
@@ -136,17 +145,20 @@ def test_advance_matches_the_list_reference():
 PHRASES = [[[4, 1]], [[1], [4]], [[4]], [], [[1, 4, 1]]]
 
 
-def test_a_wide_beam_finds_the_best_hypothesis_that_meets_the_constraints():
+@pytest.mark.parametrize("rules", [{}, dict(min_length=2, no_repeat_ngram_size=2)], ids=["plain", "bans"])
+def test_a_wide_beam_finds_the_best_hypothesis_that_meets_the_constraints(rules):
     """Beam 64 prunes nothing here (vocabulary 5: at most 2^5 alive hypotheses), so the
     result is the best of brute force's hypotheses that contain every phrase."""
     model = FakeDecoder(seed=4, num_sentences=len(PHRASES))
     sentences = list(range(len(PHRASES)))
     limit = 3
     out = search(model, sentences, 64, limit, PHRASES, length_penalty="gnmt", early_stopping=False,
-                 max_steps=limit + 3)
+                 max_steps=limit + 3, **rules)
+    ref = dict(min_length=rules.get("min_length", 0), ngram=rules.get("no_repeat_ngram_size", 0))
     for s, phrases in enumerate(PHRASES):
         total = sum(map(len, phrases))
-        hyps = [h for h in brute_force(model, s, limit + total, "gnmt") if all(contains(h[2], p) for p in phrases)]
+        hyps = [h for h in ruled_brute_force(model, s, limit + total, "gnmt", **ref)
+                if all(contains(h[2], p) for p in phrases)]
         score, raw, tokens = hyps[0]
         assert unpad(out["tokens"][s, 0], out["lengths"][s, 0]) == tokens, s
         np.testing.assert_allclose(out["scores"][s, 0], score, rtol=1e-5)
@@ -160,12 +172,12 @@ def test_every_constraint_is_met_with_a_small_beam():
     for _ in range(24):
         count = int(rng.integers(1, 3))
         rows.append([rng.integers(4, 9, int(rng.integers(1, 3))).tolist() for _ in range(count)])
-    out = search(model, list(range(24)), 4, 6, rows, n_best=2, max_steps=12, return_attention=True)
+    out = search(model, list(range(24)), 6, 6, rows, n_best=2, max_steps=12, return_attention=True)
     for s, phrases in enumerate(rows):
         for j in range(2):
             tokens = unpad(out["tokens"][s, j], out["lengths"][s, j])
             assert all(contains(tokens, p) for p in phrases), (s, j, phrases, tokens)
-            assert tokens[-1] == EOS or len(tokens) == 6 + sum(map(len, phrases))  # or force-finished
+            assert tokens.index(EOS) == len(tokens) - 1 and len(tokens) <= 6 + sum(map(len, phrases))
             np.testing.assert_allclose(out["attention"][s, j, : len(tokens)].sum(-1), 1.0, rtol=1e-5)
             assert not out["attention"][s, j, len(tokens):].any()
     assert (out["scores"][:, 0] >= out["scores"][:, 1]).all()
@@ -182,3 +194,40 @@ def test_sentences_without_constraints_get_beam_searchs_result():
         if not phrases:
             for name in ("tokens", "scores", "raw_scores", "lengths"):
                 np.testing.assert_allclose(got[name][s], plain[name][s], rtol=1e-6, err_msg=name)
+
+
+def test_the_limit_ends_every_hypothesis_with_eos():
+    """eos is unlikely here (`eos_bias` -30): most hypotheses reach the limit (raised by
+    the sentence's constraint tokens) and take eos there, met or not (sentence 4's
+    second has not met `[1, 4, 1]`), and every score counts eos's log-probability."""
+    model = FakeDecoder(seed=4, num_sentences=len(PHRASES), eos_bias=-30.0)
+    out = search(model, list(range(len(PHRASES))), 4, 3, PHRASES, n_best=2, length_penalty="none",
+                 max_steps=6)
+    at_limit = 0
+    for s, phrases in enumerate(PHRASES):
+        limit = 3 + sum(map(len, phrases))
+        for j in range(2):
+            tokens = unpad(out["tokens"][s, j], out["lengths"][s, j])
+            assert len(tokens) <= limit and tokens.index(EOS) == len(tokens) - 1
+            np.testing.assert_allclose(out["raw_scores"][s, j], score_np(model, s, tokens, "none")[1], rtol=1e-5)
+            assert out["raw_scores"][s, j] < -25  # eos's log-probability is in it
+            at_limit += len(tokens) == limit
+    assert at_limit >= 6
+    unmet = unpad(out["tokens"][4, 1], out["lengths"][4, 1])
+    assert len(unmet) == 3 + 3 and not contains(unmet, [1, 4, 1])
+
+
+def test_a_small_beam_meets_the_constraints_under_the_bans():
+    """`min_length` and `no_repeat_ngram_size` hold with constraints (none of these
+    phrases needs a repeated trigram), and the scores stay the model's."""
+    model = FakeDecoder(seed=7, vocab_size=9, num_sentences=6, eos_bias=1.0)
+    rows = [[[5, 5]], [[4], [6, 7]], [[8]], [], [[5, 6], [6, 5]], [[7, 7], [4]]]
+    out = search(model, list(range(6)), 4, 7, rows, n_best=2, max_steps=12, min_length=4,
+                 no_repeat_ngram_size=3, length_penalty="none")
+    for s, phrases in enumerate(rows):
+        for j in range(2):
+            tokens = unpad(out["tokens"][s, j], out["lengths"][s, j])
+            assert all(contains(tokens, p) for p in phrases), (s, j, phrases, tokens)
+            assert tokens.index(EOS) == len(tokens) - 1 and len(tokens) >= 5
+            assert not has_repeated_ngram(tokens, 3)
+            np.testing.assert_allclose(out["raw_scores"][s, j], score_np(model, s, tokens, "none")[1], rtol=1e-5)

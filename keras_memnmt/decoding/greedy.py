@@ -10,6 +10,7 @@ from keras_memnmt.decoding.common import (
     add_prefix,
     check_attention,
     check_ids,
+    check_search_limits,
     compact_done,
     finish,
     first_call,
@@ -20,6 +21,7 @@ from keras_memnmt.decoding.common import (
     resolve_max_length,
     results_store,
     sample_tokens,
+    step_bans,
     while_loop,
     write_step,
 )
@@ -40,6 +42,8 @@ def greedy_search(
     sampling: tuple[str, float] | None = None,
     temperature: float = 1.0,
     keys: Tensor | None = None,
+    min_length: int = 0,
+    no_repeat_ngram_size: int = 0,
 ) -> dict[str, Tensor]:
     """Pick the most probable token at every step (or draw one), as one compiled loop.
 
@@ -54,7 +58,11 @@ def greedy_search(
        chosen):
        a. `log p = log_softmax(logits)` `(B, V)`; pad and bos get `-inf`.
           Inside a sentence's target `prefix`, every token but the prefix's
-          gets `-inf` too (its log-probability stays the model's).
+          gets `-inf` too, and so does every token but eos at the sentence's
+          last allowed position (`i + 1` reaches its limit); elsewhere eos
+          while `i < min_length`, and each token that would repeat an n-gram
+          of `no_repeat_ngram_size` (`common.step_bans`). The log-probabilities
+          stay the model's.
        b. The token is the `top_k(score[:, None] + log p, 1)` `(B,)`,
           i.e. the argmax of `log p`, and its value the new score: the same
           ops as beam search with `K = 1`, so the two pick the same tokens
@@ -63,8 +71,8 @@ def greedy_search(
           in the two loops, a few ulp). With `sampling`, the token is drawn
           (`common.sample_tokens`, row `b`'s noise from `keys[b]`) and the
           score adds its log-probability under the model (no temperature).
-       c. A sentence finishes on eos, or when `i + 1` reaches its own
-          limit (force-finished without eos); its length becomes `i + 1`.
+       c. A sentence finishes on eos (at its limit at the latest, 2a); its
+          length becomes `i + 1`.
        d. The token is written at column `i` of the `(B, L)` token buffer
           (pad for sentences that finished earlier), the attention at
           `[:, i]` of the `(B, L, Tx)` buffer (zeros once finished).
@@ -108,15 +116,21 @@ def greedy_search(
         temperature: divides the log-probabilities that `sampling` draws from.
         keys: `(B,)` int32, each row's sampling key (the same key, the same
             draws on every backend); required with `sampling`.
+        min_length: eos is `-inf` while a sentence has fewer tokens (its
+            prefix included); its limit still ends it with eos.
+        no_repeat_ngram_size: `n >= 1` bans a token that would complete an
+            n-gram of `n` tokens already in the sentence (its prefix included);
+            0: off.
 
     Returns:
         dict with
         `tokens` `(B, L)` int32 — eos included, pad after it;
-        `scores` `(B,)` float32 — sum of the chosen tokens' log-probs;
+        `scores` `(B,)` float32 — sum of the chosen tokens' log-probs, eos's included;
         `lengths` `(B,)` int32 — tokens up to and including eos;
         `attention` `(B, L, Tx)` float32, if `return_attention`.
     """
     check_ids(bos_id, eos_id, pad_id)
+    check_search_limits(min_length, no_repeat_ngram_size)
     if sampling is not None and keys is None:
         raise ValueError("sampling needs keys: one int32 key per sentence")
     compact = resolve_compact(compact)
@@ -149,7 +163,9 @@ def greedy_search(
         # 2. One step: choose, score, finish, write (B rows below; fewer once
         # compaction has dropped finished sentences).
         step, done, limit = carry["step"], carry["done"], carry["limit"]
-        logp = log_probs(logits, banned, forced_tokens(carry))  # (B, V)
+        blocked = step_bans(carry["tokens"], step, logits.shape[-1], eos_id, min_length,
+                            no_repeat_ngram_size)  # (B, V), (1, V) or None
+        logp = log_probs(logits, banned, forced_tokens(carry, eos_id), blocked)  # (B, V)
         if sampling is None:
             cand = carry["scores"][:, None] + logp  # (B, V), as beam search ranks them
             top_score, top_token = ops.top_k(cand, 1)  # (B, 1) each

@@ -15,6 +15,8 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from keras_memnmt.data.vocab import EOS_ID, MAX_INPUT_TOKENS, PAD_ID, SubwordVocab, encode_sources
+from keras_memnmt.decoding.modes import Hypothesis
+from keras_memnmt.decoding.settings import SearchSettings
 from keras_memnmt.evaluation.alignment import format_alignment, parse_pharaoh
 
 # Rows (sentences x beam) per search step by default. A step is a few matmuls over the
@@ -35,7 +37,7 @@ def translate(
     model,
     vocab: SubwordVocab,
     sentences: Sequence[str],
-    beam_size: int = 5,
+    beam_size: int | None = None,
     batch_size: int | None = None,
     pad_multiple: int = 8,
     progress: bool | None = None,
@@ -43,6 +45,8 @@ def translate(
 ) -> list[str]:
     """Translates ``sentences``; one output per input, empty input → empty output.
 
+    ``beam_size``: 5 by default (1 with ``sampling``); the other search settings by name
+    (:class:`~keras_memnmt.decoding.settings.SearchSettings`, as :func:`translate_chunks`).
     ``batch_size``: sentences per batch; None: :func:`default_batch_size` of ``beam_size``.
     ``progress``: a progress bar on stderr (None: only when it is a terminal).
     """
@@ -58,7 +62,7 @@ def translate_chunks(
     vocab: SubwordVocab,
     sentences: Sequence[str],
     chunk_size: int | None = None,
-    beam_size: int = 5,
+    beam_size: int | None = None,
     batch_size: int | None = None,
     pad_multiple: int = 8,
     progress: bool | None = None,
@@ -72,13 +76,23 @@ def translate_chunks(
     seed: int = 0,
     line_offset: int = 0,
     log_probs: bool = False,
-    **generate_kwargs,
+    settings: SearchSettings | None = None,
+    **search,
 ) -> Iterator[list]:
     """Translates ``sentences`` ``chunk_size`` at a time, yielding each chunk's outputs in input order.
+
+    The search is ``settings`` (a :class:`~keras_memnmt.decoding.settings.SearchSettings`),
+    or the one that ``beam_size``, ``n_best``, ``samples``, ``seed``, ``batch_size`` and the
+    other settings given by name in ``search`` (``length_penalty``, ``alpha``, ``sampling``,
+    ``temperature``, ``max_length_a``, ``min_length``, ``mbr``, ...) make; its mode
+    (:mod:`keras_memnmt.decoding.modes`) says how the model searches and which candidate
+    comes out.
 
     Each chunk is sorted by length and batched on its own, so a caller can write a
     large file's translations as they finish (``memnmt translate --output``); with
     ``chunk_size=None`` the whole input is one chunk (what :func:`translate` does).
+    A batch holds ``batch_size`` sentences (:func:`default_batch_size` of the beam when
+    ``None``), fewer where ``max_tokens`` source subwords (padding included) come first.
     The progress bar counts the non-empty sentences of the whole input; it is drawn on
     stderr when ``progress`` is True, never when False, and with None (default) only
     when stderr is a terminal (so logs stay free of it).
@@ -109,53 +123,66 @@ def translate_chunks(
     best first, ``score`` the length-normalized log-probability whatever the beam
     (:func:`score_kinds`; an empty input gets ``("", 0.0)`` pairs, as the SavedModel export
     answers); with ``log_probs``, ``(translation, score, log_prob, finished)`` instead,
-    ``log_prob`` the model's log-probability of the translation's subwords and ``finished``
-    False for a hypothesis the length bound cut before eos (its ``log_prob`` then has no
-    eos term, where ``memnmt score``, which scores a text followed by eos, adds one).
+    ``log_prob`` the model's log-probability of the translation's subwords, eos included
+    (``memnmt score``'s), and ``finished`` whether it ends with eos (every search output
+    does: ``decoding.common``'s length rule).
 
-    With ``sampling`` (in ``generate_kwargs``: ``"full"``, ``"topk:K"``, ``"topp:P"``,
-    and ``temperature``), each sentence gets ``samples`` draws, the ``j``-th of input
-    line ``n`` (counted from 0, plus ``line_offset``) keyed by ``(seed, n, j)``: the same
-    seed gives the same samples whatever the batching, chunking or backend. Each output
-    is then a list of ``samples`` translations (a single string when ``samples`` is 1).
+    With ``sampling`` (``"full"``, ``"topk:K"``, ``"topp:P"``, and ``temperature``), each
+    sentence gets ``samples`` draws, the ``j``-th of input line ``n`` (counted from 0, plus
+    ``line_offset``) keyed by ``(seed, n, j)``: the same seed gives the same samples
+    whatever the batching, chunking or backend. Each output is then a list of ``samples``
+    translations (a single string when ``samples`` is 1).
     """
     from tqdm.auto import tqdm
 
+    from keras_memnmt.decoding.settings import SearchSettings
+
+    if settings is None:
+        given = dict(search, beam=beam_size, n_best=n_best, samples=samples, seed=seed, batch_size=batch_size)
+        settings = SearchSettings(**{k: v for k, v in given.items() if v is not None})
+    elif search or beam_size is not None or n_best is not None:
+        raise ValueError("give the search as settings or by name, not both")
     if chunk_size is not None and chunk_size < 1:
         raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
     size = chunk_size or max(len(sentences), 1)
-    batch_size = default_batch_size(beam_size) if batch_size is None else batch_size
-    if not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be an integer >= 1 (or None for the default), got {batch_size!r}")
-    sampling = generate_kwargs.get("sampling") is not None
-    if not isinstance(samples, int) or samples < 1 or (samples > 1 and not sampling):
-        raise ValueError(f"samples must be an int >= 1, and above 1 only with sampling; got {samples!r}")
+    mode = settings.for_inputs(constraints=constraints is not None and any(c.strip() for c in constraints)
+                               ).mode_object()
     if alignments and word_alignment:
         raise ValueError("alignments (per subword) and word_alignment: choose one")
-    if n_best is not None and (alignments or word_alignment or samples > 1):
-        raise ValueError("n_best lists are of plain translations: not with alignments or several samples")
-    if samples > 1 and (alignments or word_alignment):
-        raise ValueError("alignments are of the best translation: not with several samples")
+    if settings.n_best is not None and (alignments or word_alignment):
+        raise ValueError("n_best lists are of plain translations: not with alignments")
+    if (alignments or word_alignment) and (mode.rows(settings) > 1 or mode.picks):
+        raise ValueError(f"alignments are of the search's best translation: not with the {mode.name} mode"
+                         + (" and several samples" if settings.samples > 1 else ""))
     for name, given in (("prefixes", prefixes), ("constraints", constraints)):
         if given is not None and len(given) != len(sentences):
             raise ValueError(f"{len(given)} {name} for {len(sentences)} sentences: give one per sentence")
-    if constraints is not None and beam_size < 2:
-        raise ValueError(f"constraints need beam search (a beam of 2 or more), got beam_size {beam_size}")
+    job = _Job(settings, mode, pad_multiple, bool(alignments), word_alignment, bool(log_probs))
     total = sum(1 for s in sentences if s.strip())
     # A short last batch is filled up with one-token rows (eos) to the full batch size
     # when the input has more than one batch (or always, with fill_batches): the compiled
     # search then sees one batch size and compiles per width only.
-    rows = batch_size if total > batch_size or fill_batches else None
+    job.fill = job.batch_size if total > job.batch_size or fill_batches else None
     with tqdm(total=total, desc="translating", unit="sent", disable=progress_disabled(progress, total),
               file=sys.stderr) as bar:
         for start in range(0, len(sentences), size):
-            draw = dict(samples=samples, seed=seed) if sampling else None
-            yield _translate_chunk(model, vocab, sentences[start:start + size], beam_size, batch_size,
-                                   pad_multiple, rows, bar, alignments, generate_kwargs,
-                                   None if prefixes is None else prefixes[start:start + size],
-                                   draw, line_offset + start, word_alignment,
-                                   None if constraints is None else constraints[start:start + size], n_best,
-                                   log_probs)
+            job.prefixes = None if prefixes is None else prefixes[start:start + size]
+            job.constraints = None if constraints is None else constraints[start:start + size]
+            yield _translate_chunk(model, vocab, sentences[start:start + size], job, bar, line_offset + start)
+
+
+class _Job:
+    """What every chunk of one :func:`translate_chunks` call shares."""
+
+    def __init__(self, settings: SearchSettings, mode, pad_multiple: int, alignments: bool,
+                 word_alignment: str | None, log_probs: bool):
+        self.settings, self.mode, self.pad_multiple = settings, mode, pad_multiple
+        self.alignments, self.word_alignment, self.log_probs = alignments, word_alignment, log_probs
+        self.search = mode.search(settings)
+        self.copies = mode.rows(settings)
+        self.batch_size = settings.batch_size or default_batch_size(self.search["beam_size"])
+        self.fill: int | None = None
+        self.prefixes = self.constraints = None
 
 
 def progress_disabled(progress: bool | None, total: int | None = None) -> bool | None:
@@ -166,69 +193,96 @@ def progress_disabled(progress: bool | None, total: int | None = None) -> bool |
     return None if progress is None else False
 
 
-def _translate_chunk(model, vocab: SubwordVocab, sentences: Sequence[str], beam_size: int,
-                     batch_size: int, pad_multiple: int, rows: int | None, bar, alignments: bool,
-                     generate_kwargs: dict, prefixes: Sequence[str] | None = None,
-                     draw: dict | None = None, first_line: int = 0, word_alignment: str | None = None,
-                     constraints: Sequence[str] | None = None, n_best: int | None = None,
-                     log_probs: bool = False) -> list:
-    copies = draw["samples"] if draw else 1
-    nothing = ("", 0.0, 0.0, True) if log_probs else ("", 0.0)
-    empty = ("", []) if alignments else ("", "") if word_alignment else [nothing] * n_best if n_best else ""
-    attend = bool(alignments or word_alignment)
-    results: list = [empty if copies == 1 else [""] * copies for _ in sentences]
+def _batches(order: list, ids: dict, job: _Job) -> Iterator[list]:
+    """``order``'s rows ``(sentence, draw)`` (sorted by length) cut into batches of at most
+    ``job.batch_size`` rows and, with ``max_tokens``, of at most that many source subwords
+    once padded to the batch's width (a longer sentence still gets a batch of its own)."""
+    budget = job.settings.max_tokens
+    if budget is None:
+        for start in range(0, len(order), job.batch_size):
+            yield order[start:start + job.batch_size]
+        return
+    batch: list = []
+    for row in order:
+        width = -(-max(len(ids[row[0]]), 1) // job.pad_multiple) * job.pad_multiple
+        if batch and (len(batch) == job.batch_size or (len(batch) + 1) * width > budget):
+            yield batch
+            batch = []
+        batch.append(row)
+    if batch:
+        yield batch
+
+
+def _translate_chunk(model, vocab: SubwordVocab, sentences: Sequence[str], job: _Job, bar, first_line: int = 0
+                     ) -> list:
+    settings, mode, copies = job.settings, job.mode, job.copies
+    listed = settings.n_best is not None
+    nothing = ("", 0.0, 0.0, True) if job.log_probs else ("", 0.0)
+    empty = ("", []) if job.alignments else ("", "") if job.word_alignment else \
+        [nothing] * settings.n_best if listed else ""
+    attend = job.alignments or bool(job.word_alignment)
+    many = settings.samples > 1  # several samples out, one line each
+    results: list = [empty if not many else [""] * copies for _ in sentences]
     todo = [i for i, s in enumerate(sentences) if s.strip()]
     if not todo:
         return results
     ids = dict(zip(todo, encode_sources(vocab, [sentences[i] for i in todo])))
-    forced = prefix_ids(vocab, prefixes, todo, first_line) if prefixes else {}
-    wanted = constraint_ids(vocab, constraints, todo, first_line, beam_size) if constraints else {}
+    forced = prefix_ids(vocab, job.prefixes, todo, first_line) if job.prefixes else {}
+    beam = job.search["beam_size"]
+    wanted = constraint_ids(vocab, job.constraints, todo, first_line, beam) if job.constraints else {}
+    candidates: dict[int, list] = {i: [] for i in todo}
     # Each item is one search row: (sentence, draw); without sampling one per sentence.
     order = [(i, j) for i in sorted(todo, key=lambda i: len(ids[i])) for j in range(copies)]
-    for start in range(0, len(order), batch_size):
-        chunk = order[start:start + batch_size]
-        batch = padded_rows([ids[i] for i, _ in chunk], rows, pad_multiple, EOS_ID)
+    for chunk in _batches(order, ids, job):
+        rows = job.fill
+        if rows is None and settings.max_tokens is not None:  # a few compiled batch sizes: powers of 2
+            rows = 1 << max(0, len(chunk) - 1).bit_length()
+        batch = padded_rows([ids[i] for i, _ in chunk], rows, job.pad_multiple, EOS_ID)
         extra = {}
         if forced:
-            extra["prefix"] = padded_rows([forced.get(i, []) for i, _ in chunk], rows, pad_multiple, PAD_ID)
+            extra["prefix"] = padded_rows([forced.get(i, []) for i, _ in chunk], rows, job.pad_multiple, PAD_ID)
         if wanted:
-            extra["constraints"] = padded_rows([wanted.get(i, []) for i, _ in chunk], rows, pad_multiple, PAD_ID)
-        if draw:
-            keys = [draw_key(draw["seed"], first_line + i, j) for i, j in chunk]
+            extra["constraints"] = padded_rows([wanted.get(i, []) for i, _ in chunk], rows, job.pad_multiple,
+                                               PAD_ID)
+        if "sampling" in job.search:
+            keys = [draw_key(settings.seed, first_line + i, j) for i, j in chunk]
             extra["keys"] = np.array(keys + [0] * (len(batch) - len(chunk)), np.int32)
         try:
-            out = model.generate(batch, beam_size=beam_size, return_attention=attend, **generate_kwargs,
-                                 **extra, **({"n_best": n_best} if n_best else {}))
+            out = model.generate(batch, return_attention=attend, **job.search, **extra)
         except ValueError as e:
             if attend and "return_attention" in str(e):
                 raise ValueError(f"{type(model).__name__} has no source attention to align with") from None
             raise
-        if n_best:  # (B, n_best, L) tokens and (B, n_best) scores
-            tokens = np.asarray(out["tokens"])[: len(chunk)]
-            texts = vocab.target.decode(tokens.reshape(len(chunk) * n_best, -1))
-            finished = (tokens == EOS_ID).any(axis=-1)  # (B, n_best): False where the length bound cut it
-            normalized, log_prob = score_kinds(tokens, np.asarray(out["scores"])[: len(chunk)], beam_size,
-                                               generate_kwargs.get("length_penalty", "gnmt"),
-                                               generate_kwargs.get("alpha", 0.6))
+        tokens = np.asarray(out["tokens"])[: len(chunk)]  # (B, n, L)
+        if attend:  # the best hypothesis and its attention (B, n, L, Tx)
             for row, (i, _) in enumerate(chunk):
-                results[i] = [(texts[row * n_best + j], float(normalized[row, j]))
-                              + ((float(log_prob[row, j]), bool(finished[row, j])) if log_probs else ())
-                              for j in range(n_best)]
+                text = vocab.target.decode(tokens[row, :1])[0]
+                weights = np.asarray(out["attention"])[row, 0]
+                results[i] = (text, _alignment(vocab, ids[i], tokens[row, 0], weights)) if job.alignments else \
+                    (text, _word_alignment(vocab, ids[i], tokens[row, 0], weights, job.word_alignment))
             bar.update(len(chunk))
             continue
-        tokens = np.asarray(out["tokens"])[: len(chunk), 0, :]  # best hypothesis (B, L)
-        for row, ((i, j), text) in enumerate(zip(chunk, vocab.target.decode(tokens))):
-            if alignments:  # attention (B, n_best, L, Tx) of the best hypothesis
-                weights = np.asarray(out["attention"])[row, 0]
-                results[i] = (text, _alignment(vocab, ids[i], tokens[row], weights))
-            elif word_alignment:
-                results[i] = (text, _word_alignment(vocab, ids[i], tokens[row], np.asarray(out["attention"])[row, 0],
-                                                    word_alignment))
-            elif copies > 1:
-                results[i][j] = text
-            else:
-                results[i] = text
-        bar.update(sum(1 for _, j in chunk if j == copies - 1))  # sentences whose draws are all done
+        n = tokens.shape[1]
+        ended = (tokens == EOS_ID).any(axis=-1)  # (B, n)
+        texts = vocab.target.decode(tokens.reshape(len(chunk) * n, -1))
+        normalized, log_prob = score_kinds(tokens, np.asarray(out["scores"])[: len(chunk)], beam,
+                                           settings.length_penalty, settings.alpha)
+        for row, (i, _) in enumerate(chunk):
+            candidates[i] += [Hypothesis(texts[row * n + k], float(normalized[row, k]), float(log_prob[row, k]),
+                                         bool(ended[row, k]))
+                              for k in range(n)]
+        bar.update(sum(1 for _, j in chunk if j == copies - 1))  # sentences whose rows are all done
+    if attend:
+        return results
+    for i, found in candidates.items():
+        chosen = mode.choose(found, settings)
+        if listed:
+            results[i] = [(h.text, h.score) + ((h.log_prob, h.finished) if job.log_probs else ())
+                          for h in chosen[: settings.n_best]]
+        elif many:
+            results[i] = [h.text for h in chosen]
+        else:
+            results[i] = chosen[0].text
     return results
 
 

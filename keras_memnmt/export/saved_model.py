@@ -4,9 +4,15 @@
 vocabulary as a SavedModel with two signatures over a ``tf.string [batch]`` input
 named ``sentences``:
 
-- ``translate`` → ``translation`` ``tf.string [batch]`` and ``score`` ``float32 [batch]``;
-- ``translate_n_best`` → ``translations`` ``tf.string [batch, N]`` and ``scores``
-  ``float32 [batch, N]``, best first.
+- ``translate`` → ``translation`` ``tf.string [batch]``, ``score`` and ``log_prob``
+  ``float32 [batch]``;
+- ``translate_n_best`` → ``translations`` ``tf.string [batch, N]``, ``scores`` and
+  ``log_probs`` ``float32 [batch, N]``, best first.
+
+``score`` is the length-normalized score the beam ranks by, at every beam size, greedy
+included; ``log_prob`` the model's log-probability of the translation, eos included (what
+``memnmt score`` gives the same subwords): the two kinds of
+:func:`keras_memnmt.evaluation.translation.score_kinds`.
 
 Loading it needs ``tensorflow`` and ``tensorflow_text`` (for the SentencePiece ops),
 not this library. Each signature runs, in the graph:
@@ -54,7 +60,6 @@ INPUT_NAME = "sentences"
 METADATA_FILE = os.path.join("assets.extra", "memnmt_export.json")
 PAD_MULTIPLE = 8  # source widths are padded to a multiple of 8, as inference.translate pads them
 MAX_LENGTH_A, MAX_LENGTH_B = 1.5, 10  # output length cap a·|x| + b: Generator.generate's defaults
-LENGTH_PENALTIES = ("gnmt", "average", "none")
 ERROR_PREFIX = "memnmt export: error: "
 
 
@@ -193,20 +198,15 @@ def export_runs(
 
 def check_options(beam_size: int, length_penalty: str, alpha: float, max_length: int,
                   n_best: int | None) -> dict:
-    """The search options as a dict, or a ``ValueError`` naming the bad one."""
-    if not isinstance(beam_size, int) or beam_size < 1:
-        raise ValueError(f"beam_size must be an integer >= 1, got {beam_size!r}")
-    n_best = beam_size if n_best is None else n_best
-    if not isinstance(n_best, int) or not 1 <= n_best <= beam_size:
-        raise ValueError(f"n_best must be an integer in [1, beam_size={beam_size}], got {n_best!r}")
-    if length_penalty not in LENGTH_PENALTIES:
-        raise ValueError(f"length_penalty must be one of {LENGTH_PENALTIES}, got {length_penalty!r}")
-    if alpha < 0:
-        raise ValueError(f"alpha must be >= 0, got {alpha}")
-    if not isinstance(max_length, int) or max_length < 1:
+    """The search options as a dict, or a ``ValueError`` naming the bad one (the search's
+    through :class:`~keras_memnmt.decoding.settings.SearchSettings`)."""
+    from keras_memnmt.decoding.settings import SearchSettings
+
+    settings = SearchSettings(beam=beam_size, n_best=n_best, length_penalty=length_penalty, alpha=alpha)
+    if not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < 1:
         raise ValueError(f"max_length must be an integer >= 1, got {max_length!r}")
-    return {"beam_size": beam_size, "length_penalty": length_penalty, "alpha": float(alpha),
-            "max_length": max_length, "n_best": n_best}
+    return {"beam_size": settings.beam_size, "length_penalty": settings.length_penalty,
+            "alpha": float(settings.alpha), "max_length": max_length, "n_best": settings.n_best or settings.beam_size}
 
 
 def _check_model(model, vocab: SubwordVocab) -> None:
@@ -240,8 +240,8 @@ def _export(model, vocab: SubwordVocab, out_dir: str, options: dict, overwrite: 
         "max_length_a": MAX_LENGTH_A,
         "max_length_b": MAX_LENGTH_B,
         "input": INPUT_NAME,
-        "signatures": {"translate": ["translation", "score"],
-                       "translate_n_best": ["translations", "scores"]},
+        "signatures": {"translate": ["translation", "score", "log_prob"],
+                       "translate_n_best": ["translations", "scores", "log_probs"]},
         **(metadata or {}),
     }
     # tf.saved_model.save traces the functions again: both traces without rematerialization.
@@ -334,15 +334,16 @@ def _make_translator_class():
                                                 autograph=False)
 
         def _translate(self, sentences):
-            texts, scores = self._run(sentences, 1)
-            return {"translation": texts[:, 0], "score": scores[:, 0]}
+            texts, scores, log_probs = self._run(sentences, 1)
+            return {"translation": texts[:, 0], "score": scores[:, 0], "log_prob": log_probs[:, 0]}
 
         def _translate_n_best(self, sentences):
-            texts, scores = self._run(sentences, self._n_best)
-            return {"translations": texts, "scores": scores}
+            texts, scores, log_probs = self._run(sentences, self._n_best)
+            return {"translations": texts, "scores": scores, "log_probs": log_probs}
 
         def _run(self, sentences, n_best: int):
-            """Strings ``(B,)`` → ``(texts (B, n_best) tf.string, scores (B, n_best) float32)``."""
+            """Strings ``(B,)`` → ``texts (B, n_best) tf.string``, and the normalized scores
+            and log-probabilities ``(B, n_best) float32``."""
             # 1-2. Valid UTF-8, stripped; an empty sentence is not decoded.
             text = tf.strings.unicode_transcode(sentences, "UTF-8", "UTF-8", errors="replace",
                                                 replacement_char=0xFFFD)
@@ -363,26 +364,36 @@ def _make_translator_class():
                 # 4. The model's search, traced for any batch size and width up to the cap.
                 cap = -(-(self._max_length + 1) // PAD_MULTIPLE) * PAD_MULTIPLE
                 beam, a, b, penalty, alpha = self._search
-                out = self._model.value._generate(source, beam, a, b, penalty, alpha, n_best,
-                                                  False, width_cap=cap)
+                from keras_memnmt.models.generation import SearchPlan
+
+                plan = SearchPlan(beam_size=beam, max_length_a=a, max_length_b=b, length_penalty=penalty,
+                                  alpha=alpha, n_best=n_best)
+                out = self._model.value._generate(source, plan=plan, width_cap=cap)
                 tokens = tf.reshape(tf.convert_to_tensor(out["tokens"]), [count * n_best, -1])
                 # 5. The tokens before the first eos, less pad and bos, as text.
                 before_eos = tf.math.cumsum(tf.cast(tokens == EOS_ID, tf.int32), axis=1) == 0
                 keep = before_eos & (tokens != PAD_ID) & (tokens != BOS_ID)
                 texts = self.target_tokenizer.detokenize(tf.ragged.boolean_mask(tokens, keep))
-                return (tf.reshape(texts, [count, n_best]),
-                        tf.reshape(tf.cast(out["scores"], tf.float32), [count, n_best]))
+                # Both kinds of score from |Y| (tokens through eos), as score_kinds derives them:
+                # the beam gives the normalized one, greedy search the log-probability.
+                lengths = tf.reduce_sum(tf.cast(before_eos & (tokens != PAD_ID), tf.int32), axis=1) + 1
+                from keras_memnmt.decoding.common import length_penalty as divisor
+
+                lp = tf.reshape(tf.cast(divisor(lengths, penalty, alpha), tf.float32), [count, n_best])
+                raw = tf.reshape(tf.cast(out["scores"], tf.float32), [count, n_best])
+                scores, log_probs = (raw / lp, raw) if beam == 1 else (raw, raw * lp)
+                return tf.reshape(texts, [count, n_best]), scores, log_probs
 
             def nothing():
-                return tf.zeros([0, n_best], tf.string), tf.zeros([0, n_best], tf.float32)
+                return (tf.zeros([0, n_best], tf.string), tf.zeros([0, n_best], tf.float32),
+                        tf.zeros([0, n_best], tf.float32))
 
-            texts, scores = tf.cond(count > 0, decode, nothing)  # (N, n_best) each
+            texts, scores, log_probs = tf.cond(count > 0, decode, nothing)  # (N, n_best) each
             # Back to the input rows; an empty sentence gets "" and 0.0 (index N: a filler row).
-            texts = tf.concat([texts, tf.fill([1, n_best], "")], axis=0)
-            scores = tf.concat([scores, tf.zeros([1, n_best], tf.float32)], axis=0)
             index = tf.where(present, tf.cumsum(tf.cast(present, tf.int32)) - 1, count)  # (B,)
-            texts, scores = tf.gather(texts, index), tf.gather(scores, index)
-            return tf.ensure_shape(texts, [None, n_best]), tf.ensure_shape(scores, [None, n_best])
+            out = [tf.concat([texts, tf.fill([1, n_best], "")], axis=0)]
+            out += [tf.concat([x, tf.zeros([1, n_best], tf.float32)], axis=0) for x in (scores, log_probs)]
+            return tuple(tf.ensure_shape(tf.gather(x, index), [None, n_best]) for x in out)
 
     return _Translator
 

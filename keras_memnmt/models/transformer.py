@@ -1,4 +1,5 @@
-"""The Transformer (Vaswani et al. 2017), built from keras-hub's layers: the attention-only baseline."""
+"""The Transformer (Vaswani et al. 2017), keras-hub's encoder layers and a decoder layer of
+the library's: the attention-only baseline."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from keras import ops
 
 from keras_memnmt.data.vocab import PAD_ID
 from keras_memnmt.decoding.common import shapes_may_change
+from keras_memnmt.layers.transformer_decoder import TransformerDecoder
 from keras_memnmt.models.base import EncoderDecoder
 from keras_memnmt.models.encoder import embedding_initializer
 from keras_memnmt.models.registry import register_model
@@ -43,30 +45,10 @@ def _add_positions(positions: keras.layers.Layer, embedded, start_index=0):
 def _one_key_softmax():
     """Keras warns that a softmax over an axis of one entry is always 1. So it is where a
     decoder position attends to a self-attention cache of one position (a grown cache's
-    first step, :meth:`Transformer.encode`'s call that fills the source's cache): bos
-    attends to itself."""
+    first step: bos attends to itself), or to a source of one position."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="You are using a softmax over axis", category=UserWarning)
         yield
-
-
-def _append_position(layer, x, cache):
-    """A keras-hub ``TransformerDecoder`` layer's self-attention cache ``(B, 2, t, H, D/H)``
-    with the keys and values of the position ``x (B, 1, D)`` appended: ``(B, 2, t + 1, H, D/H)``.
-
-    The layer's own sub-layers compute them as its cached call would (pre-norm: the
-    attention reads the layer-normed input; its key and value projections). Why not the
-    layer's own write (``self_attention_cache_update_index``): it is a ``slice_update``
-    into a cache of fixed length, which on TensorFlow is an XLA dynamic-update-slice
-    compiled on demand for every new shape, and a cache that grows has a new shape at
-    every step (compiling them doubled the first pass over a test set). The price: the
-    layer norm of ``x`` runs twice, here and in the layer's own call (which needs it for
-    the query), rather than writing the layer's call out a second time.
-    """
-    attention = layer._self_attention_layer
-    normed = layer._self_attention_layer_norm(x) if layer.normalize_first else x
-    position = ops.stack([attention._key_dense(normed), attention._value_dense(normed)], axis=1)  # (B, 2, 1, H, D/H)
-    return ops.concatenate([cache, ops.cast(position, cache.dtype)], axis=2)
 
 
 @keras.saving.register_keras_serializable(package="keras_memnmt")
@@ -147,9 +129,11 @@ class TransformerEncoderStack(keras.layers.Layer):
 
 @register_model("transformer")
 class Transformer(EncoderDecoder):
-    """The Transformer (Vaswani et al. 2017) from keras-hub's ``TransformerEncoder`` and
-    ``TransformerDecoder`` layers, sine positions (``SinePositionEncoding``, §3.5), the
-    base model's shape at the sizes of the options.
+    """The Transformer (Vaswani et al. 2017) from keras-hub's ``TransformerEncoder`` layers,
+    decoder layers of its own (:class:`~keras_memnmt.layers.transformer_decoder.TransformerDecoder`,
+    keras-hub's ``TransformerDecoder`` with its weights, that also returns its
+    cross-attention), sine positions (``SinePositionEncoding``, §3.5), the base model's
+    shape at the sizes of the options.
 
     An :class:`~keras_memnmt.models.EncoderDecoder`: its options (``embedding_dim`` is
     ``d_model``, ``dropout``, ``tie_embeddings``), the target embedding (tied: ``N(0, 1/d)``
@@ -180,16 +164,18 @@ class Transformer(EncoderDecoder):
       each sub-layer's output before the residual sum (keras-hub's one ``dropout``).
     - Decoding (:meth:`decode_step`) runs one position per step over key/value caches:
       each decoder layer's self-attention keys and values of the positions so far, and its
-      cross-attention keys and values of the source, projected once. All of it goes
-      through keras-hub's own cache arguments, so training and decoding run the same layers.
-      Where the search loop's shapes may change (TensorFlow, PyTorch) the self-attention
-      caches start empty and each step appends its position, so step ``t`` reads and
-      reorders ``t + 1`` positions; JAX's loop keeps its shapes, so there they hold the
-      search's step bound from the start (:meth:`search_states`; :meth:`encode` takes it
-      as ``cache_length``) and every step reads all of them, masked.
-    - keras-hub's ``TransformerDecoder`` does not return its attention weights:
-      :meth:`decode_step` returns no attention (as the Cho et al. model), so alignments
-      and attention pictures are not available.
+      cross-attention keys and values of the source, projected once. Training and decoding
+      call the same layers, with and without caches. Where the search loop's shapes may
+      change (TensorFlow, PyTorch) the self-attention caches start empty and each step
+      appends its position, so step ``t`` reads and reorders ``t + 1`` positions; JAX's
+      loop keeps its shapes, so there they hold the search's step bound from the start
+      (:meth:`search_states`; :meth:`encode` takes it as ``cache_length``) and every step
+      reads all of them, masked.
+    - The source attention of a step (:meth:`decode_step`; alignments, attention pictures)
+      is the last decoder layer's cross-attention weights, averaged over its heads: the
+      attention of the layer whose output the prediction reads, as the recurrent models'
+      attention is the one their output reads (fairseq's default alignment layer and heads
+      too). Every layer's own is its call's ``return_attention``.
 
     Args (beyond :class:`~keras_memnmt.models.EncoderDecoder`):
         num_layers: layers of the encoder and of the decoder (paper base: 6; default 3).
@@ -213,8 +199,6 @@ class Transformer(EncoderDecoder):
     """
 
     tiny_options = dict(embedding_dim=8, num_layers=2, num_heads=2, feedforward_units=16, dropout=0.0)
-    panels = ()  # keras-hub's decoder returns no attention weights (below)
-    picture_note = "cross-attention not drawn: keras-hub's TransformerDecoder does not return its weights"
 
     def __init__(self, source_vocab_size: int, target_vocab_size: int, num_layers: int = 3, num_heads: int = 4,
                  feedforward_units: int = 1024, dropout: float = 0.1, share_embeddings: bool = False,
@@ -255,11 +239,16 @@ class Transformer(EncoderDecoder):
         return self.encoder(source_ids, training=training, embedded=embedded)
 
     def make_decoder(self) -> None:
-        from keras_hub.layers import TransformerDecoder
-
+        # The library's decoder layer, not keras-hub's with the last layer's step written out
+        # from its sub-layers (its cross-attention called with `return_attention_scores`): with
+        # that, `memnmt translate --beam 5` of 150 test_2016_flickr sentences (a model of
+        # multi30k_transformer's sizes, whole process, median of 5 paired runs, 2 cores,
+        # 2026-12-02) took 1.09x this layer's CPU time on TensorFlow, 1.05x on JAX and 1.03x
+        # on PyTorch; `return_attention_scores` also takes a layer without attention dropout
+        # off the fused attention kernel, which changes the last bits of its outputs.
         self.target_positions = _sine_positions("target_positions")
         self.decoder_layers = [
-            TransformerDecoder(self.feedforward_units, self.num_heads, dropout=self.dropout, normalize_first=True,
+            TransformerDecoder(self.feedforward_units, self.num_heads, dropout=self.dropout,
                                layer_norm_epsilon=LAYER_NORM_EPSILON, name=f"decoder_layer_{i}")
             for i in range(self.num_layers)]
         self.decoder_norm = keras.layers.LayerNormalization(epsilon=LAYER_NORM_EPSILON, name="decoder_norm")
@@ -268,8 +257,8 @@ class Transformer(EncoderDecoder):
     def call(self, inputs, training=False):
         """Teacher forcing: ``(source_ids (B, Tx), target_in_ids (B, T))`` → logits ``(B, T, V)``.
 
-        Each target position attends to itself and the positions before it (keras-hub's
-        causal mask) and to the real source positions.
+        Each target position attends to itself and the positions before it (a causal mask)
+        and to the real source positions.
         """
         source_ids, target_in = inputs
         memory, mask = self.encode_source(source_ids, training=training)  # (B, Tx, D), (B, Tx)
@@ -312,22 +301,14 @@ class Transformer(EncoderDecoder):
             raise ValueError(f"cache_length={cache_length}: on {keras.backend.backend()} the caches grow with "
                              "the step and start empty (pass 0 or None)")
         length = int(cache_length)
-        batch, width = ops.shape(memory)[0], ops.shape(memory)[1]
+        batch = ops.shape(memory)[0]
         head_dim = self.embedding_dim // self.num_heads
         states = [memory, mask, ops.zeros((batch, 1), "int32")]
-        first = ops.zeros_like(memory[:, :1])  # (B, 1, D)
         for layer in self.decoder_layers:
+            if not layer.built:  # a model not called yet: build its layers as its first call would
+                layer.build((None, 1, self.embedding_dim), tuple(memory.shape))
             cache = ops.zeros((batch, 2, length, self.num_heads, head_dim), memory.dtype)
-            position = ops.zeros((batch, 2, 1, self.num_heads, head_dim), memory.dtype)
-            cross = ops.zeros((batch, 2, width, self.num_heads, head_dim), memory.dtype)
-            # keras-hub fills a cross-attention cache only in a call that also runs a decoder
-            # position (cross_attention_cache_update_index=0); that position's output and
-            # self-attention cache are thrown away.
-            with _one_key_softmax():
-                _, _, cross = layer(first, memory, encoder_padding_mask=mask, self_attention_cache=position,
-                                    self_attention_cache_update_index=0, cross_attention_cache=cross,
-                                    cross_attention_cache_update_index=0)
-            states += [cache, cross]
+            states += [cache, layer.source_keys_values(memory)]
         return states
 
     def search_states(self, source_ids, max_steps: int) -> list:
@@ -336,31 +317,31 @@ class Transformer(EncoderDecoder):
         return self.encode(source_ids, cache_length=0 if shapes_may_change() else max_steps)
 
     def decode_step(self, tokens, states):
-        """One position: previous tokens ``(B,)`` → ``(logits (B, V), states, None)``.
+        """One position: previous tokens ``(B,)`` → ``(logits (B, V), states, attention (B, Tx))``.
 
         The layers of :meth:`call`, on the position ``step`` only: its keys and values are
         written into each self-attention cache at ``step`` (on TensorFlow and PyTorch appended
-        to it, :func:`_append_position`), and it attends to the cached positions ``0..step``
-        and to the source. Memory, mask and cross-attention keys and values are returned as given
-        (beam search then leaves them in place).
+        to it), and it attends to the cached positions ``0..step`` and to the source. Memory,
+        mask and cross-attention keys and values are returned as given (beam search then
+        leaves them in place). The attention is the last decoder layer's cross-attention
+        weights averaged over its heads, float32 (see the class docstring); TensorFlow's and
+        JAX's compiled searches drop it unless it is asked for.
         """
         memory, mask, step = states[:3]
         index = step[0, 0]  # every row is at the same position
         x = _add_positions(self.target_positions, self.embed_target(tokens[:, None]), start_index=index)  # (B,1,D)
         new_states = [memory, mask, step + 1]
         grow = shapes_may_change()
+        last = len(self.decoder_layers) - 1
         with _one_key_softmax():
             for i, layer in enumerate(self.decoder_layers):
                 cache, cross = states[3 + 2 * i], states[4 + 2 * i]
-                if grow:
-                    cache = _append_position(layer, x, cache)
-                # Growing, the cache holds positions 0..step exactly: nothing to write, nothing to mask.
-                x, cache, _ = layer(x, memory, encoder_padding_mask=mask, self_attention_cache=cache,
-                                    self_attention_cache_update_index=None if grow else index,
-                                    cross_attention_cache=cross, cross_attention_cache_update_index=None,
-                                    use_causal_mask=not grow)
+                # Growing, the layer appends the position: the cache then holds 0..step exactly.
+                x, cache, *attention = layer(x, memory, encoder_padding_mask=mask, self_attention_cache=cache,
+                                             self_attention_cache_update_index=None if grow else index,
+                                             cross_attention_cache=cross, return_attention=i == last)
                 new_states += [cache, cross]
-        return self.readout(x)[:, 0], new_states, None
+        return self.readout(x)[:, 0], new_states, attention[0][:, 0]
 
     def get_config(self) -> dict:
         return {**super().get_config(), "num_layers": self.num_layers, "num_heads": self.num_heads,

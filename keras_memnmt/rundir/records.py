@@ -293,15 +293,15 @@ def best_validation(history: Sequence[dict], validate_every: int | None = None) 
     return best
 
 
-def search_tag(length_penalty: str, alpha: float) -> str:
-    """``gnmt0.6``, ``average`` or ``none``: the length normalization in a hypotheses key."""
-    return f"gnmt{alpha:g}" if length_penalty == "gnmt" else length_penalty
-
-
 def hypotheses_key(split: str, beam_size: int, length_penalty: str = "gnmt", alpha: float = 0.6,
                    limit: int | None = None) -> str:
-    """``{split}.beam{K}.{search_tag}`` (``.first{N}`` added for the first ``N`` sentences)."""
-    key = f"{split}.beam{beam_size}.{search_tag(length_penalty, alpha)}"
+    """``{split}.{settings key}``, e.g. ``test_2016_flickr.beam5.gnmt0.6``
+    (:meth:`~keras_memnmt.decoding.settings.SearchSettings.key`), with ``.first{N}`` added
+    for the first ``N`` sentences."""
+    from keras_memnmt.decoding.settings import SearchSettings
+
+    search = SearchSettings(beam=beam_size, length_penalty=length_penalty, alpha=alpha)
+    key = f"{split}.{search.key()}"
     return f"{key}.first{limit}" if limit else key
 
 

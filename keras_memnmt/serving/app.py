@@ -22,7 +22,7 @@ signatures (:mod:`keras_memnmt.serving.translators`):
   A score that is not finite (``-inf``: an n-best entry a tiny vocabulary leaves empty)
   is answered as ``null``, since JSON has no infinity.
 - Beyond TensorFlow Serving (a client that sends none of these works with both):
-  ``"options"`` in the request (search options, :data:`~keras_memnmt.serving.translators.OPTIONS`),
+  ``"options"`` in the request (search settings, :func:`keras_memnmt.decoding.settings.from_options`),
   ``"warnings"`` in the answer (a sentence truncated to the translator's 200 subwords),
   ``GET /v1/models`` (the models served) and ``POST /v1/models/NAME:inspect`` (the
   page's n-best lists, with pictures unless ``"pictures": false``).

@@ -23,7 +23,7 @@ import asyncio
 import collections
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
 
 from keras_memnmt.serving.translators import RequestError
@@ -31,7 +31,7 @@ from keras_memnmt.serving.translators import RequestError
 
 @dataclasses.dataclass
 class _Waiting:
-    key: tuple
+    key: Hashable
     sentences: list[str]
     future: asyncio.Future
     arrived: float
@@ -105,7 +105,7 @@ class Batcher:
                 self._task.cancel()
         self.executor.shutdown(wait=not self.busy, cancel_futures=True)
 
-    async def submit(self, key: tuple, sentences: list[str]) -> list:
+    async def submit(self, key: Hashable, sentences: list[str]) -> list:
         if self.closing:
             raise RequestError("the server is shutting down; no new requests are taken", 503)
         if len(sentences) > self.max_queue:
@@ -135,7 +135,7 @@ class Batcher:
         """``function(*args)`` on the model's thread (between batches), awaited."""
         return await asyncio.get_running_loop().run_in_executor(self.executor, function, *args)
 
-    def _ready(self, key: tuple) -> int:
+    def _ready(self, key: Hashable) -> int:
         return sum(len(w.sentences) for w in self.waiting if w.key == key)
 
     async def _loop(self) -> None:
@@ -186,7 +186,7 @@ class Batcher:
             finally:
                 self._running = []
 
-    def _work(self, key: tuple, sentences: list[str]) -> list:
+    def _work(self, key: Hashable, sentences: list[str]) -> list:
         """``work`` on the model's thread, which ``busy`` says while it runs."""
         self.busy = True
         running = self._running
@@ -195,7 +195,7 @@ class Batcher:
         finally:
             self.busy = False
 
-    async def _translate(self, loop, key: tuple, batch: list[_Waiting]) -> None:
+    async def _translate(self, loop, key: Hashable, batch: list[_Waiting]) -> None:
         """``work`` over the sentences of ``batch`` on the model's thread; each request's
         future gets its share of the results (a future already answered is left as it is)."""
         sentences = [s for w in batch for s in w.sentences]

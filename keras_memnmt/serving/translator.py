@@ -21,14 +21,11 @@ search it was exported with, and has no signature that scores.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Sequence
 
 # Sentences per signature call of an export (docs/export.md's consumer calls it so).
 EXPORT_BATCH_SENTENCES = 64
-MAX_SEED = 2**31 - 1  # as `memnmt translate --seed`
-LENGTH_PENALTIES = ("gnmt", "average", "none")
 
 
 def _is_export(path: str) -> bool:
@@ -45,17 +42,10 @@ def _sentences(value, name: str) -> list[str]:
     return list(value)
 
 
-def _integer(value, name: str, low: int, high: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
-        bound = f">= {low}" if high is None else f"from {low} to {high}"
-        raise ValueError(f"{name} must be an integer {bound}, got {value!r}")
+def _integer(value, name: str, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
     return value
-
-
-def _number(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
-    return float(value)
 
 
 class Translator:
@@ -122,128 +112,86 @@ class Translator:
         self,
         sentences: Sequence[str],
         *,
-        beam: int | None = None,
-        n_best: int | None = None,
-        length_penalty: str | None = None,
-        alpha: float | None = None,
-        sampling: str | None = None,
-        temperature: float = 1.0,
-        seed: int = 0,
-        samples: int = 1,
         prefixes: Sequence[str] | None = None,
         constraints: Sequence[str] | None = None,
-        batch_size: int | None = None,
+        **search,
     ) -> list:
         """Each sentence's translation, in input order (an empty sentence: ``""``).
 
         Args:
             sentences: the source sentences, a list of strings.
-            beam: beam size, 1 = greedy (default 5; 1 with ``sampling``; an export's own).
-            n_best: each output a list of ``n_best`` ``(translation, score)`` pairs, best
-                first, instead of a string (the length-normalized log-probability, at every
-                beam: ``evaluation.translation.score_kinds``).
-            length_penalty: ``"gnmt"`` (default), ``"average"`` or ``"none"``: how beam
-                hypotheses are ranked.
-            alpha: the GNMT length-penalty exponent, >= 0 (default 0.6).
-            sampling: ``"full"``, ``"topk:K"`` or ``"topp:P"``: draw each token instead of
-                searching (not with a beam above 1).
-            temperature, seed, samples: with ``sampling``: what the log-probabilities are
-                divided by (> 0), the draws' seed (the same seed, the same samples on every
-                backend and batch size) and draws per sentence (above 1: each output a list
-                of ``samples`` strings).
             prefixes: one target prefix per sentence (``""``: none); each translation
                 starts with it.
             constraints: one line per sentence of target phrases separated by tabs (``""``:
                 none) that its translation must contain (beam 2 or more, at most ``beam``
                 phrases a line).
-            batch_size: sentences per search (a run's default: 256 greedy, 640 // beam
-                otherwise) or per signature call (an export's default: 64).
+            **search: the search settings by name, each a field of
+                :class:`~keras_memnmt.decoding.settings.SearchSettings` (``memnmt translate``'s
+                flags): ``mode``, ``beam`` (default 5; 1 with ``sampling``), ``n_best`` (each
+                output a list of ``n_best`` ``(translation, score)`` pairs, best first, the
+                length-normalized score), ``length_penalty``, ``alpha``, ``sampling``,
+                ``temperature``, ``seed``, ``samples`` (above 1: each output a list of that
+                many strings), ``max_length``, ``min_length``, ``no_repeat_ngram_size``,
+                ``mbr``, ``mbr_utility``, ``batch_size`` (a run's default: 256 greedy, 640 //
+                beam otherwise; an export's: 64 sentences per signature call), ``max_tokens``.
 
         A bad value is a ``ValueError`` naming the argument, raised before anything is
         translated. An export's search is fixed when it is exported (:attr:`exported`):
         ``beam``, ``length_penalty`` and ``alpha`` may only repeat its own, ``n_best`` be 1
-        or its ``n_best``, and sampling, prefixes and constraints are a ``ValueError``.
+        or its ``n_best``, and any other setting, prefixes and constraints are a ``ValueError``.
         """
-        from keras_memnmt.decoding.common import parse_sampling
+        from keras_memnmt.decoding.settings import SearchSettings
 
         sentences = _sentences(sentences, "sentences")
-        if beam is not None:
-            _integer(beam, "beam", 1)
-        if n_best is not None:
-            _integer(n_best, "n_best", 1)
-        if length_penalty is not None and length_penalty not in LENGTH_PENALTIES:
-            raise ValueError(f"length_penalty must be one of {', '.join(LENGTH_PENALTIES)}, got {length_penalty!r}")
-        if alpha is not None and _number(alpha, "alpha") < 0:
-            raise ValueError(f"alpha must be >= 0, got {alpha}")
-        if sampling is None:
-            for name, value, default in (("temperature", temperature, 1.0), ("seed", seed, 0), ("samples", samples, 1)):
-                if value != default:
-                    raise ValueError(f"{name} sets how sampling draws; give sampling (full, topk:K or topp:P)")
-        else:
-            if not isinstance(sampling, str):
-                raise ValueError(f"sampling must be full, topk:K or topp:P, got {sampling!r}")
-            parse_sampling(sampling)
-            if beam not in (None, 1):
-                raise ValueError(f"sampling draws one token at a time; it does not combine with beam {beam}")
-            if not _number(temperature, "temperature") > 0:
-                raise ValueError(f"temperature must be > 0, got {temperature}")
-            _integer(seed, "seed", 0, MAX_SEED)
-            _integer(samples, "samples", 1)
-        if batch_size is not None:
-            _integer(batch_size, "batch_size", 1)
         for name, given in (("prefixes", prefixes), ("constraints", constraints)):
             if given is not None and len(_sentences(given, name)) != len(sentences):
                 raise ValueError(f"{name}: {len(given)} for {len(sentences)} sentences; give one per sentence "
                                  "(\"\" for none)")
+        try:
+            settings = SearchSettings(**search)
+        except TypeError as e:  # an unknown name
+            raise ValueError(f"translate: {e}; the settings: see keras_memnmt.decoding.settings") from None
         if self._export is not None:
-            return self._translate_export(sentences, beam, n_best, length_penalty, alpha, sampling, prefixes,
-                                          constraints, batch_size)
-        beam = (1 if sampling else 5) if beam is None else beam
-        if n_best is not None:
-            _integer(n_best, "n_best", 1, beam)
-        if constraints is not None and (sampling or beam < 2):
-            raise ValueError("constraints need beam search: beam 2 or more"
-                             + (", not sampling" if sampling else f" (got beam {beam})"))
-        search = {"length_penalty": length_penalty or "gnmt", "alpha": 0.6 if alpha is None else float(alpha)}
-        if sampling:
-            search.update(sampling=sampling, temperature=float(temperature), seed=seed, samples=samples)
-        return self._translate_run(sentences, beam, n_best, prefixes, constraints, batch_size, search)
+            return self._translate_export(sentences, settings, prefixes, constraints)
+        settings.for_inputs(constraints=constraints is not None and any(c.strip() for c in constraints))
+        return self._translate_run(sentences, settings, prefixes, constraints)
 
-    def _translate_run(self, sentences: list[str], beam: int, n_best: int | None, prefixes, constraints,
-                       batch_size: int | None, search: dict) -> list:
+    def _translate_run(self, sentences: list[str], settings, prefixes, constraints) -> list:
         from keras_memnmt.evaluation.translation import check_search_inputs, translate_chunks
 
-        check_search_inputs(self.vocab, beam, prefixes, constraints)
+        check_search_inputs(self.vocab, settings.beam_size, prefixes, constraints)
         out: list = []
-        for chunk in translate_chunks(self.model, self.vocab, sentences, beam_size=beam, batch_size=batch_size,
-                                      progress=False, prefixes=prefixes, constraints=constraints, n_best=n_best,
-                                      **search):
+        for chunk in translate_chunks(self.model, self.vocab, sentences, settings=settings, progress=False,
+                                      prefixes=prefixes, constraints=constraints):
             out += chunk
         return out
 
-    def _translate_export(self, sentences: list[str], beam, n_best, length_penalty, alpha, sampling, prefixes,
-                          constraints, batch_size) -> list:
+    def _translate_export(self, sentences: list[str], settings, prefixes, constraints) -> list:
         exported = self.exported
         fixed = ", ".join(f"{k} {v}" for k, v in exported.items())
         refuse = f"an export's search is fixed when it is exported ({fixed}); translate with the run to choose it"
-        for name, value in (("sampling", sampling), ("prefixes", prefixes), ("constraints", constraints)):
+        for name, value in (("prefixes", prefixes), ("constraints", constraints)):
             if value is not None:
                 raise ValueError(f"{name}: {refuse}")
-        for name, value, own in (("beam", beam, exported.get("beam_size")),
-                                 ("length_penalty", length_penalty, exported.get("length_penalty")),
-                                 ("alpha", alpha, exported.get("alpha"))):
-            if value is not None and value != own:
+        own = {"beam": exported.get("beam_size"), "length_penalty": exported.get("length_penalty"),
+               "alpha": exported.get("alpha")}
+        for name, value in settings.changed().items():
+            if name == "n_best":
+                if value not in (1, exported.get("n_best")):
+                    raise ValueError(f"n_best {value!r}: the export answers 1 (translate) or "
+                                     f"{exported.get('n_best')} (translate_n_best); {refuse}")
+            elif name != "batch_size" and value != own.get(name, object()):
                 raise ValueError(f"{name} {value!r}: {refuse}")
-        if n_best is not None and n_best not in (1, exported.get("n_best")):
-            raise ValueError(f"n_best {n_best!r}: the export answers 1 (translate) or {exported.get('n_best')} "
-                             f"(translate_n_best); {refuse}")
+        n_best = settings.n_best
         signature = "translate_n_best" if n_best not in (None, 1) else "translate"
-        size = batch_size or EXPORT_BATCH_SENTENCES
+        size = settings.batch_size or EXPORT_BATCH_SENTENCES
         rows: list[list[tuple[str, float]]] = []
         for start in range(0, len(sentences), size):
             items = [(text, "", "") for text in sentences[start:start + size]]
             rows += self._export.translate(items, (("signature", signature),))
-        return [row[0][0] for row in rows] if n_best is None else rows
+        if n_best is None:
+            return [row[0][0] for row in rows]
+        return [[(text, score) for text, score, *_ in row] for row in rows]
 
     def score(self, sources: Sequence[str], targets: Sequence[str], batch_size: int | None = None
               ) -> list[float | None]:

@@ -1,8 +1,8 @@
 """What `memnmt serve` translates with: a run (or an ensemble of runs) or a SavedModel export.
 
 Both answer TensorFlow Serving's signatures of the export (:mod:`keras_memnmt.export`):
-``translate`` (``sentences`` → ``translation``, ``score``) and ``translate_n_best``
-(``sentences`` → ``translations``, ``scores``). A run also takes search options per
+``translate`` (``sentences`` → ``translation``, ``score``, ``log_prob``) and
+``translate_n_best`` (``sentences`` → ``translations``, ``scores``, ``log_probs``). A run also takes search options per
 request (:data:`OPTIONS`); an export's search is fixed when it is exported.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 SIGNATURES = {
     "translate": ("translation", "score"),
@@ -19,7 +19,6 @@ SIGNATURES = {
 }
 DEFAULT_SIGNATURE = "serving_default"  # TensorFlow Serving's name; the export maps it to translate
 INPUT = "sentences"
-MAX_BEAM = 64
 CONSTRAINED_ROWS = 8  # sentences per model batch of a constrained search (RunTranslator.translate)
 
 
@@ -33,46 +32,6 @@ class RequestError(ValueError):
     def __init__(self, message: str, status: int = 400):
         super().__init__(message)
         self.status = status
-
-
-def _integer(value, name: str, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise RequestError(f"options.{name}: expected an integer from {low} to {high}, got {json.dumps(value)}")
-    return value
-
-
-def _number(value, name: str, low: float, high: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-        raise RequestError(f"options.{name}: expected a number from {low} to {high}, got {json.dumps(value)}")
-    return float(value)
-
-
-def _choice(value, name: str, choices: Sequence[str]) -> str:
-    if value not in choices:
-        raise RequestError(f"options.{name}: expected one of {', '.join(choices)}, got {json.dumps(value)}")
-    return value
-
-
-def _sampling(value, name: str) -> str:
-    from keras_memnmt.decoding.common import parse_sampling
-
-    try:
-        parse_sampling(value if isinstance(value, str) else "")
-    except ValueError:
-        raise RequestError(f"options.{name}: expected full, topk:K or topp:P, got {json.dumps(value)}") from None
-    return value
-
-
-# name -> (default, check): the search options a request may set ("options": {...}).
-OPTIONS = {
-    "beam": (5, lambda v, n: _integer(v, n, 1, MAX_BEAM)),
-    "n_best": (None, lambda v, n: _integer(v, n, 1, MAX_BEAM)),  # None: translate's 1, translate_n_best's beam
-    "length_penalty": ("gnmt", lambda v, n: _choice(v, n, ("gnmt", "average", "none"))),
-    "alpha": (0.6, lambda v, n: _number(v, n, 0.0, 10.0)),
-    "sampling": (None, _sampling),
-    "temperature": (1.0, lambda v, n: _number(v, n, 1e-3, 100.0)),
-    "seed": (0, lambda v, n: _integer(v, n, 0, 2**31 - 1)),
-}
 
 
 class RunTranslator:
@@ -94,25 +53,23 @@ class RunTranslator:
 
         return list(self.model.members) if isinstance(self.model, Ensemble) else [self.model]
 
-    def search(self, given: dict, signature: str) -> tuple:
-        """The request's options, checked and completed, as a hashable key (requests with
-        the same key are batched together)."""
+    def search(self, given: dict, signature: str):
+        """The request's options as :class:`~keras_memnmt.decoding.settings.SearchSettings`
+        (checked, each within the server's range; ``n_best`` completed: 1 for ``translate``,
+        the beam for ``translate_n_best``), a hashable key: requests with the same key are
+        batched together."""
+        from keras_memnmt.decoding.settings import from_options
+
         if not isinstance(given, dict):
             raise RequestError(f"options: expected an object, got {json.dumps(given)[:80]}")
-        unknown = sorted(set(given) - set(OPTIONS))
-        if unknown:
-            raise RequestError(f"options: unknown {', '.join(unknown)}; known: {', '.join(OPTIONS)}")
-        chosen = {name: default if given.get(name) is None else check(given[name], name)
-                  for name, (default, check) in OPTIONS.items()}
-        if chosen["sampling"] is not None:
-            if "beam" in given and chosen["beam"] != 1:
-                raise RequestError("options.sampling draws one token at a time: not with a beam above 1")
-            chosen["beam"] = 1
-        if chosen["n_best"] is None:
-            chosen["n_best"] = chosen["beam"] if signature == "translate_n_best" else 1
-        if chosen["n_best"] > chosen["beam"]:
-            raise RequestError(f"options.n_best {chosen['n_best']} is more than the beam ({chosen['beam']})")
-        return tuple(sorted(chosen.items()))
+        try:
+            settings = from_options(given)
+            if settings.n_best is None:
+                whole = signature == "translate_n_best" and not settings.mode_object().picks
+                settings = settings.replace(n_best=settings.beam_size if whole else 1)
+        except ValueError as e:
+            raise RequestError(str(e)) from None
+        return settings
 
     def check_items(self, items: list[tuple[str, str, str]], search: tuple) -> None:
         """A prefix or constraint the target vocabulary cannot spell, one over its bound
@@ -122,7 +79,7 @@ class RunTranslator:
         tokenizer raises on an item is that item's error, never the batch's."""
         from keras_memnmt.evaluation.translation import constraint_ids, prefix_ids
 
-        beam = dict(search)["beam"]
+        beam = search.beam_size
         for i, (text, prefix, constraints) in enumerate(items):
             try:
                 self.vocab.source.encode([text])
@@ -135,7 +92,7 @@ class RunTranslator:
             except Exception as e:  # SentencePiece raises TypeError, RuntimeError, ... on odd text
                 raise RequestError(f"instances[{i}]: {str(e).replace(' line 1', '')}") from None
 
-    def translate(self, items: list[tuple[str, str, str]], search: tuple,
+    def translate(self, items: list[tuple[str, str, str]], search,
                   cancelled: Callable[[], bool] = lambda: False) -> list[list[tuple[str, float, float, bool]]]:
         """Each item's (sentence, prefix, constraints) n-best ``(translation, score,
         log_prob, finished)`` list: the length-normalized score the search ranks by, and the model's
@@ -148,10 +105,7 @@ class RunTranslator:
         from keras_memnmt.evaluation.translation import default_batch_size, translate_chunks
 
         sentences = [text for text, _, _ in items]
-        options = dict(search)
-        kwargs = {"length_penalty": options["length_penalty"], "alpha": options["alpha"]}
-        if options["sampling"] is not None:
-            kwargs.update(sampling=options["sampling"], temperature=options["temperature"], seed=options["seed"])
+        kwargs = {}
         if any(prefix for _, prefix, _ in items):
             kwargs["prefixes"] = [prefix for _, prefix, _ in items]
         if any(constraints for _, _, constraints in items):
@@ -161,11 +115,11 @@ class RunTranslator:
         # A constrained batch has CONSTRAINED_ROWS at most: its search weighs up to
         # MAX_CONSTRAINT_CANDIDATES candidates per sentence (8 sentences of 16 x 56 took
         # 3.3 s on a tiny model, 40 of them 15 s).
-        largest = min(default_batch_size(options["beam"]), CONSTRAINED_ROWS if "constraints" in kwargs else 1 << 30)
+        largest = min(default_batch_size(search.beam_size), CONSTRAINED_ROWS if "constraints" in kwargs else 1 << 30)
         rows = min(largest, 1 << max(0, len(sentences) - 1).bit_length())
         out = []
-        for chunk in translate_chunks(self.model, self.vocab, sentences, chunk_size=rows, beam_size=options["beam"],
-                                      n_best=options["n_best"], progress=False, batch_size=rows,
+        for chunk in translate_chunks(self.model, self.vocab, sentences, chunk_size=rows,
+                                      settings=search.replace(batch_size=rows), progress=False,
                                       fill_batches=True, log_probs=True, **kwargs):
             out += chunk
             if len(out) < len(sentences) and cancelled():
@@ -195,7 +149,9 @@ class RunTranslator:
         return out
 
     def describe(self) -> dict:
-        return {"kind": self.kind, "runs": [run for run, _ in self.members], "options": list(OPTIONS),
+        from keras_memnmt.decoding.settings import SERVE, names
+
+        return {"kind": self.kind, "runs": [run for run, _ in self.members], "options": list(names(SERVE)),
                 "pictures": self.has_pictures}
 
 
@@ -234,11 +190,12 @@ class ExportTranslator:
         sentences = [text for text, _, _ in items]
         signature = dict(search)["signature"]
         out = self.loaded.signatures[signature](sentences=tf.constant(sentences, tf.string))
+        names = SIGNATURES[signature] + ({"translate": "log_prob", "translate_n_best": "log_probs"}[signature],)
+        columns = [out[name].numpy() for name in names if name in out]  # an older export: no log-probabilities
         if signature == "translate":
-            texts, scores = out["translation"].numpy()[:, None], out["score"].numpy()[:, None]
-        else:
-            texts, scores = out["translations"].numpy(), out["scores"].numpy()
-        return [[(t.decode("utf-8"), float(s)) for t, s in zip(row_t, row_s)] for row_t, row_s in zip(texts, scores)]
+            columns = [c[:, None] for c in columns]
+        return [[(t.decode("utf-8"), *(float(c[i, k]) for c in columns[1:])) for k, t in enumerate(row)]
+                for i, row in enumerate(columns[0])]
 
     def _search(self) -> str:
         keys = ("beam_size", "n_best", "length_penalty", "alpha", "max_length")

@@ -22,7 +22,8 @@
    adds none of its own: stepping through the dropped inputs gives the same
    logits in training as in inference;
 6. decoding through the step (both searches compiled on JAX): greedy search's tokens are the argmax of the
-   teacher-forced logits on its own output, its scores their log-probabilities
+   teacher-forced logits on its own output (but at the last allowed position, where the
+   length rule gives eos), its scores their log-probabilities (eos's included)
    and its attention (if any) the teacher-forced attention; every beam-search
    hypothesis scores the log-probability that teacher forcing gives its tokens
    (so the states follow their beams), and the n-best lists are finite and sorted;
@@ -152,10 +153,11 @@ def _log_probs(logits: np.ndarray) -> np.ndarray:
 
 
 def _hypothesis_scores(logp, tokens, lengths) -> np.ndarray:
-    """``log P(Y)`` of each hypothesis (up to and including eos) under ``logp (N, L, V)``."""
+    """``log P(Y)`` of each hypothesis (up to and including eos, which every one ends with:
+    the length rule of ``keras_memnmt.decoding.common``) under ``logp (N, L, V)``."""
     scores = []
     for row, (ids, n) in enumerate(zip(tokens.tolist(), lengths.tolist())):
-        assert 1 <= n <= DECODE_LENGTH and (ids[n - 1] == EOS or n == DECODE_LENGTH), (row, ids, n)
+        assert 1 <= n <= DECODE_LENGTH and ids[n - 1] == EOS, (row, ids, n)
         scores.append(sum(logp[row, t, ids[t]] for t in range(n)))
     return np.array(scores)
 
@@ -200,8 +202,11 @@ def _check_decoding(cell, encoded, table, with_attention, atol) -> None:
     logp = _log_probs(numpy(logits))  # (B + B*K, L, V)
 
     for row, (ids, n) in enumerate(zip(greedy["tokens"].tolist(), greedy["lengths"].tolist())):
-        argmax = logp[row, :n].argmax(-1).tolist()
-        assert ids[:n] == argmax, f"greedy row {row}: {ids[:n]} != teacher-forced argmax {argmax}"
+        # At the last allowed position (DECODE_LENGTH) the token is eos by the length rule
+        # (`_hypothesis_scores` checks every row ends with eos); before it, the argmax.
+        free = n - 1 if n == DECODE_LENGTH else n
+        argmax = logp[row, :free].argmax(-1).tolist()
+        assert ids[:free] == argmax, f"greedy row {row}: {ids[:n]} != teacher-forced argmax {argmax}"
         if with_attention:
             np.testing.assert_allclose(greedy["attention"][row, :n], numpy(attention)[row, :n],
                                        atol=atol, err_msg="greedy attention != teacher forcing")

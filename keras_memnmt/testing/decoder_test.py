@@ -13,7 +13,9 @@ decoder cell (after keras-hub's ``run_layer_test``; ``run_cell_test`` checks a c
 4. serialization: ``deserialize_keras_object(serialize_keras_object(model))`` gives the
    same class and config and, with the same weights, the same logits;
 5. ``generate``: greedy search's tokens are the argmax of the teacher-forced logits on its
-   own output and its scores their log-probabilities; every beam-search hypothesis scores
+   own output (but at the last allowed position, where the length rule gives eos: every
+   output ends with eos) and its scores their log-probabilities, eos's included; every
+   beam-search hypothesis scores
    the log-probability that teacher forcing gives its tokens (so the states followed their
    beams), and the n-best lists are sorted;
 6. one ``fit`` step gives a finite loss and changes the logits, and a ``.keras`` save and
@@ -108,11 +110,15 @@ def _check_generate(model: EncoderDecoder, source, max_length: int, atol) -> Non
     tokens = numpy(greedy["tokens"])[:, 0]  # (B, L)
     logp, lengths = _teacher_forced(model, source, tokens)
     for row, n in enumerate(lengths):
-        argmax = logp[row, :n].argmax(-1).tolist()
-        assert tokens[row, :n].tolist() == argmax, f"greedy row {row}: {tokens[row, :n]} != argmax {argmax}"
+        # Every output ends with eos: at the last allowed position (`max_length`) by the
+        # length rule (keras_memnmt.decoding.common), before it as the argmax.
+        assert 1 <= n <= max_length and tokens[row, n - 1] == EOS_ID, f"greedy row {row}: {tokens[row]}"
+        free = n - 1 if n == max_length else n  # the positions the argmax chose
+        argmax = logp[row, :free].argmax(-1).tolist()
+        assert tokens[row, :free].tolist() == argmax, f"greedy row {row}: {tokens[row, :n]} != argmax {argmax}"
     forced = [logp[row, np.arange(n), tokens[row, :n]].sum() for row, n in enumerate(lengths)]
     np.testing.assert_allclose(numpy(greedy["scores"])[:, 0], forced, rtol=1e-5, atol=10 * atol,
-                               err_msg="greedy scores != teacher-forced log-probabilities")
+                               err_msg="greedy scores != teacher-forced log-probabilities (eos included)")
 
     beam = model.generate(source, beam_size=BEAM_SIZE, n_best=BEAM_SIZE, max_length_a=0.0,
                           max_length_b=max_length, length_penalty="none")

@@ -11,9 +11,14 @@ not matter). Its attention is a masked softmax over that memory.
 probabilities, for targeted cases.
 
 `FakeDecoder.step` is the same model in NumPy float64, one hypothesis at a
-time; `brute_force` enumerates every hypothesis with it, `score_np` scores
-one, and `reference_greedy` and `reference_beam` are list-based
-re-implementations of the documented algorithms.
+time (any object with `step` and `initial_state_np` will do); `score_np` scores
+one hypothesis with it. The references follow the searches' token rules
+(`keras_memnmt.decoding.common`): `allowed` bans what the rules ban at one
+step (pad and bos; eos is the only token at a sentence's last allowed
+position, so every hypothesis ends with eos; `min_length`;
+`no_repeat_ngram_size`; a target prefix), `ruled_brute_force` enumerates
+every hypothesis they allow, and `ruled_greedy` and `ruled_beam` are
+list-based re-implementations of the documented algorithms under them.
 """
 
 from __future__ import annotations
@@ -103,6 +108,16 @@ class FakeDecoder:
         attention = weights / ops.sum(weights, axis=1, keepdims=True)
         return logits, [bias, history, memory, mask], attention
 
+    def counted_next_fn(self, rows: list[int]):
+        """`next_fn` that also appends to `rows` the number of rows `N` of each call (what
+        compaction leaves in the loop)."""
+
+        def next_fn(tokens, states):
+            rows.append(int(tokens.shape[0]))
+            return self.next_fn(tokens, states)
+
+        return next_fn
+
     # ----- numpy side -------------------------------------------------------------
 
     def initial_state_np(self, s: int) -> np.ndarray:
@@ -120,9 +135,6 @@ class FakeDecoder:
             + mean * self.memory_weight
         )
         return log_softmax_np(logits), history
-
-    def generable(self) -> list[int]:
-        return [t for t in range(self.vocab_size) if t not in (PAD, BOS)]
 
 
 def table_decoder(tables: np.ndarray):
@@ -145,29 +157,6 @@ def table_decoder(tables: np.ndarray):
     return next_fn, initial_states
 
 
-def brute_force(
-    model: FakeDecoder, s: int, max_length: int, kind: str, alpha: float = 0.6
-) -> list[tuple[float, float, list[int]]]:
-    """Every hypothesis of sentence `s` as `(score, raw, tokens)`, best first.
-
-    A hypothesis ends with eos at any length `<= max_length`, or is
-    force-finished at `max_length` without eos.
-    """
-    hyps: list[tuple[float, float, list[int]]] = []
-
-    def grow(tokens: list[int], raw: float, history: np.ndarray) -> None:
-        logp, history = model.step(s, tokens[-1] if tokens else BOS, history)
-        for t in model.generable():
-            new_raw, new_tokens = raw + logp[t], [*tokens, t]
-            if t == EOS or len(new_tokens) == max_length:
-                hyps.append((new_raw / lp_np(len(new_tokens), kind, alpha), new_raw, new_tokens))
-            else:
-                grow(new_tokens, new_raw, history)
-
-    grow([], 0.0, model.initial_state_np(s))
-    return sorted(hyps, key=lambda h: -h[0])
-
-
 def score_np(
     model: FakeDecoder, s: int, tokens: list[int], kind: str, alpha: float = 0.6
 ) -> tuple[float, float]:
@@ -179,46 +168,100 @@ def score_np(
     return raw / lp_np(len(tokens), kind, alpha), raw
 
 
-def reference_greedy(model: FakeDecoder, s: int, max_length: int) -> tuple[list[int], float]:
+def allowed(logp: np.ndarray, tokens: list[int], limit: int, min_length: int = 0, ngram: int = 0,
+            prefix: tuple[int, ...] = ()) -> np.ndarray:
+    """`logp (V,)` of the token after `tokens`, with what the rules ban at `-inf`: pad and
+    bos; inside the `prefix` every token but its own, else at the last allowed position
+    (`len(tokens) + 1 == limit`) every token but eos; otherwise eos while
+    `len(tokens) < min_length`, and each token that would complete an n-gram of `ngram`
+    tokens already in `tokens`."""
+    logp = np.array(logp, np.float64)
+    logp[[PAD, BOS]] = -np.inf
+    i = len(tokens)
+    only = prefix[i] if i < len(prefix) else EOS if i + 1 >= limit else None
+    if only is not None:
+        kept = np.full_like(logp, -np.inf)
+        kept[only] = logp[only]
+        return kept
+    if i < min_length:
+        logp[EOS] = -np.inf
+    if ngram:
+        for j in range(i - ngram + 1):  # every n-gram tokens[j : j + ngram] so far
+            if tokens[j:j + ngram - 1] == tokens[i - ngram + 1:]:
+                logp[tokens[j + ngram - 1]] = -np.inf
+    return logp
+
+
+def has_repeated_ngram(tokens: list[int], n: int) -> bool:
+    grams = [tuple(tokens[j:j + n]) for j in range(len(tokens) - n + 1)]
+    return len(set(grams)) < len(grams)
+
+
+def ruled_greedy(model, s: int, limit: int, **rules) -> tuple[list[int], float]:
+    """Greedy search under the rules: the best allowed token until eos."""
     tokens, raw, history = [], 0.0, model.initial_state_np(s)
-    while len(tokens) < max_length and (not tokens or tokens[-1] != EOS):
+    while not tokens or tokens[-1] != EOS:
         logp, history = model.step(s, tokens[-1] if tokens else BOS, history)
-        logp[[PAD, BOS]] = -np.inf
-        t = int(np.argmax(logp))
-        tokens.append(t)
-        raw += logp[t]
+        logp = allowed(logp, tokens, limit, **rules)
+        tokens.append(int(np.argmax(logp)))
+        raw += logp[tokens[-1]]
     return tokens, raw
 
 
-def reference_beam(
-    model: FakeDecoder,
-    s: int,
-    beam_size: int,
-    max_length: int,
-    kind: str,
-    alpha: float = 0.6,
-    n_best: int = 1,
-    early_stopping: bool = True,
-) -> list[tuple[float, float, list[int]]]:
-    """`beam_search`'s documented algorithm, one sentence, with Python lists."""
+def ruled_brute_force(model, s: int, limit: int, kind: str, alpha: float = 0.6,
+                      **rules) -> list[tuple[float, float, list[int]]]:
+    """Every hypothesis the rules allow (each ends with eos, by the limit at the latest),
+    as `(score, raw, tokens)`, best first."""
+    hyps = []
+
+    def grow(tokens, raw, history):
+        logp, history = model.step(s, tokens[-1] if tokens else BOS, history)
+        logp = allowed(logp, tokens, limit, **rules)
+        for t in np.flatnonzero(logp > -np.inf):
+            new_raw, new_tokens = raw + logp[t], [*tokens, int(t)]
+            if t == EOS:
+                hyps.append((new_raw / lp_np(len(new_tokens), kind, alpha), new_raw, new_tokens))
+            else:
+                grow(new_tokens, new_raw, history)
+
+    grow([], 0.0, model.initial_state_np(s))
+    return sorted(hyps, key=lambda h: -h[0])
+
+
+def ruled_beam(model, s: int, beam_size: int, limit: int, kind: str, alpha: float = 0.6, n_best: int = 1,
+               early_stopping: bool = True, moved_bans: list | None = None,
+               **rules) -> list[tuple[float, float, list[int]]]:
+    """`beam_search`'s documented algorithm, one sentence, with lists, under the rules.
+
+    `moved_bans`, if given, gets one entry per step from the third on where a hypothesis
+    that the step before moved to another beam slot (the beam's reordering) has a
+    candidate banned by `min_length` or `no_repeat_ngram_size` that would otherwise have
+    been among the `2K` best: a step where a search that read the bans from the wrong
+    slot's tokens could go wrong.
+    """
     k = beam_size
-    alive = [(0.0, [], model.initial_state_np(s))]  # (raw, tokens, history), best first
+    alive = [(0.0, [], model.initial_state_np(s), 0)]  # (raw, tokens, history, slot it came from)
     finished: list[tuple[float, float, list[int]]] = []
-    for i in range(max_length):
-        cands = []
-        for raw, tokens, history in alive:
+    for i in range(limit):
+        cands, banned = [], []
+        for slot, (raw, tokens, history, origin) in enumerate(alive):
             logp, new_history = model.step(s, tokens[-1] if tokens else BOS, history)
-            cands += [(raw + logp[t], [*tokens, t], new_history) for t in model.generable()]
+            ruled, free = allowed(logp, tokens, limit, **rules), allowed(logp, tokens, limit)
+            cands += [(raw + ruled[t], [*tokens, int(t)], new_history, slot)
+                      for t in np.flatnonzero(ruled > -np.inf)]
+            if i >= 2 and origin != slot:
+                banned += [raw + free[t] for t in np.flatnonzero((free > -np.inf) & (ruled == -np.inf))]
         cands = sorted(cands, key=lambda c: -c[0])[: 2 * k]
-        is_final = [c[1][-1] == EOS or i + 1 >= max_length for c in cands]
-        alive = [c for c, f in zip(cands, is_final, strict=True) if not f][:k]
-        for rank, (c, f) in enumerate(zip(cands, is_final, strict=True)):
-            if f and rank < k:
+        if moved_bans is not None and banned and (len(cands) < 2 * k or max(banned) > cands[-1][0]):
+            moved_bans.append(i)
+        for rank, c in enumerate(cands):
+            if c[1][-1] == EOS and rank < k:
                 finished.append((c[0] / lp_np(i + 1, kind, alpha), c[0], c[1]))
+        alive = [c for c in cands if c[1][-1] != EOS][:k]
         finished = sorted(finished, key=lambda h: -h[0])[:k]
-        if i + 1 >= max_length or not alive:
+        if i + 1 >= limit or not alive:
             break
-        bound = alive[0][0] / lp_np(max_length, kind, alpha)
+        bound = alive[0][0] / lp_np(limit, kind, alpha)
         if len(finished) >= n_best and finished[n_best - 1][0] > bound:
             break
         if early_stopping and len(finished) >= k:
