@@ -117,10 +117,19 @@ def load_corpora(config: TrainConfig, data_dir: str | None = None, log=print):
             test.take(config.test_limit), name)
 
 
+def compile_arguments(config: TrainConfig) -> dict:
+    """``model.compile``'s arguments for ``config``: the optimizer and learning-rate
+    schedule of :func:`~keras_memnmt.training.optimizers.build_optimizer` (Adam or
+    Adadelta, gradient clipping, the warm-up schedule), the masked cross-entropy with the
+    config's label smoothing, and ``jit_compile``."""
+    return dict(optimizer=build_optimizer(config),
+                loss=MaskedCrossEntropy(label_smoothing=config.label_smoothing),
+                jit_compile="auto" if config.jit_compile is None else config.jit_compile)
+
+
 def compile_model(model: keras.Model, config: TrainConfig) -> None:
-    model.compile(optimizer=build_optimizer(config),
-                  loss=MaskedCrossEntropy(label_smoothing=config.label_smoothing),
-                  jit_compile="auto" if config.jit_compile is None else config.jit_compile)
+    """``model.compile(**compile_arguments(config))``, as every training here compiles."""
+    model.compile(**compile_arguments(config))
 
 
 def warm_start(config: TrainConfig, out_dir: str, log=print) -> keras.Model:

@@ -1,0 +1,105 @@
+"""
+Title: The Y-LSTM: two language models joined by attention
+Author: keras_memnmt
+Description: Bradbury & Socher (2016)'s Y-LSTM, encoder and decoder language models joined by attention, on Multi30k en→de.
+Preset: multi30k_ylstm (its numbers: keras_memnmt/recipes/multi30k_ylstm.py)
+
+## Introduction
+
+Bradbury & Socher (2016, §2.1) make the encoder and the decoder two stacked LSTM
+language models, each predicting its own next word, joined only by an attention between
+their tracker layers; the loss is the translation's cross-entropy plus the encoder's
+language-model loss (which the model adds itself, so `model.compile` takes the same loss
+as every other model here).
+
+This program trains the library's `YLSTM` with plain Keras: the `tf.data` pipeline,
+`model.compile`, and `model.fit` with its callbacks are all here, and every number comes
+from the preset `multi30k_ylstm`, so that the program trains as `memnmt train
+multi30k_ylstm` does (the same seed gives the same losses).
+
+## Run it
+
+    python recipes/ylstm.py --data-dir $MEMNMT_DATA --out runs/ylstm
+
+`--set KEY=VALUE` changes any setting of the preset, as `memnmt train --set` does;
+`--epochs N` and `--steps N` shorten the run; with no Multi30k at hand,
+`--set corpus=synthetic` trains on the library's synthetic corpus.
+"""
+
+import json
+import os
+
+import keras
+
+from keras_memnmt.evaluation.translation import score, translate
+from keras_memnmt.export import export_translator
+from keras_memnmt.models import YLSTM
+from keras_memnmt.recipes import load_recipe
+from keras_memnmt.training import (
+    BleuValidation,
+    compile_arguments,
+    program_config,
+    program_data,
+    program_parser,
+)
+
+
+def main(argv=None) -> dict:
+    args = program_parser("multi30k_ylstm", __doc__).parse_args(argv)
+    out = args.out
+
+    # 1. The settings: the preset's, with --set, --epochs and --steps; one seed draws the
+    #    initial weights, the dropout masks and every epoch's order of batches.
+    config = program_config(load_recipe(args.preset), args)
+    keras.utils.set_random_seed(config.seed)
+
+    # 2. The data: Multi30k (--data-dir or $MEMNMT_DATA), a SentencePiece vocabulary, and
+    #    `tf.data` batches of similar lengths, ((source, target_in), target_out), padded with 0.
+    data = program_data(config, args.data_dir, out)
+
+    # 3. The model: two stacked LSTM language models, the decoder's tracker layer attending
+    #    over the encoder's (Bradbury & Socher 2016, §2.1).
+    model = YLSTM(data.source_vocab_size, data.target_vocab_size, **config.init_options())
+
+    # 4. Compile: the preset's optimizer and learning-rate schedule, gradient clipping, and
+    #    the cross-entropy over the real (not padding) target tokens with label smoothing.
+    model.compile(**compile_arguments(config))
+
+    # 5. Train. The library's validation callback translates the validation set (greedy)
+    #    at each epoch's end, logs val_bleu, saves OUT/best.keras when it improves (and
+    #    OUT/checkpoints/step{N}.keras with keep_checkpoints) and applies the preset's
+    #    plateau schedule (lr_decay after lr_patience epochs without a gain); Keras's
+    #    EarlyStopping stops after `patience` such epochs (0: never).
+    model.fit(
+        data.train,
+        validation_data=data.val,
+        epochs=data.epochs,
+        steps_per_epoch=data.steps_per_epoch,
+        shuffle=False,  # the pipeline shuffles: each epoch in an order drawn from (seed, epoch)
+        callbacks=[
+            keras.callbacks.TensorBoard(os.path.join(out, "tensorboard")),
+            BleuValidation(data.vocab, data.val_pairs.source, data.val_pairs.target, out,
+                           lr_decay=config.lr_decay, lr_patience=config.lr_patience,
+                           min_lr=config.min_lr, max_steps=data.last_step, patience=0,
+                           keep_checkpoints=config.keep_checkpoints),
+            keras.callbacks.ModelCheckpoint(os.path.join(out, "last.keras")),
+            keras.callbacks.EarlyStopping(monitor="val_bleu", mode="max",
+                                          patience=config.patience or data.epochs),
+        ],
+    )
+
+    # 6. Test: the best model translates the test set with beam search; sacreBLEU scores it.
+    best = keras.saving.load_model(os.path.join(out, "best.keras"))
+    translations = translate(best, data.vocab, data.test_pairs.source, beam_size=config.beam_size)
+    results = score(translations, data.test_pairs.target)
+    print(json.dumps(results, indent=1))
+
+    # 7. Export: a SavedModel that translates strings (TensorFlow Serving, tf.saved_model.load).
+    if not args.no_export:
+        export_translator(best, data.vocab, os.path.join(out, "export"), beam_size=config.beam_size,
+                          overwrite=True)
+    return results
+
+
+if __name__ == "__main__":
+    main()
