@@ -137,7 +137,9 @@ class MemDecCell(DecoderCell):
         2. pre-state  s~_t = tanh(W^r r_{t-1} + W^y e + b)            (Eq. 5)
                     (query_state=True: tanh(W^r r_{t-1} + W^s s_{t-1} + W^y e + b))
         3. context  c_t, alpha_t = AdditiveAttention(s~_t, h_1..h_Tx) (Eq. 6, 3)
-        4. state    s_t = GRU(s_{t-1}, [e; c_t; r_{t-1}])            (Eq. 7)
+        4. state    s_t = GRU(s_{t-1}, [e; c_t; r_{t-1}])            (Eq. 7: the printed
+           GRU(r_{t-1}, y_{t-1}, c_t) read with s_{t-1} kept as the GRU's state and the
+           read as an input, as the pre-training from RNNsearch needs; docs/decisions.md)
         5. write    w^w_t = Address_w(s_t, M_{t-1}, w^r_t)            (Eq. 8, §3.2)
                     erase mu^ers = sigmoid(W^ers s_t + b), add mu^add = sigmoid(W^add s_t + b)
                     M_t(i) = M_{t-1}(i) * (1 - w^w_t(i) mu^ers) + w^w_t(i) mu^add  (Eq. 13)
