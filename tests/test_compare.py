@@ -425,6 +425,26 @@ def test_an_archived_record_names_the_data_folder_as_memnmt_data(runs, tmp_path,
     assert json.load(open(os.path.join(run, "record.json"))) == record
 
 
+def test_an_archive_keeps_the_translations_of_blind_test_sets(runs, tmp_path, capsys):
+    """``RUN/blind/``: what ``memnmt translate`` wrote of sources without references is
+    archived as it is, one line per source line; an unfinished ``.partial`` is not."""
+    run = tmp_path / "run"
+    shutil.copytree(runs["a"], run)
+    source = tmp_path / "test_2017_flickr.en"
+    source.write_text("a man rides a bike .\n\ntwo dogs play .\n", encoding="utf-8")
+    (run / "blind").mkdir()
+    assert main(["translate", "--model", str(run), "--input", str(source), "--output",
+                 str(run / "blind" / "test_2017_flickr.de"), "--quiet"]) == 0
+    (run / "blind" / "test_2018_flickr.de.partial").write_text("half\n", encoding="utf-8")
+    assert main(["archive", str(run), "--out", str(tmp_path / "shelf")]) == 0
+    copied = json.loads(capsys.readouterr().out)
+    kept = tmp_path / "shelf" / "blind" / "test_2017_flickr.de"
+    assert kept.read_bytes() == (run / "blind" / "test_2017_flickr.de").read_bytes()
+    assert len(kept.read_text(encoding="utf-8").splitlines()) == 3
+    assert not (tmp_path / "shelf" / "blind" / "test_2018_flickr.de.partial").exists()
+    assert "blind/test_2017_flickr.de" in json.dumps(copied)
+
+
 def test_archive_refuses_to_replace_what_it_should_not(runs, tmp_path, capsys):
     out = tmp_path / "kept"
     assert main(["archive", runs["a"], "--out", str(out)]) == 0

@@ -25,6 +25,10 @@ from keras_memnmt.rundir.records import (
 )
 
 DATA_DIR = "$MEMNMT_DATA"
+# A run's translations of test sets without references (``memnmt translate --output
+# RUN/blind/SOURCE_NAME.TGT``, e.g. ``blind/test_2017_flickr.de``): kept in its archive, one
+# line per source line, so that they can be scored where the references are.
+BLIND_DIR = "blind"
 # What :data:`~keras_memnmt.rundir.records.ARCHIVE_MARK` holds.
 MARK = {"library": "keras_memnmt", "made_by": "memnmt archive"}
 
@@ -64,6 +68,10 @@ def archive_files(run_dir: str, out_dir: str, overwrite: bool = False) -> list[s
     hyps = os.path.join(run_dir, HYPS_DIR)
     if os.path.isdir(hyps):
         names += [os.path.join(HYPS_DIR, n) for n in sorted(os.listdir(hyps)) if n.endswith(".txt")]
+    blind = os.path.join(run_dir, BLIND_DIR)
+    if os.path.isdir(blind):
+        names += [os.path.join(BLIND_DIR, n) for n in sorted(os.listdir(blind))
+                  if not n.startswith(".") and not n.endswith(".partial") and os.path.isfile(os.path.join(blind, n))]
     for name in names:  # an archive holds the run's own files, never what a link leads to
         path = os.path.join(run_dir, name)
         if os.path.islink(path):
@@ -136,7 +144,8 @@ def archive_run(run_dir: str, out_dir: str, overwrite: bool = False) -> list[str
     the copied paths, relative to both folders.
 
     Copied: ``config.json``, ``record.json``, ``results.json`` and ``validations.json``
-    where present, and every ``hyps/*.txt``; the record's command lines name the data
+    where present, every ``hyps/*.txt``, and the translations of test sets without
+    references in ``blind/`` (:data:`BLIND_DIR`; a ``.partial`` one, unfinished, is left out); the record's command lines name the data
     folder as ``$MEMNMT_DATA`` (:func:`portable_command`). Not copied: models, checkpoints, the
     vocabulary, TensorBoard logs. Written first: ``memnmt_archive.json``
     (:func:`write_archive_mark`). An existing ``out_dir`` that holds anything is refused
