@@ -121,9 +121,13 @@ def test_instances_take_a_prefix_and_constraints(run_client):
     reply = run_client.post("/v1/models/m:predict", json={"instances": instances, "options": {"beam": 3}})
     first, second, third = (p["translation"] for p in reply.json()["predictions"])
     assert first.startswith("le hundo") and "grande" in second and "le" in second and third
+    chosen = run_client.post("/v1/models/m:predict", json={"instances": ["the cat", "a dog"], "options": {"mbr": 3}})
+    assert chosen.status_code == 200 and len(chosen.json()["predictions"]) == 2, chosen.text
     for instance, options, message in [({"sentences": "a", "prefix": "漢字"}, {}, "instances[0]: prefix ('漢字') has"),
                                        ({"sentences": "a", "constraints": ["漢字"]}, {}, "instances[0]: constraints: '漢字'"),
                                        ({"sentences": "a", "constraints": ["le"]}, {"beam": 1}, "need beam search"),
+                                       ({"sentences": "a", "constraints": ["le"]}, {"mbr": 4},
+                                        "instances[0]: constraints needs beam search: options.beam 2 or more, not the mbr"),
                                        ({"sentences": "a", "constraints": "le"}, {}, "expected a list of phrases")]:
         reply = run_client.post("/v1/models/m:predict", json={"instances": ["b", instance], "options": options})
         assert reply.status_code == 400 and message in reply.json()["error"].replace("instances[1]", "instances[0]")

@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import math
 import sys
 
 # keras_memnmt.config.MAX_INT, here without importing the models (parsing stays fast).
@@ -34,17 +33,6 @@ positive_int = int_at_least(1)
 
 
 vocab_size_int = int_at_least(8, " (4 reserved ids plus pieces)")
-
-
-def finite_float(text: str) -> float:
-    """An argparse ``type``: a finite float (no nan, no inf)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
-    return value
 
 
 def as_json(obj) -> str:

@@ -211,8 +211,8 @@ class SearchSettings:
                 raise SettingError("{mbr_utility} sets how {mbr} compares candidates; give {mbr} N",
                                    "mbr_utility", "mbr")
             return
-        if self.n_best is not None or self.samples > 1:
-            name = "n_best" if self.n_best is not None else "samples"
+        if self.n_best not in (None, 1) or self.samples > 1:  # n_best 1: the chosen one (the server's list)
+            name = "n_best" if self.n_best not in (None, 1) else "samples"
             raise SettingError(f"{{mbr}} outputs one translation per sentence; not with {{{name}}}", "mbr", name)
         if self.sampling is None and self.beam is not None and self.beam < self.mbr:
             raise SettingError(f"{{mbr}} {self.mbr} takes the n-best list of a beam of {self.mbr}: {{beam}} "

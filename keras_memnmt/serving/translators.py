@@ -77,6 +77,7 @@ class RunTranslator:
         of :mod:`keras_memnmt.evaluation.translation`), more phrases than the beam, or
         constraints without a beam: a ``RequestError`` naming the instance. Whatever the
         tokenizer raises on an item is that item's error, never the batch's."""
+        from keras_memnmt.decoding.settings import SettingError, option_of
         from keras_memnmt.evaluation.translation import constraint_ids, prefix_ids
 
         beam = search.beam_size
@@ -88,6 +89,10 @@ class RunTranslator:
                 if constraints:
                     if beam < 2:
                         raise ValueError("constraints need beam search: options.beam 2 or more")
+                    try:  # a mode other than beam search (mbr) takes none either: the settings' rule
+                        search.for_inputs(constraints=True)
+                    except SettingError as e:
+                        raise ValueError(e.render(lambda n: n if n == "constraints" else option_of(n))) from None
                     constraint_ids(self.vocab, [constraints], [0], 0, beam)
             except Exception as e:  # SentencePiece raises TypeError, RuntimeError, ... on odd text
                 raise RequestError(f"instances[{i}]: {str(e).replace(' line 1', '')}") from None
