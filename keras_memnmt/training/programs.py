@@ -30,7 +30,7 @@ from keras_memnmt.data import (
 )
 from keras_memnmt.data.stream import CorpusFiles
 from keras_memnmt.training.precision import apply_precision
-from keras_memnmt.training.trainer import compile_arguments, load_corpora
+from keras_memnmt.training.trainer import compile_arguments, load_corpora, training_vocabulary
 
 __all__ = ["ProgramData", "compile_arguments", "program_config", "program_data", "program_parser"]
 
@@ -140,16 +140,8 @@ def program_data(config: TrainConfig, data_dir: str | None, out_dir: str, log=pr
     train_pairs, val_pairs, test_pairs, corpus = load_corpora(config, data_dir, log)
     if isinstance(train_pairs, CorpusFiles):
         train_pairs = read_prefix(config.train_prefix, config.src, config.tgt).take(config.train_limit)
-    if config.vocab_dir:
-        vocab = SubwordVocab.load(config.vocab_dir)
-    else:
-        try:
-            vocab = SubwordVocab.train(train_pairs.source, train_pairs.target, size=config.vocab_size,
-                                       model_type=config.vocab_type, joint=config.joint_vocab, progress=None)
-        except ValueError as e:
-            raise ConfigError(f"config field vocab_size={config.vocab_size}: {e}") from None
-    os.makedirs(out_dir, exist_ok=True)
-    vocab.save(os.path.join(out_dir, "vocab"))
+    vocab = training_vocabulary(config, train_pairs, os.path.join(out_dir, "vocab"), log,
+                                made_by="a recipes/ program")
     shape = dict(batch_size=config.batch_size, batch_by=config.batch_by, max_length=config.max_length,
                  bucket_width=config.bucket_width)
     train, stats = make_dataset(train_pairs, vocab, seed=config.seed, start_step=0, **shape)

@@ -412,7 +412,7 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
 
     warm_model = warm_start(config, out_dir, log) if config.pretrain_run and not resuming else None
     vocab_dir = os.path.join(out_dir, "vocab")
-    vocab = place.on_writer(lambda: _vocabulary(config, train_c, vocab_dir, log))
+    vocab = place.on_writer(lambda: training_vocabulary(config, train_c, vocab_dir, log))
     if place.processes > 1:  # the others read what process 0 wrote
         try:
             vocab = vocab if vocab is not None else SubwordVocab.load(vocab_dir)
@@ -561,7 +561,7 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
     return results
 
 
-def _given_vocabulary(config: TrainConfig, vocab_dir: str, log) -> SubwordVocab:
+def _given_vocabulary(config: TrainConfig, vocab_dir: str, log, made_by: str = TRAIN_COMMAND) -> SubwordVocab:
     """``config.vocab_dir``'s vocabulary, copied into ``vocab_dir`` as it is (its
     SentencePiece models byte for byte; ``vocab.json`` names the folder it came from).
     A folder that holds no vocabulary, or one that the model's settings cannot use (two
@@ -575,20 +575,21 @@ def _given_vocabulary(config: TrainConfig, vocab_dir: str, log) -> SubwordVocab:
         raise ConfigError(f"config field vocab_dir={given!r} holds two vocabularies (source and target), "
                           "and joint_vocab=true asks for one: build it with `memnmt vocab build --joint`")
     vocab.config["copied_from"] = os.path.abspath(given)
-    vocab.save(vocab_dir, made_by=TRAIN_COMMAND)
+    vocab.save(vocab_dir, made_by=made_by)
     log(f"vocabulary: {given}, as it is (vocab_size and vocab_type are the folder's)")
     return vocab
 
 
-def _vocabulary(config: TrainConfig, train_c, vocab_dir: str, log) -> SubwordVocab:
+def training_vocabulary(config: TrainConfig, train_c, vocab_dir: str, log=print,
+                        made_by: str = TRAIN_COMMAND) -> SubwordVocab:
     """The run's vocabulary: the one in ``vocab_dir`` (a resumed or warm-started run),
-    else trained on the training pairs (a streamed corpus: its first ``vocab_sample``)
-    and saved there."""
+    else ``config.vocab_dir``'s copied there, else trained on the training pairs (a streamed
+    corpus: its first ``vocab_sample``) and saved there; ``vocab.json`` names ``made_by``."""
     if os.path.isfile(os.path.join(vocab_dir, "vocab.json")):
         log(f"vocabulary: reusing {vocab_dir}")
         return SubwordVocab.load(vocab_dir)
     if config.vocab_dir:
-        return _given_vocabulary(config, vocab_dir, log)
+        return _given_vocabulary(config, vocab_dir, log, made_by)
     streamed = isinstance(train_c, CorpusFiles)
     source, target = sample_pairs(train_c, config.vocab_sample) if streamed else (train_c.source, train_c.target)
     try:
@@ -599,5 +600,5 @@ def _vocabulary(config: TrainConfig, train_c, vocab_dir: str, log) -> SubwordVoc
     if streamed:  # recorded in vocab.json
         vocab.config["sample_pairs"] = len(source)
         log(f"vocabulary: trained on the first {len(source)} pairs (vocab_sample={config.vocab_sample})")
-    vocab.save(vocab_dir, made_by=TRAIN_COMMAND)
+    vocab.save(vocab_dir, made_by=made_by)
     return vocab
