@@ -22,6 +22,12 @@ with ``--no-deps`` and its other requirements). The stages, never two at a time:
    ``--run-transformer`` (two passes in one process; the second is the figure, the first,
    with tracing, is printed as ``_first_pass_seconds``).
 
+5. ``--run-transformer`` exported by ``memnmt export --format ctranslate2`` (float32 and
+   int8, in ``--work``) and translated by CTranslate2 in this process
+   (``ours_ctranslate2_{float32|int8}_*``; ``..._same_as_keras``: the share of its
+   translations equal to the Keras search's, greedy and beam 5; CTranslate2's beam search
+   normalizes by length as fairseq does, the Keras one by GNMT's penalty).
+
 Per system and search: ``{system}_{greedy|beam5}_seconds``, ``_sentences_per_second``,
 ``_target_words_per_second`` (whitespace words of the detokenized output, so that outputs
 of different lengths compare) and ``_bleu_lc`` (sacreBLEU, lowercased, against the raw
@@ -213,15 +219,23 @@ def train_peer(args, env: dict, data: str, name: str, model: str) -> str:
     return checkpoint
 
 
+OUTPUTS: dict[str, list[str]] = {}  # each system's translations, by name
+
+
 def report(name: str, seconds: float, hypotheses: list[str], references: list[str], figures: dict) -> None:
     from keras_memnmt.evaluation.translation import score
 
     n = len(hypotheses)
     figures[name] = n / seconds
+    OUTPUTS[name] = list(hypotheses)
     bleu = score(hypotheses, references)["bleu_lowercase"]  # the library's lowercased 13a BLEU
     count = sum(len(h.split()) for h in hypotheses)
-    for key, value in (("seconds", f"{seconds:.2f}"), ("sentences_per_second", f"{n / seconds:.1f}"),
-                       ("target_words_per_second", f"{count / seconds:.1f}"), ("bleu_lc", f"{bleu:.2f}")):
+    for key, value in (
+        ("seconds", f"{seconds:.2f}"),
+        ("sentences_per_second", f"{n / seconds:.1f}"),
+        ("target_words_per_second", f"{count / seconds:.1f}"),
+        ("bleu_lc", f"{bleu:.2f}"),
+    ):
         print(f"{name}_{key}={value}", flush=True)
 
 
@@ -231,20 +245,62 @@ def detokenized(args, env: dict, path: str) -> list[str]:
     return run([peer(args.peer_venv, "python"), "-c", DETOKENIZE], env=env, stdin=text).splitlines()
 
 
+def export_ours(args, test, searches, figures: dict) -> None:
+    """Our Transformer exported by ``memnmt export --format ctranslate2`` (float32, int8) and
+    translated by CTranslate2 in this process, timed around ``CTranslate2Translator.translate``
+    (SentencePiece included): ``ours_ctranslate2_{q}_{search}_*``, and
+    ``ours_ctranslate2_{q}_greedy_same_as_keras``, the share of greedy translations equal to
+    ours (``ours_transformer_greedy``, whose outputs ``report`` keeps)."""
+    try:
+        from keras_memnmt.export.ctranslate2 import CTranslate2Translator, export_ctranslate2
+    except ImportError as error:
+        print(f"ours_ctranslate2_error={error}", flush=True)
+        return
+    for quantization in ("float32", "int8"):
+        out = os.path.join(args.work, f"ours_ct2_{quantization}")
+        try:
+            if not os.path.exists(os.path.join(out, "model.bin")):
+                export_ctranslate2(args.run_transformer, out, quantization=quantization)
+            translator = CTranslate2Translator(out, intra_threads=args.threads)
+        except (ImportError, OSError, ValueError, RuntimeError) as error:
+            print(f"ours_ctranslate2_{quantization}_error={error}", flush=True)
+            continue
+        for search, beam in searches:
+            system = f"ours_ctranslate2_{quantization}_{search}"
+            translator.translate(test.source[:64], beam_size=beam)  # warm-up
+            start = time.perf_counter()
+            hyps = translator.translate(
+                test.source, beam_size=beam, max_batch_size=args.batch_size, max_decoding_length=200
+            )
+            report(system, time.perf_counter() - start, hyps, test.target, figures)
+            keras_hyps = OUTPUTS.get(f"ours_transformer_{search}")
+            if keras_hyps is not None:
+                same = sum(a == b for a, b in zip(hyps, keras_hyps)) / len(hyps)
+                print(f"{system}_same_as_keras={same:.4f}", flush=True)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data-dir", default=os.environ.get("MEMNMT_DATA"),
-                   help="local Multi30k folder (default: $MEMNMT_DATA, else the cache, else a download)")
-    p.add_argument("--peer-venv", default=os.environ.get("MEMNMT_OPENNMT_VENV"),
-                   help="a virtual environment with OpenNMT-py 3.5.1, CTranslate2 and sacremoses "
-                        "(default: $MEMNMT_OPENNMT_VENV)")
+    p.add_argument(
+        "--data-dir",
+        default=os.environ.get("MEMNMT_DATA"),
+        help="local Multi30k folder (default: $MEMNMT_DATA, else the cache, else a download)",
+    )
+    p.add_argument(
+        "--peer-venv",
+        default=os.environ.get("MEMNMT_OPENNMT_VENV"),
+        help="a virtual environment with OpenNMT-py 3.5.1, CTranslate2 and sacremoses (default: $MEMNMT_OPENNMT_VENV)",
+    )
     p.add_argument("--run-rnn", help="our RNNsearch run (memnmt train multi30k_rnnsearch ...)")
     p.add_argument("--run-transformer", help="our Transformer run (memnmt train multi30k_transformer ...)")
     p.add_argument("--steps", type=int, default=1000, help="OpenNMT-py's training updates per model")
     p.add_argument("--batch-size", type=int, default=64, help="sentences per translation batch, every system")
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--work", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "memnmt-translate-side-by-side"),
-                   help="the peers' data, models and outputs (kept, and reused when run again)")
+    p.add_argument(
+        "--work",
+        default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "memnmt-translate-side-by-side"),
+        help="the peers' data, models and outputs (kept, and reused when run again)",
+    )
     args = p.parse_args()
     if not args.peer_venv or not os.path.exists(peer(args.peer_venv, "onmt_train")):
         p.error("--peer-venv: a virtual environment with OpenNMT-py's onmt_train is needed")
@@ -252,9 +308,13 @@ def main() -> int:
         p.error("--steps, --batch-size and --threads must be >= 1")
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads),
-           # OpenNMT-py 3.5.1 loads its own checkpoints with torch.load's old default.
-           "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": str(args.threads),
+        "MKL_NUM_THREADS": str(args.threads),
+        # OpenNMT-py 3.5.1 loads its own checkpoints with torch.load's old default.
+        "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1",
+    }
     env.pop("KERAS_BACKEND", None)
     os.makedirs(args.work, exist_ok=True)
     from keras_memnmt.data import load_multi30k
@@ -285,9 +345,20 @@ def main() -> int:
             out = os.path.join(args.work, f"ct2_{quantization}")
             try:
                 if not os.path.exists(os.path.join(out, "model.bin")):
-                    run([peer(args.peer_venv, "ct2-opennmt-py-converter"), "--model_path", checkpoints["transformer"],
-                         "--output_dir", out, "--quantization", quantization, "--force",
-                         "--unsafe_deserialization"], env=env)  # the checkpoint is the one trained above
+                    run(
+                        [
+                            peer(args.peer_venv, "ct2-opennmt-py-converter"),
+                            "--model_path",
+                            checkpoints["transformer"],
+                            "--output_dir",
+                            out,
+                            "--quantization",
+                            quantization,
+                            "--force",
+                            "--unsafe_deserialization",
+                        ],
+                        env=env,
+                    )  # the checkpoint is the one trained above
                 ct2[quantization] = out
             except (RuntimeError, OSError) as error:
                 print(f"ctranslate2_{quantization}_convert_error={error}", flush=True)
@@ -298,9 +369,28 @@ def main() -> int:
             system = f"opennmt_{name}_{search}"
             output = os.path.join(args.work, f"{system}.txt")
             try:
-                log = run([peer(args.peer_venv, "onmt_translate"), "-model", checkpoint, "-src", source,
-                           "-output", output, "-beam_size", str(beam), "-batch_size", str(args.batch_size),
-                           "-batch_type", "sents", "-max_length", "100", "-report_time"], env=env, both=True)
+                log = run(
+                    [
+                        peer(args.peer_venv, "onmt_translate"),
+                        "-model",
+                        checkpoint,
+                        "-src",
+                        source,
+                        "-output",
+                        output,
+                        "-beam_size",
+                        str(beam),
+                        "-batch_size",
+                        str(args.batch_size),
+                        "-batch_type",
+                        "sents",
+                        "-max_length",
+                        "100",
+                        "-report_time",
+                    ],
+                    env=env,
+                    both=True,
+                )
                 total = [line for line in log.splitlines() if "Total translation time" in line]
                 if not total:
                     raise RuntimeError("onmt_translate printed no 'Total translation time'")
@@ -312,8 +402,20 @@ def main() -> int:
             system = f"ctranslate2_{quantization}_{search}"
             output = os.path.join(args.work, f"{system}.txt")
             try:
-                out = run([peer(args.peer_venv, "python"), "-c", CT2_TRANSLATE, model_dir, source, output,
-                           str(beam), str(args.batch_size), str(args.threads)], env=env)
+                out = run(
+                    [
+                        peer(args.peer_venv, "python"),
+                        "-c",
+                        CT2_TRANSLATE,
+                        model_dir,
+                        source,
+                        output,
+                        str(beam),
+                        str(args.batch_size),
+                        str(args.threads),
+                    ],
+                    env=env,
+                )
                 seconds = json.loads(out.strip().splitlines()[-1])["seconds"]
                 report(system, seconds, detokenized(args, env, output), test.target, figures)
             except (RuntimeError, OSError, ValueError) as error:
@@ -334,19 +436,33 @@ def main() -> int:
                 system = f"ours_{name}_{search}"
                 for attempt in ("first_pass", "second_pass"):
                     start = time.perf_counter()
-                    hyps = translate(model, vocab, test.source, beam_size=beam, batch_size=args.batch_size,
-                                     progress=False)
+                    hyps = translate(
+                        model, vocab, test.source, beam_size=beam, batch_size=args.batch_size, progress=False
+                    )
                     seconds = time.perf_counter() - start
                     if attempt == "first_pass":
                         print(f"{system}_first_pass_seconds={seconds:.2f}", flush=True)
                     else:
                         report(system, seconds, hyps, test.target, figures)
 
+    if args.run_transformer:
+        export_ours(args, test, searches, figures)
+
     for search, _ in searches:
         pairs = [(f"rnn_{search}_vs_opennmt", f"ours_rnn_{search}", f"opennmt_rnn_{search}")]
-        pairs += [(f"transformer_{search}_vs_ctranslate2_{q}", f"ours_transformer_{search}",
-                   f"ctranslate2_{q}_{search}") for q in ("float32", "int8")]
+        pairs += [
+            (f"transformer_{search}_vs_ctranslate2_{q}", f"ours_transformer_{search}", f"ctranslate2_{q}_{search}")
+            for q in ("float32", "int8")
+        ]
         pairs += [(f"transformer_{search}_vs_opennmt", f"ours_transformer_{search}", f"opennmt_transformer_{search}")]
+        pairs += [
+            (
+                f"transformer_ctranslate2_{q}_{search}_vs_ctranslate2_{q}",
+                f"ours_ctranslate2_{q}_{search}",
+                f"ctranslate2_{q}_{search}",
+            )
+            for q in ("float32", "int8")
+        ]
         for label, a, b in pairs:
             if a in figures and b in figures:
                 print(f"{label}={figures[a] / figures[b]:.2f}")
