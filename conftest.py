@@ -57,10 +57,18 @@ TIERS = ("backend", "backend_independent")
 
 def pytest_addoption(parser):
     group = parser.getgroup("keras_memnmt")
-    group.addoption("--backend-tier", action="store_true",
-                    help="run only the tests marked `backend` (their result can depend on KERAS_BACKEND)")
-    group.addoption("--shuffle", type=int, default=None, metavar="SEED",
-                    help="run the modules, and the tests within each module, in an order drawn from SEED")
+    group.addoption(
+        "--backend-tier",
+        action="store_true",
+        help="run only the tests marked `backend` (their result can depend on KERAS_BACKEND)",
+    )
+    group.addoption(
+        "--shuffle",
+        type=int,
+        default=None,
+        metavar="SEED",
+        help="run the modules, and the tests within each module, in an order drawn from SEED",
+    )
 
 
 def tier(item) -> str | None:
@@ -78,7 +86,8 @@ def pytest_collection_modifyitems(session, config, items):
         shown = "\n  ".join(unclassified[:20])
         raise pytest.UsageError(
             f"{len(unclassified)} test(s) carry neither `pytest.mark.backend` nor "
-            f"`pytest.mark.backend_independent` (set `pytestmark` in the module; see conftest.py):\n  {shown}")
+            f"`pytest.mark.backend_independent` (set `pytestmark` in the module; see conftest.py):\n  {shown}"
+        )
     if config.getoption("--backend-tier"):
         config.hook.pytest_deselected(items=[item for item in items if tiers[item.nodeid] != "backend"])
         items[:] = [item for item in items if tiers[item.nodeid] == "backend"]
@@ -172,4 +181,3 @@ def _same_start():
     keras.config.set_dtype_policy("float32")
     yield
     keras.config.set_dtype_policy("float32")
-

@@ -27,14 +27,21 @@ def main() -> None:
     from throughput import _proc_status_mb, _reset_peak_rss
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data-dir", default=os.environ.get("MEMNMT_DATA"),
-                   help="local Multi30k folder (default: $MEMNMT_DATA, else the cache, else a download)")
+    p.add_argument(
+        "--data-dir",
+        default=os.environ.get("MEMNMT_DATA"),
+        help="local Multi30k folder (default: $MEMNMT_DATA, else the cache, else a download)",
+    )
     p.add_argument("--vocab-size", type=int, default=8000)
     p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--widths", default="16,24,32,40,48",
-                   help="padded bucket widths (the longer side), comma-separated")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a TrainConfig field (model, label_smoothing, sizes, ...)")
+    p.add_argument("--widths", default="16,24,32,40,48", help="padded bucket widths (the longer side), comma-separated")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a TrainConfig field (model, label_smoothing, sizes, ...)",
+    )
     args = p.parse_args()
     widths = sorted(int(w) for w in args.widths.split(","))
 
@@ -58,8 +65,14 @@ def main() -> None:
     print(f"label_smoothing={config.label_smoothing}")
     train = load_multi30k("en", "de", "train", data_dir=args.data_dir)
     vocab = SubwordVocab.train(train.source, train.target, size=config.vocab_size)
-    ds, _ = make_dataset(train, vocab, batch_size=config.batch_size, batch_by="sentences",
-                         max_length=config.max_length, bucket_width=config.bucket_width)
+    ds, _ = make_dataset(
+        train,
+        vocab,
+        batch_size=config.batch_size,
+        batch_by="sentences",
+        max_length=config.max_length,
+        bucket_width=config.bucket_width,
+    )
     first_full = {}
     for batch in ds.as_numpy_iterator():
         (src, _), tgt = batch
@@ -76,12 +89,15 @@ def main() -> None:
     print(f"rss_mb_before_build={_proc_status_mb('VmRSS'):.0f}")
     model = build_model(config, vocab.source.vocab_size, vocab.target.vocab_size)
     compile_model(model, config)
-    spec = ((tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None, None], tf.int32)),
-            tf.TensorSpec([None, None], tf.int32))
+    spec = (
+        (tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None, None], tf.int32)),
+        tf.TensorSpec([None, None], tf.int32),
+    )
     for width in sorted(first_full):
         batch = first_full[width]
-        model.fit(tf.data.Dataset.from_generator(lambda b=batch: iter([b]), output_signature=spec), verbose=0,
-                  shuffle=False)
+        model.fit(
+            tf.data.Dataset.from_generator(lambda b=batch: iter([b]), output_signature=spec), verbose=0, shuffle=False
+        )
         peak = _proc_status_mb("VmHWM") if exact else 0.0
         print(f"peak_rss_mb_width{width}={peak:.0f}")
 

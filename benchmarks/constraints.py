@@ -33,12 +33,12 @@ def draw_constraints(references: list[str], count: int, seed: int = 0, longest: 
         free = [True] * len(words)
         for _ in range(count):
             size = rng.randint(1, longest)
-            starts = [i for i in range(len(words) - size + 1) if all(free[i:i + size])]
+            starts = [i for i in range(len(words) - size + 1) if all(free[i : i + size])]
             if not starts:
                 break
             i = rng.choice(starts)
-            free[i:i + size] = [False] * size
-            phrases.append(" ".join(words[i:i + size]))
+            free[i : i + size] = [False] * size
+            phrases.append(" ".join(words[i : i + size]))
         out.append(phrases)
     return out
 
@@ -54,8 +54,11 @@ def coverage(hypotheses: list[str], constraints: list[list[str]]) -> tuple[float
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--run", required=True, help="a run directory from `memnmt train`")
-    p.add_argument("--data-dir", default=os.environ.get("MEMNMT_DATA"),
-                   help="local Multi30k folder (default: $MEMNMT_DATA, else the cache, else a download)")
+    p.add_argument(
+        "--data-dir",
+        default=os.environ.get("MEMNMT_DATA"),
+        help="local Multi30k folder (default: $MEMNMT_DATA, else the cache, else a download)",
+    )
     p.add_argument("--split", default="test_2016_flickr")
     p.add_argument("--source", help="a source file instead of --split (with --reference)")
     p.add_argument("--reference", help="its reference translations")
@@ -97,8 +100,14 @@ def main(argv: list[str] | None = None) -> int:
         extra = {} if lines is None else {"constraints": lines[:warm]}
         translate(model, vocab, sources[:warm], beam_size=args.beam, progress=False, **extra)  # compiles
         start = time.perf_counter()
-        hyps = translate(model, vocab, sources, beam_size=args.beam, progress=False,
-                         **({} if lines is None else {"constraints": lines}))
+        hyps = translate(
+            model,
+            vocab,
+            sources,
+            beam_size=args.beam,
+            progress=False,
+            **({} if lines is None else {"constraints": lines}),
+        )
         seconds = time.perf_counter() - start
         print(f"{name}_bleu_lc={score(hyps, references)['bleu_lowercase']:.2f}")
         print(f"{name}_sentences_per_second={len(sources) / seconds:.1f}", flush=True)

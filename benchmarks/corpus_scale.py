@@ -58,16 +58,37 @@ def make_corpus(data_dir: str | None, workdir: str, pairs: int) -> str:
 def run(prefix: str, data_dir: str | None, steps: int, overrides: list[str]) -> dict:
     """One `memnmt train` child on ``prefix``: its peak RSS, seconds to its first step, wall time."""
     out = prefix + ".run"
-    sets = [f"train_prefix={prefix}", f"max_steps={steps}", f"validate_every={steps}", "val_limit=100",
-            "test_limit=100", "beam_size=1", *overrides]
-    command = [sys.executable, "-m", "keras_memnmt.cli", "train", "multi30k_rnnsearch", "--out", out,
-               "--overwrite", *(["--data-dir", data_dir] if data_dir else []),
-               *[arg for item in sets for arg in ("--set", item)]]
+    sets = [
+        f"train_prefix={prefix}",
+        f"max_steps={steps}",
+        f"validate_every={steps}",
+        "val_limit=100",
+        "test_limit=100",
+        "beam_size=1",
+        *overrides,
+    ]
+    command = [
+        sys.executable,
+        "-m",
+        "keras_memnmt.cli",
+        "train",
+        "multi30k_rnnsearch",
+        "--out",
+        out,
+        "--overwrite",
+        *(["--data-dir", data_dir] if data_dir else []),
+        *[arg for item in sets for arg in ("--set", item)],
+    ]
     t0 = time.perf_counter()
     first = peak = None
     # Through a wrapper process of its own, whose children's peak is this training's alone.
-    with subprocess.Popen([sys.executable, "-c", WRAPPER, *command], cwd=REPO, stderr=subprocess.PIPE,
-                          stdout=subprocess.DEVNULL, text=True) as child:
+    with subprocess.Popen(
+        [sys.executable, "-c", WRAPPER, *command],
+        cwd=REPO,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    ) as child:
         for line in child.stderr:
             if first is None and line.startswith("[memnmt] distribution:"):
                 first = time.perf_counter() - t0
@@ -78,8 +99,11 @@ def run(prefix: str, data_dir: str | None, steps: int, overrides: list[str]) -> 
     seconds = time.perf_counter() - t0
     if child.returncode:
         raise SystemExit(f"memnmt train exited {child.returncode} on {prefix}")
-    return {"peak_rss_mb": round(peak), "seconds_to_first_step": round(first or float("nan"), 1),
-            "seconds": round(seconds, 1)}
+    return {
+        "peak_rss_mb": round(peak),
+        "seconds_to_first_step": round(first or float("nan"), 1),
+        "seconds": round(seconds, 1),
+    }
 
 
 WRAPPER = """
@@ -94,8 +118,11 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data-dir", default=os.environ.get("MEMNMT_DATA"), help="Multi30k folder (default $MEMNMT_DATA)")
     p.add_argument("--pairs", default="29000,1000000", help="corpus sizes, comma-separated (default 29000,1000000)")
-    p.add_argument("--workdir", default=os.path.join(REPO, "runs", "corpus_scale"),
-                   help="where the corpora and runs go (default runs/corpus_scale)")
+    p.add_argument(
+        "--workdir",
+        default=os.path.join(REPO, "runs", "corpus_scale"),
+        help="where the corpora and runs go (default runs/corpus_scale)",
+    )
     p.add_argument("--steps", type=int, default=10, help="training steps per run (default 10)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="more config overrides")
     args = p.parse_args()

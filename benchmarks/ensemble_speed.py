@@ -44,8 +44,7 @@ def untrained_members(count: int, data_dir: str, vocab_pairs: int):
     from keras_memnmt.recipes.multi30k_rnnsearch import CONFIG
 
     train = load_multi30k(CONFIG.src, CONFIG.tgt, "train", data_dir=data_dir).take(vocab_pairs)
-    vocab = SubwordVocab.train(train.source, train.target, size=CONFIG.vocab_size,
-                               model_type=CONFIG.vocab_type)
+    vocab = SubwordVocab.train(train.source, train.target, size=CONFIG.vocab_size, model_type=CONFIG.vocab_type)
     members = []
     for seed in range(count):
         keras.utils.set_random_seed(seed)  # members differ, as independently trained ones do
@@ -59,8 +58,11 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--run", action="append", help="a run directory from `memnmt train` (repeat: one per member)")
     p.add_argument("--members", type=int, default=4, help="untrained members without --run (default 4)")
-    p.add_argument("--data-dir", default=os.environ.get("MEMNMT_DATA"),
-                   help="local Multi30k folder (default: $MEMNMT_DATA, else the cache, else a download)")
+    p.add_argument(
+        "--data-dir",
+        default=os.environ.get("MEMNMT_DATA"),
+        help="local Multi30k folder (default: $MEMNMT_DATA, else the cache, else a download)",
+    )
     p.add_argument("--split", default="test_2016_flickr")
     p.add_argument("--sentences", type=int, help="translate the first N sentences (default: all)")
     p.add_argument("--beam", type=int, default=16)
@@ -68,8 +70,9 @@ def main() -> int:
     p.add_argument("--alpha", type=float, default=0.6)
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--passes", type=int, default=1)
-    p.add_argument("--vocab-pairs", type=int, default=10000,
-                   help="training pairs the untrained members' vocabulary is trained on")
+    p.add_argument(
+        "--vocab-pairs", type=int, default=10000, help="training pairs the untrained members' vocabulary is trained on"
+    )
     args = p.parse_args()
     if args.passes < 1 or args.beam < 1 or args.members < 1 or (args.sentences or 1) < 1:
         p.error("--passes, --beam, --members and --sentences must be >= 1")
@@ -107,8 +110,16 @@ def main() -> int:
     print(f"loaded_peak_rss_mb={peak_rss_mb():.0f}", flush=True)
     for n in range(1, args.passes + 1):
         start = time.perf_counter()
-        hyps = translate(model, vocab, test.source, beam_size=args.beam, batch_size=args.batch_size,
-                         length_penalty=args.length_penalty, alpha=args.alpha, progress=False)
+        hyps = translate(
+            model,
+            vocab,
+            test.source,
+            beam_size=args.beam,
+            batch_size=args.batch_size,
+            length_penalty=args.length_penalty,
+            alpha=args.alpha,
+            progress=False,
+        )
         seconds = time.perf_counter() - start
         print(f"pass{n}_seconds={seconds:.2f}", flush=True)
     print(f"sentences_per_second={len(test.source) / seconds:.2f}")

@@ -31,8 +31,11 @@ import time
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--run", required=True, help="a run directory from `memnmt train`")
-    p.add_argument("--data-dir", default=os.environ.get("MEMNMT_DATA"),
-                   help="local Multi30k folder (default: $MEMNMT_DATA, else the cache, else a download)")
+    p.add_argument(
+        "--data-dir",
+        default=os.environ.get("MEMNMT_DATA"),
+        help="local Multi30k folder (default: $MEMNMT_DATA, else the cache, else a download)",
+    )
     p.add_argument("--split", default="test_2016_flickr")
     p.add_argument("--beam", type=int, default=5)
     p.add_argument("--batch-size", type=int, default=64)
@@ -85,7 +88,7 @@ def main() -> int:
                 start = time.perf_counter()
                 results = [""] * len(sentences)
                 for first in range(0, len(order), args.batch_size):
-                    rows = order[first:first + args.batch_size]
+                    rows = order[first : first + args.batch_size]
                     out_batch = signature(sentences=tf.constant([sentences[i] for i in rows]))
                     for i, text in zip(rows, out_batch["translation"].numpy()):
                         results[i] = text.decode("utf-8")
@@ -96,8 +99,7 @@ def main() -> int:
 
     for n in range(1, args.passes + 1):
         start = time.perf_counter()
-        python = translate(model, vocab, sentences, beam_size=args.beam, batch_size=args.batch_size,
-                           progress=False)
+        python = translate(model, vocab, sentences, beam_size=args.beam, batch_size=args.batch_size, progress=False)
         seconds = time.perf_counter() - start
         print(f"python_pass{n}_seconds={seconds:.2f}", flush=True)
     print(f"python_sentences_per_second={len(sentences) / seconds:.1f}")

@@ -84,9 +84,19 @@ from throughput import (  # noqa: E402
 BATCHINGS = "sentences64,tokens4096,tokens8192"
 # --smoke: the synthetic corpus, the CLI tests' tiny sizes, one length bucket (max_length 30,
 # padded to 31), no dropout on the output.
-SMOKE_SETTINGS = ["corpus=synthetic", "synthetic_size=2000", "max_length=30", "bucket_width=32",
-                  "embedding_dim=16", "encoder_units=8", "decoder_units=16", "attention_units=8",
-                  "readout_units=16", "vocab_size=200", "output_dropout=0.0"]
+SMOKE_SETTINGS = [
+    "corpus=synthetic",
+    "synthetic_size=2000",
+    "max_length=30",
+    "bucket_width=32",
+    "embedding_dim=16",
+    "encoder_units=8",
+    "decoder_units=16",
+    "attention_units=8",
+    "readout_units=16",
+    "vocab_size=200",
+    "output_dropout=0.0",
+]
 
 
 def parse_batchings(text: str) -> list[tuple[str, str, int]]:
@@ -165,33 +175,74 @@ def make_batches(config, batchings: list, steps: int, data_dir: str | None) -> t
     from keras_memnmt.training import load_corpora
 
     train = load_corpora(config, data_dir, log=lambda line: print(f"# {line}"))[0]
-    vocab = SubwordVocab.train(train.source, train.target, size=config.vocab_size, model_type=config.vocab_type,
-                               joint=config.joint_vocab, progress=None)
+    vocab = SubwordVocab.train(
+        train.source,
+        train.target,
+        size=config.vocab_size,
+        model_type=config.vocab_type,
+        joint=config.joint_vocab,
+        progress=None,
+    )
     batches = {}
     for name, batch_by, size in batchings:
-        ds, _ = make_dataset(train, vocab, batch_size=size, batch_by=batch_by, max_length=config.max_length,
-                             bucket_width=config.bucket_width, seed=config.seed)
+        ds, _ = make_dataset(
+            train,
+            vocab,
+            batch_size=size,
+            batch_by=batch_by,
+            max_length=config.max_length,
+            bucket_width=config.bucket_width,
+            seed=config.seed,
+        )
         batches[name] = list(ds.repeat().take(steps).as_numpy_iterator())
     return batches, vocab
 
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data-dir", default=os.environ.get("MEMNMT_DATA"),
-                   help="local Multi30k folder (default: $MEMNMT_DATA, else the cache, else a download)")
-    p.add_argument("--recipe", default="multi30k_rnnsearch",
-                   help="recipe whose data and model settings are measured; 'none': TrainConfig's defaults")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a TrainConfig field (model sizes, bucket_width, precision, ...)")
-    p.add_argument("--batchings", default=BATCHINGS, help=f"sentencesN / tokensN, comma-separated (default {BATCHINGS})")
-    p.add_argument("--steps", type=int, default=None,
-                   help="batches per batching, and the most steps timed (default 100; --smoke: 3)")
-    p.add_argument("--max-seconds", type=float, default=300.0,
-                   help="the compiles and timed steps of all batchings together (see the docstring)")
-    p.add_argument("--peak", type=int, default=None, metavar="N",
-                   help="N×N×N matmul in the compute dtype (default 8192 on a GPU, 1024 on a CPU; 0: skip)")
+    p.add_argument(
+        "--data-dir",
+        default=os.environ.get("MEMNMT_DATA"),
+        help="local Multi30k folder (default: $MEMNMT_DATA, else the cache, else a download)",
+    )
+    p.add_argument(
+        "--recipe",
+        default="multi30k_rnnsearch",
+        help="recipe whose data and model settings are measured; 'none': TrainConfig's defaults",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a TrainConfig field (model sizes, bucket_width, precision, ...)",
+    )
+    p.add_argument(
+        "--batchings", default=BATCHINGS, help=f"sentencesN / tokensN, comma-separated (default {BATCHINGS})"
+    )
+    p.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help="batches per batching, and the most steps timed (default 100; --smoke: 3)",
+    )
+    p.add_argument(
+        "--max-seconds",
+        type=float,
+        default=300.0,
+        help="the compiles and timed steps of all batchings together (see the docstring)",
+    )
+    p.add_argument(
+        "--peak",
+        type=int,
+        default=None,
+        metavar="N",
+        help="N×N×N matmul in the compute dtype (default 8192 on a GPU, 1024 on a CPU; 0: skip)",
+    )
     p.add_argument("--save-batches", metavar="DIR", help="write each batching's batches to DIR/NAME and stop")
-    p.add_argument("--load-batches", metavar="DIR", help="read DIR/NAME (written by --save-batches) instead of --data-dir")
+    p.add_argument(
+        "--load-batches", metavar="DIR", help="read DIR/NAME (written by --save-batches) instead of --data-dir"
+    )
     p.add_argument("--smoke", action="store_true", help="seconds-long settings for a check on a CPU")
     args = p.parse_args(argv)
     try:
@@ -235,7 +286,7 @@ def main(argv: list[str] | None = None) -> None:
                 loaded, settings, vocab, _, _ = load_batches(os.path.join(args.load_batches, name))
             except (OSError, ValueError) as error:
                 p.error(str(error))
-            batches[name] = loaded[:args.steps]
+            batches[name] = loaded[: args.steps]
             for key, value in settings.items():  # how they were made, not --recipe's values
                 print(f"{name}_batches_{key}={value}")
     else:
@@ -243,9 +294,19 @@ def main(argv: list[str] | None = None) -> None:
         batches, vocab = make_batches(config, batchings, args.steps, args.data_dir)
     if args.save_batches:
         for name, batch_by, size in batchings:
-            save_batches(os.path.join(args.save_batches, name), batches[name], vocab, None,
-                         {"recipe": args.recipe, "batch_size": size, "batch_by": batch_by,
-                          "bucket_width": config.bucket_width, "max_length": config.max_length})
+            save_batches(
+                os.path.join(args.save_batches, name),
+                batches[name],
+                vocab,
+                None,
+                {
+                    "recipe": args.recipe,
+                    "batch_size": size,
+                    "batch_by": batch_by,
+                    "bucket_width": config.bucket_width,
+                    "max_length": config.max_length,
+                },
+            )
             print(f"{name}_saved_batches={len(batches[name])}")
         return
 
@@ -289,8 +350,7 @@ def _entries(folder: str) -> int:
     return sum(1 for entry in os.scandir(folder) if entry.is_file()) if os.path.isdir(folder) else 0
 
 
-def benchmark(name: str, model, batches: list, deadline: float, peak: float | None,
-              events: JaxEvents | None) -> None:
+def benchmark(name: str, model, batches: list, deadline: float, peak: float | None, events: JaxEvents | None) -> None:
     """Compiles ``batches``' shapes and times steps on them until ``deadline``; prints the figures."""
     import keras
     import numpy as np
@@ -312,7 +372,7 @@ def benchmark(name: str, model, batches: list, deadline: float, peak: float | No
             keras.ops.convert_to_numpy(model.trainable_variables[0].value)  # waits for the step
             calls.append(time.perf_counter() - t0)
         compile_s.append(calls[0] - calls[1])
-    compiled = set(shapes[:len(compile_s)])
+    compiled = set(shapes[: len(compile_s)])
     timed = [b for b in batches if shape_of(b) in compiled]
 
     class Stop(keras.callbacks.Callback):
@@ -336,7 +396,7 @@ def benchmark(name: str, model, batches: list, deadline: float, peak: float | No
     model.fit(as_dataset(timed), verbose=0, shuffle=False, callbacks=[stop])
     keras.ops.convert_to_numpy(model.trainable_variables[0].value)  # waits for the last step
     wall = time.perf_counter() - stop.first
-    done = timed[:stop.steps]
+    done = timed[: stop.steps]
     pairs = sum(len(b[1]) for b in done)
     tokens = sum(int((b[1] != 0).sum()) for b in done)
     print(f"{name}_shapes={len(shapes)}")

@@ -23,8 +23,11 @@ import time
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--run", required=True, help="a run directory from `memnmt train`")
-    p.add_argument("--data-dir", default=os.environ.get("MEMNMT_DATA"),
-                   help="local Multi30k folder (default: $MEMNMT_DATA, else the cache, else a download)")
+    p.add_argument(
+        "--data-dir",
+        default=os.environ.get("MEMNMT_DATA"),
+        help="local Multi30k folder (default: $MEMNMT_DATA, else the cache, else a download)",
+    )
     p.add_argument("--split", default="test_2016_flickr")
     p.add_argument("--candidates", type=int, default=16, help="N, the MBR candidates (default 16)")
     p.add_argument("--utility", choices=("chrf", "bleu"), default="chrf")
@@ -65,8 +68,11 @@ def main() -> int:
         for _ in translate_chunks(model, vocab, sources[:16], settings=settings, progress=False):
             pass  # compile the search
         start = time.perf_counter()
-        outputs[name] = [line for chunk in translate_chunks(model, vocab, sources, settings=settings, progress=False)
-                         for line in chunk]
+        outputs[name] = [
+            line
+            for chunk in translate_chunks(model, vocab, sources, settings=settings, progress=False)
+            for line in chunk
+        ]
         print(f"{name}_sent_per_s={len(sources) / (time.perf_counter() - start):.1f}", flush=True)
         if args.out:
             os.makedirs(args.out, exist_ok=True)

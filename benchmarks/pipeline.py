@@ -17,8 +17,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data-dir", default=os.environ.get("MEMNMT_DATA"),
-                   help="local Multi30k folder (default: $MEMNMT_DATA, else the cache, else a download)")
+    p.add_argument(
+        "--data-dir",
+        default=os.environ.get("MEMNMT_DATA"),
+        help="local Multi30k folder (default: $MEMNMT_DATA, else the cache, else a download)",
+    )
     p.add_argument("--src", default="en")
     p.add_argument("--tgt", default="de")
     p.add_argument("--size", type=int, default=8000)

@@ -46,17 +46,29 @@ PARTS = ("encoder", "decoder", "output_loss", "optimizer")
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data-dir", default=os.environ.get("MEMNMT_DATA"),
-                   help="local Multi30k folder (default: $MEMNMT_DATA, else the cache, else a download)")
+    p.add_argument(
+        "--data-dir",
+        default=os.environ.get("MEMNMT_DATA"),
+        help="local Multi30k folder (default: $MEMNMT_DATA, else the cache, else a download)",
+    )
     p.add_argument("--model", default="", help="a registered model name (default: --recipe's model)")
-    p.add_argument("--recipe", default="multi30k_rnnsearch",
-                   help="recipe whose data and model settings are measured; 'none': TrainConfig's defaults")
+    p.add_argument(
+        "--recipe",
+        default="multi30k_rnnsearch",
+        help="recipe whose data and model settings are measured; 'none': TrainConfig's defaults",
+    )
     p.add_argument("--batches", type=int, default=20, help="batches each part is timed over")
     p.add_argument("--repeats", type=int, default=3, help="passes over those batches (the best counts)")
-    p.add_argument("--train-limit", type=int, default=0,
-                   help="train on the first N pairs only (0: all; the vocabulary too)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a TrainConfig field (model sizes, vocab_size, ...)")
+    p.add_argument(
+        "--train-limit", type=int, default=0, help="train on the first N pairs only (0: all; the vocabulary too)"
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a TrainConfig field (model sizes, vocab_size, ...)",
+    )
     args = p.parse_args()
     if args.batches < 1 or args.repeats < 1:
         p.error("--batches and --repeats must be >= 1")
@@ -87,8 +99,14 @@ def main() -> int:
     if args.train_limit:
         train = train.take(args.train_limit)
     vocab = SubwordVocab.train(train.source, train.target, size=config.vocab_size)
-    ds, _ = make_dataset(train, vocab, batch_size=config.batch_size, batch_by=config.batch_by,
-                         max_length=config.max_length, bucket_width=config.bucket_width)
+    ds, _ = make_dataset(
+        train,
+        vocab,
+        batch_size=config.batch_size,
+        batch_by=config.batch_by,
+        max_length=config.max_length,
+        bucket_width=config.bucket_width,
+    )
 
     # The input pipeline: batches as training draws them (shuffled, bucketed, padded).
     it = iter(ds.repeat())
@@ -96,8 +114,13 @@ def main() -> int:
     start = time.perf_counter()
     batches = [next(it) for _ in range(args.batches)]
     pipeline_ms = 1000 * (time.perf_counter() - start) / args.batches
-    batches = [((keras.ops.convert_to_tensor(s.numpy()), keras.ops.convert_to_tensor(t.numpy())),
-                keras.ops.convert_to_tensor(y.numpy())) for (s, t), y in batches]
+    batches = [
+        (
+            (keras.ops.convert_to_tensor(s.numpy()), keras.ops.convert_to_tensor(t.numpy())),
+            keras.ops.convert_to_tensor(y.numpy()),
+        )
+        for (s, t), y in batches
+    ]
 
     model = build_model(config, vocab.source.vocab_size, vocab.target.vocab_size)
     compile_model(model, config)
@@ -117,8 +140,7 @@ def main() -> int:
     if model.matmul_macs() is None:  # the model declares no count: no FLOP rate
         print("matmul_flops=not_counted")
     else:
-        flops = statistics.mean(train_flops_per_batch(model, int(ops.size(x[0])), int(ops.size(y)))
-                                for x, y in batches)
+        flops = statistics.mean(train_flops_per_batch(model, int(ops.size(x[0])), int(ops.size(y))) for x, y in batches)
         print(f"train_step_gflops_per_second={flops / step / 1e9:.1f}")
     return 0
 
@@ -173,8 +195,11 @@ def part_timers(model, backend: str) -> dict:
     def no_inputs(x, y):
         return []
 
-    pieces = {"encoder": (no_inputs, encoder), "decoder": (decoder_inputs, decoder),
-              "output_loss": (output_inputs, output_loss)}
+    pieces = {
+        "encoder": (no_inputs, encoder),
+        "decoder": (decoder_inputs, decoder),
+        "output_loss": (output_inputs, output_loss),
+    }
     variables = model.trainable_variables
     grad = {"tensorflow": _tf_grad, "jax": _jax_grad, "torch": _torch_grad}[backend]
     timers = {name: grad(model, variables, make, fn) for name, (make, fn) in pieces.items()}
@@ -225,7 +250,7 @@ def _tf_grad(model, variables, make, fn):
 
     def run(x, y):
         grads = step(x, y, fixed(x, y))
-        return grads[:len(variables)], grads[len(variables):]
+        return grads[: len(variables)], grads[len(variables) :]
 
     return run
 

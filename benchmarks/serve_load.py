@@ -34,8 +34,10 @@ def free_port() -> int:
 
 
 def start_server(run: str, port: int, extra: list[str]) -> subprocess.Popen:
-    process = subprocess.Popen([sys.executable, "-m", "keras_memnmt.cli", "serve", "--model", run, "--name", "m",
-                                "--port", str(port), *extra], stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "keras_memnmt.cli", "serve", "--model", run, "--name", "m", "--port", str(port), *extra],
+        stderr=subprocess.DEVNULL,
+    )
     import urllib.request
 
     deadline = time.monotonic() + 300
@@ -86,8 +88,13 @@ async def load(port: int, clients: int, seconds: float, sentences: list[str], ex
     def quantile(q):
         return 1000 * latencies[min(len(latencies) - 1, int(q * len(latencies)))] if latencies else float("nan")
 
-    return {"sentences_per_second": len(latencies) / elapsed, "p50_ms": quantile(0.5), "p99_ms": quantile(0.99),
-            "errors": errors, "mismatches": mismatches}
+    return {
+        "sentences_per_second": len(latencies) / elapsed,
+        "p50_ms": quantile(0.5),
+        "p99_ms": quantile(0.99),
+        "errors": errors,
+        "mismatches": mismatches,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -128,8 +135,12 @@ def main(argv: list[str] | None = None) -> int:
                 result = asyncio.run(load(port, clients, args.seconds, sentences, expected))
                 figures[f"{mode}_c{clients}"] = result
                 for name, value in result.items():
-                    print(f"{mode}_c{clients}_{name}={value:.1f}" if isinstance(value, float)
-                          else f"{mode}_c{clients}_{name}={value}", flush=True)
+                    print(
+                        f"{mode}_c{clients}_{name}={value:.1f}"
+                        if isinstance(value, float)
+                        else f"{mode}_c{clients}_{name}={value}",
+                        flush=True,
+                    )
         finally:
             server.terminate()
             server.wait(timeout=120)

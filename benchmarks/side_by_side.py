@@ -66,8 +66,11 @@ def opennmt_pairs_per_second(log_text: str, warmup: int) -> tuple[float, float]:
     pairs/s = tgt tok/s ÷ (tgt tokens per batch ÷ sentences per batch), combined by the
     harmonic mean of the rates, as ``bench.sh`` combines its tokens/s.
     """
-    rows = [(int(m.group(1)), int(m.group(3)), int(m.group(4)), float(m.group(6)))
-            for m in map(STEP_LINE.search, log_text.splitlines()) if m]
+    rows = [
+        (int(m.group(1)), int(m.group(3)), int(m.group(4)), float(m.group(6)))
+        for m in map(STEP_LINE.search, log_text.splitlines())
+        if m
+    ]
     steady = [r for r in rows if r[0] > warmup]
     if not steady:
         raise ValueError(f"no 'Step ... bsz: ... tok/s' lines after step {warmup} in the log")
@@ -78,8 +81,10 @@ def opennmt_pairs_per_second(log_text: str, warmup: int) -> tuple[float, float]:
 
 def matmul_rates(repeats: int) -> dict[str, float]:
     """Best-of-``repeats`` fp32 GFLOP/s of ``keras.ops.matmul`` for two shapes (this backend)."""
-    return {"2048": matmul_rate(2048, 2048, 2048, repeats=repeats),
-            "64x1024x1536": matmul_rate(64, 1024, 1536, calls=50, repeats=repeats)}
+    return {
+        "2048": matmul_rate(2048, 2048, 2048, repeats=repeats),
+        "64x1024x1536": matmul_rate(64, 1024, 1536, calls=50, repeats=repeats),
+    }
 
 
 def run_stage(name: str, command: list[str], env: dict | None = None) -> str | None:
@@ -97,29 +102,39 @@ def run_stage(name: str, command: list[str], env: dict | None = None) -> str | N
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data-dir", default=os.environ.get("MEMNMT_DATA"),
-                   help="local Multi30k folder (default: $MEMNMT_DATA, else the cache, else a download)")
+    p.add_argument(
+        "--data-dir",
+        default=os.environ.get("MEMNMT_DATA"),
+        help="local Multi30k folder (default: $MEMNMT_DATA, else the cache, else a download)",
+    )
     p.add_argument("--steps", type=int, default=300, help="our timed training steps")
     p.add_argument("--warmup-steps", type=int, default=30, help="our untimed first steps")
-    p.add_argument("--peer-steps", type=int, default=400,
-                   help="OpenNMT-py's training steps (its first 100 are not counted)")
+    p.add_argument(
+        "--peer-steps", type=int, default=400, help="OpenNMT-py's training steps (its first 100 are not counted)"
+    )
     p.add_argument("--peer-warmup", type=int, default=100)
-    p.add_argument("--peer-bench", default=os.environ.get("MEMNMT_OPENNMT_BENCH"),
-                   help="the OpenNMT-py baseline script (default: $MEMNMT_OPENNMT_BENCH)")
+    p.add_argument(
+        "--peer-bench",
+        default=os.environ.get("MEMNMT_OPENNMT_BENCH"),
+        help="the OpenNMT-py baseline script (default: $MEMNMT_OPENNMT_BENCH)",
+    )
     p.add_argument("--repeats", type=int, default=5, help="timed repeats of each matmul")
     p.add_argument("--run", help="a trained run directory: also time its translation")
     p.add_argument("--skip-peer", action="store_true", help="leave OpenNMT-py out")
-    p.add_argument("--replicas", type=int, default=1,
-                   help="our training as this many data-parallel replicas (logical CPU devices, "
-                        "distribution=data_parallel), each with its share of the cores' threads "
-                        "(default 1: one model on every core)")
+    p.add_argument(
+        "--replicas",
+        type=int,
+        default=1,
+        help="our training as this many data-parallel replicas (logical CPU devices, "
+        "distribution=data_parallel), each with its share of the cores' threads "
+        "(default 1: one model on every core)",
+    )
     args = p.parse_args()
     for flag in ("steps", "warmup_steps", "peer_steps", "repeats", "replicas"):
         if getattr(args, flag) < 1:
             p.error(f"--{flag.replace('_', '-')} must be >= 1")
     if not args.skip_peer and not args.peer_bench:
-        p.error("give the OpenNMT-py baseline script (--peer-bench FILE or $MEMNMT_OPENNMT_BENCH), "
-                "or pass --skip-peer")
+        p.error("give the OpenNMT-py baseline script (--peer-bench FILE or $MEMNMT_OPENNMT_BENCH), or pass --skip-peer")
     if not args.skip_peer and not os.path.isfile(args.peer_bench):
         p.error(f"--peer-bench: {args.peer_bench} not found (or pass --skip-peer)")
     data = ["--data-dir", args.data_dir] if args.data_dir else []
@@ -145,14 +160,33 @@ def main() -> int:
     replicas, env = [], None
     if args.replicas > 1:  # the same global batch over N devices, each replica on its own threads
         threads = str(max(1, (os.cpu_count() or 1) // args.replicas))
-        env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={args.replicas}",
-                   TF_NUM_INTRAOP_THREADS=threads, OMP_NUM_THREADS=threads)
+        env = dict(
+            os.environ,
+            XLA_FLAGS=f"--xla_force_host_platform_device_count={args.replicas}",
+            TF_NUM_INTRAOP_THREADS=threads,
+            OMP_NUM_THREADS=threads,
+        )
         replicas = ["--set", "distribution=data_parallel"]
         print(f"replicas={args.replicas}")
         print(f"threads_per_replica={threads}")
-    ours = run_stage("throughput", [
-        python, os.path.join(HERE, "throughput.py"), *data, "--model", "rnnsearch", "--steps",
-        str(args.steps), "--warmup-steps", str(args.warmup_steps), "--translate", "0", *replicas], env)
+    ours = run_stage(
+        "throughput",
+        [
+            python,
+            os.path.join(HERE, "throughput.py"),
+            *data,
+            "--model",
+            "rnnsearch",
+            "--steps",
+            str(args.steps),
+            "--warmup-steps",
+            str(args.warmup_steps),
+            "--translate",
+            "0",
+            *replicas,
+        ],
+        env,
+    )
     ours = parse_lines(ours or "")
 
     peer = {}
@@ -176,9 +210,20 @@ def main() -> int:
 
     translation = {}
     if args.run:
-        out = run_stage("translate", [
-            python, os.path.join(HERE, "translate_speed.py"), "--run", args.run, *data,
-            "--beams", "1,5", "--passes", "2"])
+        out = run_stage(
+            "translate",
+            [
+                python,
+                os.path.join(HERE, "translate_speed.py"),
+                "--run",
+                args.run,
+                *data,
+                "--beams",
+                "1,5",
+                "--passes",
+                "2",
+            ],
+        )
         translation = parse_lines(out or "")
 
     print("# summary")

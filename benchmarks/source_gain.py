@@ -40,13 +40,21 @@ from step_time import recipe_config  # noqa: E402
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data-dir", default=os.environ.get("MEMNMT_DATA"),
-                   help="local Multi30k folder (default: $MEMNMT_DATA, else the cache, else a download)")
+    p.add_argument(
+        "--data-dir",
+        default=os.environ.get("MEMNMT_DATA"),
+        help="local Multi30k folder (default: $MEMNMT_DATA, else the cache, else a download)",
+    )
     p.add_argument("--recipe", default="multi30k_rnnsearch", help="the recipe whose model and data settings are used")
     p.add_argument("--steps", type=int, default=300, help="training batches before the measure")
     p.add_argument("--sentences", type=int, default=512, help="validation pairs measured")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="a config field or model option over the recipe's (as `memnmt train --set`)")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a config field or model option over the recipe's (as `memnmt train --set`)",
+    )
     p.add_argument("--run", help="a `memnmt train` run directory to measure instead of training")
     p.add_argument("--model-file", default="best.keras", help="the model file of --run to measure")
     args = p.parse_args()
@@ -79,19 +87,27 @@ def main() -> None:
         keras.utils.set_random_seed(config.seed)
         train = load_multi30k(config.src, config.tgt, "train", data_dir=args.data_dir)
         val = load_multi30k(config.src, config.tgt, "val", data_dir=args.data_dir)
-        vocab = SubwordVocab.train(train.source, train.target, size=config.vocab_size,
-                                   model_type=config.vocab_type, joint=config.joint_vocab)
-        dataset, _ = make_dataset(train, vocab, batch_size=config.batch_size, batch_by=config.batch_by,
-                                  max_length=config.max_length, bucket_width=config.bucket_width,
-                                  seed=config.seed, start_step=0)
+        vocab = SubwordVocab.train(
+            train.source, train.target, size=config.vocab_size, model_type=config.vocab_type, joint=config.joint_vocab
+        )
+        dataset, _ = make_dataset(
+            train,
+            vocab,
+            batch_size=config.batch_size,
+            batch_by=config.batch_by,
+            max_length=config.max_length,
+            bucket_width=config.bucket_width,
+            seed=config.seed,
+            start_step=0,
+        )
         model = build_model(config, vocab.source.vocab_size, vocab.target.vocab_size)
         compile_model(model, config)
         started = time.perf_counter()
         train_loss = model.fit(dataset, steps_per_epoch=args.steps, epochs=1, verbose=0).history["loss"][-1]
         seconds = time.perf_counter() - started
 
-    sources = list(val.source[:args.sentences])
-    references = list(val.target[:args.sentences])
+    sources = list(val.source[: args.sentences])
+    references = list(val.target[: args.sentences])
     shifted = sources[1:] + sources[:1]  # every reference against the next pair's source
     matched = cross_entropy(model, teacher_forced_batches(vocab, sources, references))
     shuffled = cross_entropy(model, teacher_forced_batches(vocab, shifted, references))

@@ -49,8 +49,13 @@ def main() -> None:
     p.add_argument("--source-length", type=int, default=18)
     p.add_argument("--target-length", type=int, default=20)
     p.add_argument("--steps", type=int, default=25, help="timed steps")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="a config field or model option over the recipe's (as `memnmt train --set`)")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a config field or model option over the recipe's (as `memnmt train --set`)",
+    )
     args = p.parse_args()
     for name in ("vocab_size", "batch", "source_length", "target_length", "steps"):
         if getattr(args, name) < (5 if name == "vocab_size" else 1):
@@ -64,11 +69,16 @@ def main() -> None:
 
     model = MODELS[config.model](args.vocab_size, args.vocab_size, **config.init_options())
     rng = np.random.default_rng(0)
-    batches = [(rng.integers(4, args.vocab_size, (args.batch, args.source_length)).astype("int32"),
-                rng.integers(4, args.vocab_size, (args.batch, args.target_length)).astype("int32"))
-               for _ in range(4)]
-    model.compile(optimizer=keras.optimizers.Adam(1e-4),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    batches = [
+        (
+            rng.integers(4, args.vocab_size, (args.batch, args.source_length)).astype("int32"),
+            rng.integers(4, args.vocab_size, (args.batch, args.target_length)).astype("int32"),
+        )
+        for _ in range(4)
+    ]
+    model.compile(
+        optimizer=keras.optimizers.Adam(1e-4), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    )
     for source, target in batches[:2]:
         model.train_on_batch((source, target), target)
     times = []

@@ -56,6 +56,7 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+
 def train_flops_per_batch(model, src_tokens: int, tgt_tokens: int) -> float | None:
     """Matmul FLOPs (forward ×3) for one batch with the given padded token counts, from the
     model's own count (``Seq2Seq.matmul_macs``); None for a model that declares none."""
@@ -95,8 +96,11 @@ def as_dataset(batches: list):
         return (batch for batch in batches)
     return tf.data.Dataset.from_generator(
         lambda: iter(batches),
-        output_signature=((tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None, None], tf.int32)),
-                          tf.TensorSpec([None, None], tf.int32)))
+        output_signature=(
+            (tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None, None], tf.int32)),
+            tf.TensorSpec([None, None], tf.int32),
+        ),
+    )
 
 
 def save_batches(directory: str, batches: list, vocab, test, settings: dict) -> None:
@@ -128,8 +132,7 @@ def load_batches(directory: str) -> tuple:
         raise FileNotFoundError(f"--load-batches: {path} not found (write it with --save-batches)")
     with np.load(path) as arrays:
         count = sum(1 for key in arrays.files if key.startswith("source_"))
-        batches = [((arrays[f"source_{i}"], arrays[f"target_in_{i}"]), arrays[f"target_out_{i}"])
-                   for i in range(count)]
+        batches = [((arrays[f"source_{i}"], arrays[f"target_in_{i}"]), arrays[f"target_out_{i}"]) for i in range(count)]
     with open(os.path.join(directory, "batches.json")) as f:
         settings = json.load(f)
     test = []
@@ -163,33 +166,59 @@ def _reset_peak_rss() -> bool:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data-dir", default=os.environ.get("MEMNMT_DATA"),
-                   help="local Multi30k folder (default: $MEMNMT_DATA, else the cache, else a download)")
-    p.add_argument("--model", default="",
-                   help="registered model name(s), comma-separated; the others are compared with the "
-                        "first (default: --recipe's model)")
-    p.add_argument("--model-recipes", default="",
-                   help="comma-separated recipes, one per --model entry, whose model settings that "
-                        "model takes (e.g. multi30k_rnnsearch,multi30k_attentive_general); the data "
-                        "settings and --set stay --recipe's. Default: every model from --recipe")
-    p.add_argument("--recipe", default="multi30k_rnnsearch",
-                   help="recipe whose data and model settings are measured (bucket width, batch, "
-                        "sizes, label smoothing); 'none': TrainConfig's defaults")
+    p.add_argument(
+        "--data-dir",
+        default=os.environ.get("MEMNMT_DATA"),
+        help="local Multi30k folder (default: $MEMNMT_DATA, else the cache, else a download)",
+    )
+    p.add_argument(
+        "--model",
+        default="",
+        help="registered model name(s), comma-separated; the others are compared with the "
+        "first (default: --recipe's model)",
+    )
+    p.add_argument(
+        "--model-recipes",
+        default="",
+        help="comma-separated recipes, one per --model entry, whose model settings that "
+        "model takes (e.g. multi30k_rnnsearch,multi30k_attentive_general); the data "
+        "settings and --set stay --recipe's. Default: every model from --recipe",
+    )
+    p.add_argument(
+        "--recipe",
+        default="multi30k_rnnsearch",
+        help="recipe whose data and model settings are measured (bucket width, batch, "
+        "sizes, label smoothing); 'none': TrainConfig's defaults",
+    )
     p.add_argument("--vocab-size", type=int, default=8000)
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--warmup-steps", type=int, default=60)
     p.add_argument("--steps", type=int, default=100)
     p.add_argument("--translate", type=int, default=1000, help="test sentences to translate (0: skip)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a TrainConfig field (model sizes, batch_by, precision, ...)")
-    p.add_argument("--peak", type=int, default=0, metavar="N",
-                   help="also measure the N×N×N matmul rate in float32 and bfloat16 and print each "
-                        "model's fraction of it (0: skip)")
-    p.add_argument("--save-batches", metavar="DIR",
-                   help="write the batches, vocabulary and test sentences to DIR and stop")
-    p.add_argument("--load-batches", metavar="DIR",
-                   help="read the batches, vocabulary and test sentences from DIR (written by "
-                        "--save-batches) instead of --data-dir; needs no TensorFlow")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a TrainConfig field (model sizes, batch_by, precision, ...)",
+    )
+    p.add_argument(
+        "--peak",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also measure the N×N×N matmul rate in float32 and bfloat16 and print each "
+        "model's fraction of it (0: skip)",
+    )
+    p.add_argument(
+        "--save-batches", metavar="DIR", help="write the batches, vocabulary and test sentences to DIR and stop"
+    )
+    p.add_argument(
+        "--load-batches",
+        metavar="DIR",
+        help="read the batches, vocabulary and test sentences from DIR (written by "
+        "--save-batches) instead of --data-dir; needs no TensorFlow",
+    )
     args = p.parse_args()
     if args.peak < 0:
         p.error(f"--peak: {args.peak} is negative")
@@ -213,8 +242,9 @@ def main() -> None:
 
     try:  # an unknown recipe or a bad --set: the message, not a traceback
         base = TrainConfig() if args.recipe == "none" else load_recipe(args.recipe)
-        config = apply_overrides(dataclasses.replace(base, vocab_size=args.vocab_size,
-                                                     batch_size=args.batch_size), args.set)
+        config = apply_overrides(
+            dataclasses.replace(base, vocab_size=args.vocab_size, batch_size=args.batch_size), args.set
+        )
     except ConfigError as error:
         p.error(str(error))
     models = models or [config.model]
@@ -236,23 +266,41 @@ def main() -> None:
         for key, value in settings.items():  # how the batches were made, not --recipe's values
             print(f"batches_{key}={value}")
         if len(batches) < args.warmup_steps + args.steps:
-            p.error(f"--load-batches: {args.load_batches} holds {len(batches)} batches, fewer than "
-                    f"--warmup-steps + --steps ({args.warmup_steps + args.steps})")
-        batches = batches[:args.warmup_steps + args.steps]
+            p.error(
+                f"--load-batches: {args.load_batches} holds {len(batches)} batches, fewer than "
+                f"--warmup-steps + --steps ({args.warmup_steps + args.steps})"
+            )
+        batches = batches[: args.warmup_steps + args.steps]
         if args.translate:
             test = ParallelCorpus(test_source, test_target, name="test").take(args.translate)
     else:
         train = load_multi30k("en", "de", "train", data_dir=args.data_dir)
         vocab = SubwordVocab.train(train.source, train.target, size=config.vocab_size)
-        ds, _ = make_dataset(train, vocab, batch_size=config.batch_size, batch_by=config.batch_by,
-                             max_length=config.max_length, bucket_width=config.bucket_width)
+        ds, _ = make_dataset(
+            train,
+            vocab,
+            batch_size=config.batch_size,
+            batch_by=config.batch_by,
+            max_length=config.max_length,
+            bucket_width=config.bucket_width,
+        )
         batches = list(ds.repeat().take(args.warmup_steps + args.steps).as_numpy_iterator())
         if args.translate:
             test = load_multi30k("en", "de", "test_2016_flickr", data_dir=args.data_dir).take(args.translate)
     if args.save_batches:
-        save_batches(args.save_batches, batches, vocab, test,
-                     {"recipe": args.recipe, "batch_size": config.batch_size, "batch_by": config.batch_by,
-                      "bucket_width": config.bucket_width, "max_length": config.max_length})
+        save_batches(
+            args.save_batches,
+            batches,
+            vocab,
+            test,
+            {
+                "recipe": args.recipe,
+                "batch_size": config.batch_size,
+                "batch_by": config.batch_by,
+                "bucket_width": config.bucket_width,
+                "max_length": config.max_length,
+            },
+        )
         print(f"saved_batches={len(batches)}")
         return
     peaks = {}
@@ -338,8 +386,7 @@ def benchmark(name: str, config, vocab, batches: list, warmup_steps: int, test, 
     tokens = sum(int((b[1] != 0).sum()) for b in timed)
     counted = model.matmul_macs() is not None
     flops = sum(train_flops_per_batch(model, b[0][0].size, b[1].size) for b in timed) if counted else 0.0
-    peak = _proc_status_mb("VmHWM") if exact_peak else (
-        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    peak = _proc_status_mb("VmHWM") if exact_peak else (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     print(f"{name}_train_pairs_per_second={pairs / wall:.1f}")
     print(f"{name}_train_target_tokens_per_second={tokens / wall:.0f}")
     print(f"{name}_train_microseconds_per_target_token={1e6 * wall / tokens:.1f}")
@@ -366,8 +413,7 @@ def benchmark(name: str, config, vocab, batches: list, warmup_steps: int, test, 
             for attempt in ("first", "second"):
                 t0 = time.perf_counter()
                 translate(model, vocab, test.source, beam_size=beam, progress=False)
-                print(f"{name}_translate_{len(test)}_{kind}_{attempt}_pass_seconds="
-                      f"{time.perf_counter() - t0:.2f}")
+                print(f"{name}_translate_{len(test)}_{kind}_{attempt}_pass_seconds={time.perf_counter() - t0:.2f}")
     del model
     keras.backend.clear_session()
     return wall / tokens, median

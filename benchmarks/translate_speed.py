@@ -22,16 +22,24 @@ import time
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--run", required=True, help="a run directory from `memnmt train`")
-    p.add_argument("--data-dir", default=os.environ.get("MEMNMT_DATA"),
-                   help="local Multi30k folder (default: $MEMNMT_DATA, else the cache, else a download)")
+    p.add_argument(
+        "--data-dir",
+        default=os.environ.get("MEMNMT_DATA"),
+        help="local Multi30k folder (default: $MEMNMT_DATA, else the cache, else a download)",
+    )
     p.add_argument("--split", default="test_2016_flickr")
     p.add_argument("--beams", default="1,5", help="comma-separated beam sizes (1: greedy)")
     p.add_argument("--passes", type=int, default=3)
-    p.add_argument("--batch-size", type=int, default=None,
-                   help="sentences per batch (default: the library's for each beam size)")
-    p.add_argument("--quantize", choices=("int8",), default=None,
-                   help="Keras's own weight quantization (`model.quantize`) of the loaded model "
-                        "before translating: its Dense, EinsumDense and Embedding layers")
+    p.add_argument(
+        "--batch-size", type=int, default=None, help="sentences per batch (default: the library's for each beam size)"
+    )
+    p.add_argument(
+        "--quantize",
+        choices=("int8",),
+        default=None,
+        help="Keras's own weight quantization (`model.quantize`) of the loaded model "
+        "before translating: its Dense, EinsumDense and Embedding layers",
+    )
     args = p.parse_args()
     try:
         beams = [int(b) for b in args.beams.split(",")]
@@ -66,8 +74,7 @@ def main() -> int:
     for beam in beams:
         for n in range(1, args.passes + 1):
             start = time.perf_counter()
-            hyps = translate(model, vocab, test.source, beam_size=beam, batch_size=args.batch_size,
-                             progress=False)
+            hyps = translate(model, vocab, test.source, beam_size=beam, batch_size=args.batch_size, progress=False)
             print(f"beam{beam}_pass{n}_seconds={time.perf_counter() - start:.2f}", flush=True)
         scores = score(hyps, test.target)
         print(f"beam{beam}_bleu={scores['bleu']:.2f}")

@@ -4,7 +4,9 @@ import warnings
 
 from keras_memnmt.evaluation import significance as _module
 
-warnings.warn("keras_memnmt.compare is deprecated; import keras_memnmt.evaluation.significance", DeprecationWarning, stacklevel=2)
+warnings.warn(
+    "keras_memnmt.compare is deprecated; import keras_memnmt.evaluation.significance", DeprecationWarning, stacklevel=2
+)
 
 
 def __getattr__(name: str):

@@ -122,8 +122,9 @@ class TrainConfig:
         except ValueError:
             option = None
         if option is None:
-            raise AttributeError(f"TrainConfig has no field {name!r} and model "
-                                 f"{self.__dict__.get('model')!r} no option {name!r}")
+            raise AttributeError(
+                f"TrainConfig has no field {name!r} and model {self.__dict__.get('model')!r} no option {name!r}"
+            )
         return option.default
 
     def replace(self, **changes: Any) -> TrainConfig:
@@ -167,8 +168,11 @@ class TrainConfig:
             raise ConfigError(f"{source}: {e}") from None
         declared = model_options(model_cls)
         options = {k: v for k, v in raw.items() if k not in fields and k in declared}
-        stored = {k: v for k, v in dict(known.get("model_options") or {}).items()
-                  if k in declared or k not in FORMER_BASE_OPTIONS}
+        stored = {
+            k: v
+            for k, v in dict(known.get("model_options") or {}).items()
+            if k in declared or k not in FORMER_BASE_OPTIONS
+        }
         known["model_options"] = {**options, **stored}
         return validate(cls(**known))
 
@@ -244,7 +248,8 @@ def apply_overrides(config: TrainConfig, overrides: list[str]) -> TrainConfig:
             raise ConfigError(
                 f"--set {key}: no such config field, and model {model!r} has no such option; "
                 f"fields are: {', '.join(h for h in hints if h != 'model_options')}; "
-                f"{model} options are: {', '.join(declared)}")
+                f"{model} options are: {', '.join(declared)}"
+            )
     return validate(_replace(config, changes))
 
 
@@ -278,34 +283,42 @@ def validate(config: TrainConfig) -> TrainConfig:
         if not _type_ok(value, hint):
             raise ConfigError(f"config field {f.name}={value!r}: expected {hint}")
     validate_model_name(config.model)
-    choices = {"corpus": ("auto", "multi30k", "synthetic", "files"), "optimizer": ("adam", "adadelta"),
-               "batch_by": ("sentences", "tokens"), "vocab_type": ("unigram", "bpe"),
-               "distribution": ("none", "data_parallel"),
-               "precision": ("float32", "mixed_float16", "mixed_bfloat16")}
+    choices = {
+        "corpus": ("auto", "multi30k", "synthetic", "files"),
+        "optimizer": ("adam", "adadelta"),
+        "batch_by": ("sentences", "tokens"),
+        "vocab_type": ("unigram", "bpe"),
+        "distribution": ("none", "data_parallel"),
+        "precision": ("float32", "mixed_float16", "mixed_bfloat16"),
+    }
     for name, options in choices.items():
         if getattr(config, name) not in options:
             raise ConfigError(f"config field {name}={getattr(config, name)!r}: expected one of {options}")
     _check_ranges(config)
     if config.warmup_steps and config.lr_decay < 1.0:
-        raise ConfigError(f"config fields warmup_steps={config.warmup_steps} and lr_decay={config.lr_decay}: "
-                          "the schedule and the plateau decay would both set the rate; "
-                          "set lr_decay=1 or warmup_steps=0")
+        raise ConfigError(
+            f"config fields warmup_steps={config.warmup_steps} and lr_decay={config.lr_decay}: "
+            "the schedule and the plateau decay would both set the rate; "
+            "set lr_decay=1 or warmup_steps=0"
+        )
     missing = [f for f in FILE_FIELDS if getattr(config, f) is None]
     if config.corpus == "files" and missing:
-        raise ConfigError(f"config field corpus='files' needs {', '.join(missing)} (the prefixes of "
-                          "your own training, validation and test files)")
+        raise ConfigError(
+            f"config field corpus='files' needs {', '.join(missing)} (the prefixes of "
+            "your own training, validation and test files)"
+        )
     if config.pretrain_checkpoint is not None and config.pretrain_run is None:
-        raise ConfigError(f"config field pretrain_checkpoint={config.pretrain_checkpoint!r} "
-                          "needs pretrain_run (the run directory that holds it)")
+        raise ConfigError(
+            f"config field pretrain_checkpoint={config.pretrain_checkpoint!r} "
+            "needs pretrain_run (the run directory that holds it)"
+        )
     cls = get_model(config.model)
     declared = model_options(cls)
     for name, value in config.model_options.items():
         if name not in declared:
-            raise ConfigError(f"model {config.model!r} has no option {name!r}; "
-                              f"its options are: {', '.join(declared)}")
+            raise ConfigError(f"model {config.model!r} has no option {name!r}; its options are: {', '.join(declared)}")
         if not _type_ok(value, declared[name].annotation):
-            raise ConfigError(f"model {config.model!r} option {name}={value!r}: "
-                              f"expected {declared[name].annotation}")
+            raise ConfigError(f"model {config.model!r} option {name}={value!r}: expected {declared[name].annotation}")
         if _too_large(value, declared[name].annotation):
             raise ConfigError(f"model {config.model!r} option {name}={value!r}: expected an int <= {MAX_INT}")
         if _not_finite(value, declared[name].annotation):
@@ -336,27 +349,49 @@ def resolved_corpus(config: TrainConfig) -> str:
 def _too_large(value: Any, hint: Any) -> bool:
     """Whether ``value`` of a field or option typed ``hint`` is an int above ``MAX_INT`` (a
     float field may hold more)."""
-    return (int in (typing.get_args(hint) or (hint,)) and isinstance(value, int)
-            and not isinstance(value, bool) and value > MAX_INT)
+    return (
+        int in (typing.get_args(hint) or (hint,))
+        and isinstance(value, int)
+        and not isinstance(value, bool)
+        and value > MAX_INT
+    )
 
 
 def _not_finite(value: Any, hint: Any) -> bool:
     """Whether ``value`` of a field or option typed ``hint`` (a float) is infinite or NaN."""
-    return (float in (typing.get_args(hint) or (hint,)) and isinstance(value, float)
-            and not math.isfinite(value))
+    return float in (typing.get_args(hint) or (hint,)) and isinstance(value, float) and not math.isfinite(value)
 
 
 # Every number's range, checked before any work starts: (fields, test, what is expected).
 _RANGES = (
-    (("batch_size", "bucket_width", "epochs", "log_every", "lr_patience", "max_length", "synthetic_size",
-      "beam_size", "vocab_sample", "shuffle_buffer"), lambda v: v >= 1, "an int >= 1"),
+    (
+        (
+            "batch_size",
+            "bucket_width",
+            "epochs",
+            "log_every",
+            "lr_patience",
+            "max_length",
+            "synthetic_size",
+            "beam_size",
+            "vocab_sample",
+            "shuffle_buffer",
+        ),
+        lambda v: v >= 1,
+        "an int >= 1",
+    ),
     (("vocab_size",), lambda v: v >= 8, "an int >= 8"),  # 4 reserved ids and a few pieces
-    (("train_limit", "val_limit", "test_limit", "max_steps"), lambda v: v is None or v >= 1,
-     "an int >= 1, or None"),
-    (("validate_every", "patience", "warmup_steps", "val_loss_sentences", "tensorboard_pictures", "seed"), lambda v: v >= 0,
-     "an int >= 0"),
-    (("learning_rate", "min_lr"), lambda v: math.isfinite(v) and v >= 0.0,
-     "a finite number >= 0 (learning_rate 0 freezes the weights)"),
+    (("train_limit", "val_limit", "test_limit", "max_steps"), lambda v: v is None or v >= 1, "an int >= 1, or None"),
+    (
+        ("validate_every", "patience", "warmup_steps", "val_loss_sentences", "tensorboard_pictures", "seed"),
+        lambda v: v >= 0,
+        "an int >= 0",
+    ),
+    (
+        ("learning_rate", "min_lr"),
+        lambda v: math.isfinite(v) and v >= 0.0,
+        "a finite number >= 0 (learning_rate 0 freezes the weights)",
+    ),
     (("clipnorm",), lambda v: math.isfinite(v) and v >= 0.0, "a finite number >= 0 (0 = no clipping)"),
     (("label_smoothing",), lambda v: 0.0 <= v < 1.0, "a number in [0, 1)"),
     (("adam_beta_2",), lambda v: 0.0 <= v < 1.0, "a number in [0, 1)"),

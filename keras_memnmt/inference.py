@@ -4,7 +4,9 @@ import warnings
 
 from keras_memnmt.evaluation import translation as _module
 
-warnings.warn("keras_memnmt.inference is deprecated; import keras_memnmt.evaluation.translation", DeprecationWarning, stacklevel=2)
+warnings.warn(
+    "keras_memnmt.inference is deprecated; import keras_memnmt.evaluation.translation", DeprecationWarning, stacklevel=2
+)
 
 
 def __getattr__(name: str):

@@ -140,21 +140,27 @@ def inspect_pair(model, vocab: SubwordVocab, source: str, reference: str | None 
         target_ids = greedy_target(model, source_ids)
     inputs = [BOS_ID] + target_ids[:-1]
     with _no_gradients():
-        rows, probabilities = _step_through(model, source_ids, inputs, target_ids,
-                                            [panel.detail for panel in model.panels])
+        rows, probabilities = _step_through(
+            model, source_ids, inputs, target_ids, [panel.detail for panel in model.panels]
+        )
     target = reference.strip() if reference is not None else vocab.target.decode([target_ids])[0]
     return Inspection(
-        source=source.strip(), target=target, teacher_forced=reference is not None,
-        source_tokens=_pieces(vocab.source, source_ids), target_tokens=_pieces(vocab.target, target_ids),
+        source=source.strip(),
+        target=target,
+        teacher_forced=reference is not None,
+        source_tokens=_pieces(vocab.source, source_ids),
+        target_tokens=_pieces(vocab.target, target_ids),
         input_tokens=_pieces(vocab.target, inputs),
         details={name: np.stack(values) for name, values in rows.items()},
-        target_probability=np.asarray(probabilities, np.float32), model_name=type(model).__name__,
-        panels=tuple(model.panels), curves_title=model.curves_title,
-        note=model.picture_note)
+        target_probability=np.asarray(probabilities, np.float32),
+        model_name=type(model).__name__,
+        panels=tuple(model.panels),
+        curves_title=model.curves_title,
+        note=model.picture_note,
+    )
 
 
-def _step_through(model, source_ids: list[int], inputs: list[int], target_ids: list[int],
-                  names: list[str]) -> tuple:
+def _step_through(model, source_ids: list[int], inputs: list[int], target_ids: list[int], names: list[str]) -> tuple:
     """``(details by name, target probabilities)``: the details ``names`` of the model's
     ``step_details`` on each input."""
     source = ops.convert_to_tensor(np.asarray([source_ids], np.int32))

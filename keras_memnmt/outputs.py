@@ -4,7 +4,9 @@ import warnings
 
 from keras_memnmt.rundir import outputs as _module
 
-warnings.warn("keras_memnmt.outputs is deprecated; import keras_memnmt.rundir.outputs", DeprecationWarning, stacklevel=2)
+warnings.warn(
+    "keras_memnmt.outputs is deprecated; import keras_memnmt.rundir.outputs", DeprecationWarning, stacklevel=2
+)
 
 
 def __getattr__(name: str):

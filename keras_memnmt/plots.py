@@ -49,8 +49,7 @@ def _drawn(inspection: Inspection, axes: tuple[str, ...]) -> list[str]:
 def layout(inspection: Inspection) -> list[list[str]]:
     """The rows of panels: the source heatmaps (the source attention); the other heatmaps
     side by side (memory cells, what a memory holds, windows); the per-step curves."""
-    rows = [row for row in (_drawn(inspection, ("source",)), _drawn(inspection, ("memory", "writes", "window")))
-            if row]
+    rows = [row for row in (_drawn(inspection, ("source",)), _drawn(inspection, ("memory", "writes", "window"))) if row]
     return rows + [["curves"]]
 
 
@@ -75,8 +74,9 @@ def _longest(tokens: list[str]) -> float:
 
 
 def _row_height(inspection: Inspection, row: list[str]) -> float:
-    below = _longest(inspection.target_tokens if row == ["curves"] else
-                     inspection.source_tokens + inspection.input_tokens)  # the x labels
+    below = _longest(
+        inspection.target_tokens if row == ["curves"] else inspection.source_tokens + inspection.input_tokens
+    )  # the x labels
     if row == ["curves"]:
         return 2.4 + below
     captions = CAPTION_LINE_INCHES * max(len(_caption(inspection, name)) for name in row)
@@ -87,8 +87,9 @@ def figure_size(inspection: Inspection) -> tuple[float, float]:
     """``(width, height)`` in inches, from the numbers and lengths of the subwords (and the
     panels' captions) alone."""
     label = _longest(inspection.target_tokens)  # each panel's row labels
-    width = max(len(row) * (1.6 + label) + CELL_INCHES * sum(_columns(inspection, n) for n in row)
-                for row in layout(inspection))
+    width = max(
+        len(row) * (1.6 + label) + CELL_INCHES * sum(_columns(inspection, n) for n in row) for row in layout(inspection)
+    )
     height = 1.0 + sum(_row_height(inspection, row) for row in layout(inspection))
     return round(max(6.0, width), 2), round(height, 2)
 
@@ -97,8 +98,17 @@ def _short(text: str) -> str:
     return text if len(text) <= MAX_TITLE else text[: MAX_TITLE - 1] + "…"
 
 
-def _heatmap(fig, ax, weights: np.ndarray, rows: list[str], columns: list[str], title: str,
-             xlabel: str, ylabel: str = "target", caption: tuple[str, ...] = ()) -> None:
+def _heatmap(
+    fig,
+    ax,
+    weights: np.ndarray,
+    rows: list[str],
+    columns: list[str],
+    title: str,
+    xlabel: str,
+    ylabel: str = "target",
+    caption: tuple[str, ...] = (),
+) -> None:
     vmax = max(float(weights.max()), 1e-6)
     image = ax.imshow(weights, cmap="viridis", vmin=0.0, vmax=vmax, aspect="auto", interpolation="nearest")
     ax.set_xticks(range(len(columns)), labels=columns, rotation=90, fontsize=8)
@@ -127,16 +137,16 @@ def _draw(fig, ax, inspection: Inspection, name: str) -> None:
         ax.grid(alpha=0.3)
         return
     panel = inspection.panel(name)
-    labels = dict(title=panel.title.format(size=d[name].shape[-1]), xlabel=panel.xlabel,
-                  caption=_caption(inspection, name))
+    labels = dict(
+        title=panel.title.format(size=d[name].shape[-1]), xlabel=panel.xlabel, caption=_caption(inspection, name)
+    )
     cells = [str(i + 1) for i in range(d[name].shape[-1])]
     if panel.axis == "source":
         _heatmap(fig, ax, d[name], rows, inspection.source_tokens, **labels)
     elif panel.axis == "memory":
         _heatmap(fig, ax, d[name], rows, cells, **labels)
     elif panel.axis == "writes":  # the cells (rows, as the "memory" panels' columns) against the steps
-        _heatmap(fig, ax, inspection.by_cell(name), cells, inspection.input_tokens, ylabel="memory cell",
-                 **labels)
+        _heatmap(fig, ax, inspection.by_cell(name), cells, inspection.input_tokens, ylabel="memory cell", **labels)
     else:  # "window"
         _heatmap(fig, ax, inspection.by_position(name), rows, inspection.input_tokens, **labels)
 
@@ -154,8 +164,9 @@ def figure(inspection: Inspection, forced_on: str = "the reference"):
     rows = layout(inspection)
     fig = Figure(figsize=figure_size(inspection), dpi=DPI, layout="constrained")
     FigureCanvasAgg(fig)
-    subfigures = fig.subfigures(len(rows), 1, squeeze=False,
-                                height_ratios=[_row_height(inspection, row) for row in rows])[:, 0]
+    subfigures = fig.subfigures(
+        len(rows), 1, squeeze=False, height_ratios=[_row_height(inspection, row) for row in rows]
+    )[:, 0]
     for subfigure, row in zip(subfigures, rows):
         widths = [_columns(inspection, name) + 8 for name in row]  # + the labels and colour bar
         axes = subfigure.subplots(1, len(row), squeeze=False, width_ratios=widths)[0]
@@ -164,8 +175,9 @@ def figure(inspection: Inspection, forced_on: str = "the reference"):
     how = f"forced on {forced_on}" if inspection.teacher_forced else "its own greedy translation"
     if inspection.note:
         how += f"; {inspection.note}"
-    fig.suptitle(f"{inspection.model_name} ({how})\n{_short(inspection.source)}\n→ {_short(inspection.target)}",
-                 fontsize=10)
+    fig.suptitle(
+        f"{inspection.model_name} ({how})\n{_short(inspection.source)}\n→ {_short(inspection.target)}", fontsize=10
+    )
     return fig
 
 

@@ -6,7 +6,9 @@ import warnings
 from keras_memnmt.rundir import archive as _archive
 from keras_memnmt.rundir import records as _module
 
-warnings.warn("keras_memnmt.records is deprecated; import keras_memnmt.rundir.records", DeprecationWarning, stacklevel=2)
+warnings.warn(
+    "keras_memnmt.records is deprecated; import keras_memnmt.rundir.records", DeprecationWarning, stacklevel=2
+)
 
 
 def __getattr__(name: str):

@@ -137,9 +137,7 @@ def host_device_count() -> int:
     if not values:
         return 1
     if not values[-1].isdigit() or int(values[-1]) < 1:
-        raise ValueError(
-            f"XLA_FLAGS: {HOST_DEVICE_FLAG} expects a positive integer, got {values[-1]!r}"
-        )
+        raise ValueError(f"XLA_FLAGS: {HOST_DEVICE_FLAG} expects a positive integer, got {values[-1]!r}")
     return int(values[-1])
 
 
@@ -169,9 +167,7 @@ def split_tensorflow_cpu() -> int:
     if len(tf.config.get_logical_device_configuration(cpu) or [None]) == count:
         return count
     try:
-        tf.config.set_logical_device_configuration(
-            cpu, [tf.config.LogicalDeviceConfiguration()] * count
-        )
+        tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * count)
     except RuntimeError:  # "Virtual devices cannot be modified after being initialized"
         have = len(tf.config.list_logical_devices("CPU"))
         raise ValueError(
@@ -288,9 +284,7 @@ def quiet_tensorflow_startup() -> bool:
     if "TF_CPP_MIN_LOG_LEVEL" in os.environ:
         return False
     os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2" if cuda_driver_present() else "3"
-    if "tensorflow" not in sys.modules and not any(
-        isinstance(f, _QuietTensorFlowImport) for f in sys.meta_path
-    ):
+    if "tensorflow" not in sys.modules and not any(isinstance(f, _QuietTensorFlowImport) for f in sys.meta_path):
         sys.meta_path.insert(0, _QuietTensorFlowImport())
     return True
 
@@ -323,9 +317,15 @@ def enable_compilation_cache(path: str | None = None) -> str | None:
     import jax
     from jax.experimental.compilation_cache import compilation_cache
 
-    folder = path if path is not None else (
-        os.environ.get("MEMNMT_COMPILATION_CACHE") or jax.config.jax_compilation_cache_dir
-        or os.path.join(os.path.expanduser("~"), ".cache", "keras_memnmt", "jax"))
+    folder = (
+        path
+        if path is not None
+        else (
+            os.environ.get("MEMNMT_COMPILATION_CACHE")
+            or jax.config.jax_compilation_cache_dir
+            or os.path.join(os.path.expanduser("~"), ".cache", "keras_memnmt", "jax")
+        )
+    )
     if folder.strip().lower() == "off":
         return None
     folder = os.path.abspath(os.path.expanduser(folder))

@@ -49,8 +49,10 @@ def config_fields() -> list[Setting]:
     comment above the fields before it where that names it); the ``# --- name ---`` lines
     group them."""
     hints = typing.get_type_hints(TrainConfig)
-    defaults = {f.name: (f.default if f.default is not dataclasses.MISSING else f.default_factory())
-                for f in dataclasses.fields(TrainConfig)}
+    defaults = {
+        f.name: (f.default if f.default is not dataclasses.MISSING else f.default_factory())
+        for f in dataclasses.fields(TrainConfig)
+    }
     source = inspect.getsource(TrainConfig).splitlines()
     fields, pending, group, block = [], [], "", ""
     for line in source[1:]:
@@ -164,26 +166,33 @@ def _cell(text: str) -> str:
 
 def _table(settings: list[Setting], first: str) -> list[str]:
     rows = [f"| {first} | type | default | meaning |", "|---|---|---|---|"]
-    rows += [f"| `{s.name}` | `{_cell(s.type)}` | `{_cell(_value(s.default))}` | {_cell(s.text)} |"
-             for s in settings]
+    rows += [f"| `{s.name}` | `{_cell(s.type)}` | `{_cell(_value(s.default))}` | {_cell(s.text)} |" for s in settings]
     return rows
 
 
 def markdown() -> str:
     """The reference as Markdown (docs/config.md)."""
-    out = ["# Settings", "",
-           "Every setting of `memnmt train`: the fields of `TrainConfig` and the options of each",
-           "model. A recipe sets them in its `CONFIG`; `--set KEY=VALUE` overrides any of them",
-           "(`--set epochs=2 --set memory_size=4`); `memnmt train RECIPE --show-config` prints a",
-           "recipe's resolved values with these texts. Generated from the code by",
-           "`python -m keras_memnmt.settings > docs/config.md`; do not edit by hand.", ""]
+    out = [
+        "# Settings",
+        "",
+        "Every setting of `memnmt train`: the fields of `TrainConfig` and the options of each",
+        "model. A recipe sets them in its `CONFIG`; `--set KEY=VALUE` overrides any of them",
+        "(`--set epochs=2 --set memory_size=4`); `memnmt train RECIPE --show-config` prints a",
+        "recipe's resolved values with these texts. Generated from the code by",
+        "`python -m keras_memnmt.settings > docs/config.md`; do not edit by hand.",
+        "",
+    ]
     fields = [s for s in config_fields() if s.name != "model_options"]
     for group in dict.fromkeys(s.group for s in fields):
         out += [f"## {group[:1].upper()}{group[1:]}", ""]
         out += _table([s for s in fields if s.group == group], "field") + [""]
-    out += ["## Model options", "",
-            "Each model's options are its constructor's keyword arguments (its base classes'",
-            "included), and those of its `warm_start` (how `pretrain_run` is loaded).", ""]
+    out += [
+        "## Model options",
+        "",
+        "Each model's options are its constructor's keyword arguments (its base classes'",
+        "included), and those of its `warm_start` (how `pretrain_run` is loaded).",
+        "",
+    ]
     # The library's own models (a program or a test may register others in this process).
     for name in [n for n in model_names() if get_model(n).__module__.startswith("keras_memnmt.models.")]:
         out += [f"### `{name}` ({get_model(name).__name__})", ""]

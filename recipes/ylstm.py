@@ -78,13 +78,20 @@ def main(argv=None) -> dict:
         shuffle=False,  # the pipeline shuffles: each epoch in an order drawn from (seed, epoch)
         callbacks=[
             keras.callbacks.TensorBoard(os.path.join(out, "tensorboard")),
-            BleuValidation(data.vocab, data.val_pairs.source, data.val_pairs.target, out,
-                           lr_decay=config.lr_decay, lr_patience=config.lr_patience,
-                           min_lr=config.min_lr, max_steps=data.last_step, patience=0,
-                           keep_checkpoints=config.keep_checkpoints),
+            BleuValidation(
+                data.vocab,
+                data.val_pairs.source,
+                data.val_pairs.target,
+                out,
+                lr_decay=config.lr_decay,
+                lr_patience=config.lr_patience,
+                min_lr=config.min_lr,
+                max_steps=data.last_step,
+                patience=0,
+                keep_checkpoints=config.keep_checkpoints,
+            ),
             keras.callbacks.ModelCheckpoint(os.path.join(out, "last.keras")),
-            keras.callbacks.EarlyStopping(monitor="val_bleu", mode="max",
-                                          patience=config.patience or data.epochs),
+            keras.callbacks.EarlyStopping(monitor="val_bleu", mode="max", patience=config.patience or data.epochs),
         ],
     )
 
@@ -96,8 +103,7 @@ def main(argv=None) -> dict:
 
     # 7. Export: a SavedModel that translates strings (TensorFlow Serving, tf.saved_model.load).
     if not args.no_export:
-        export_translator(best, data.vocab, os.path.join(out, "export"), beam_size=config.beam_size,
-                          overwrite=True)
+        export_translator(best, data.vocab, os.path.join(out, "export"), beam_size=config.beam_size, overwrite=True)
     return results
 
 

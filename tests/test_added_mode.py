@@ -18,8 +18,12 @@ from keras_memnmt.cli import main
 pytestmark = pytest.mark.backend_independent
 
 DOC = os.path.join(os.path.dirname(__file__), os.pardir, "docs", "decoding.md")
-SENTENCES = ["the big cat that sleeps sees a small dog", "a dog runs", "the fast young sad horse sees a fish",
-             "the blue tree that runs watches the sad trees"]
+SENTENCES = [
+    "the big cat that sleeps sees a small dog",
+    "a dog runs",
+    "the fast young sad horse sees a fish",
+    "the blue tree that runs watches the sad trees",
+]
 BEAM = 4
 
 
@@ -49,8 +53,27 @@ def added_mode(tmp_path, monkeypatch):
 def shortest_of_n_best(run, tmp_path, source) -> list[str]:
     """Each line's hypothesis with the fewest words in the beam's n-best list (the first of those)."""
     lists = tmp_path / "n_best.jsonl"
-    assert main(["translate", "--model", run, "--beam", str(BEAM), "--n-best", str(BEAM), "--n-best-format",
-                 "jsonl", "--input", str(source), "--output", str(lists), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "translate",
+                "--model",
+                run,
+                "--beam",
+                str(BEAM),
+                "--n-best",
+                str(BEAM),
+                "--n-best-format",
+                "jsonl",
+                "--input",
+                str(source),
+                "--output",
+                str(lists),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     best: dict[int, str] = {}
     for line in lists.read_text(encoding="utf-8").splitlines():
         entry = json.loads(line)
@@ -71,12 +94,30 @@ def test_a_mode_added_as_the_doc_says_is_offered_by_every_front_end(added_mode, 
     source.write_text("".join(s + "\n" for s in SENTENCES), encoding="utf-8")
     expected = shortest_of_n_best(shared_run, tmp_path, source)
     out = tmp_path / "out.txt"
-    assert main(["translate", "--model", shared_run, "--mode", added_mode, "--beam", str(BEAM),
-                 "--input", str(source), "--output", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "translate",
+                "--model",
+                shared_run,
+                "--mode",
+                added_mode,
+                "--beam",
+                str(BEAM),
+                "--input",
+                str(source),
+                "--output",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert out.read_text(encoding="utf-8").splitlines() == expected
     with TestClient(create_app(load_translator([(shared_run, None)]), "m")) as client:
-        served = client.post("/v1/models/m:predict", json={"instances": SENTENCES,
-                                                            "options": {"mode": added_mode, "beam": BEAM}})
+        served = client.post(
+            "/v1/models/m:predict", json={"instances": SENTENCES, "options": {"mode": added_mode, "beam": BEAM}}
+        )
         bad = client.post("/v1/models/m:predict", json={"instances": SENTENCES, "options": {"mode": "longest"}})
     assert served.status_code == 200, served.text
     assert [p["translation"] for p in served.json()["predictions"]] == expected

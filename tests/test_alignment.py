@@ -94,9 +94,33 @@ def test_a_trained_rnnsearch_aligns_far_above_chance(tmp_path):
     from keras_memnmt.rundir.runs import load_run
 
     run = str(tmp_path / "run")
-    assert main(["train", "quickstart", "--out", run, "--set", "corpus=synthetic", "--set", "synthetic_size=3000",
-                 "--set", "max_steps=150", "--set", "validate_every=150", "--set", "val_limit=50",
-                 "--set", "test_limit=10", "--set", "beam_size=1", "--set", "vocab_size=300"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "quickstart",
+                "--out",
+                run,
+                "--set",
+                "corpus=synthetic",
+                "--set",
+                "synthetic_size=3000",
+                "--set",
+                "max_steps=150",
+                "--set",
+                "validate_every=150",
+                "--set",
+                "val_limit=50",
+                "--set",
+                "test_limit=10",
+                "--set",
+                "beam_size=1",
+                "--set",
+                "vocab_size=300",
+            ]
+        )
+        == 0
+    )
     model, vocab, _ = load_run(run)
     test = synthetic_splits(10, seed=0)[2]
     found = reference_alignments(model, vocab, test.source[:100], test.target[:100])

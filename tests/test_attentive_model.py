@@ -13,10 +13,14 @@ pytestmark = pytest.mark.backend
 SIZES = dict(embedding_dim=8, encoder_units=10, decoder_units=10, readout_units=8, output_dropout=0.0)
 
 
-@pytest.mark.parametrize("options", [
-    dict(score="general", history_length=4, tie_embeddings=True, layer_dropout=0.5, bidirectional_bottom=True),
-    dict(score="dot", self_score="combined", num_layers=1, init_state="zeros", history_length=50),
-], ids=["general_tied_sliding_window", "dot_combined_zeros"])
+@pytest.mark.parametrize(
+    "options",
+    [
+        dict(score="general", history_length=4, tie_embeddings=True, layer_dropout=0.5, bidirectional_bottom=True),
+        dict(score="dot", self_score="combined", num_layers=1, init_state="zeros", history_length=50),
+    ],
+    ids=["general_tied_sliding_window", "dot_combined_zeros"],
+)
 def test_teacher_forcing_equals_stepping_and_round_trip(tmp_path, options):
     model = AttentiveNMT(30, 25, **{**SIZES, **options})
     assert_model_round_trip(model, *small_batch(), tmp_path)
@@ -39,9 +43,18 @@ def test_registered_with_options_and_clear_errors():
     assert get_model("attentive") is AttentiveNMT
     options = model_options(AttentiveNMT)
     assert options["score"].default == "general" and options["self_score"].default == "single"
-    config = apply_overrides(TrainConfig(model="attentive"), ["score=dot", "num_layers=1", "embedding_dim=16",
-                                                             "encoder_units=16", "decoder_units=16",
-                                                             "self_score=combined", "history_length=20"])
+    config = apply_overrides(
+        TrainConfig(model="attentive"),
+        [
+            "score=dot",
+            "num_layers=1",
+            "embedding_dim=16",
+            "encoder_units=16",
+            "decoder_units=16",
+            "self_score=combined",
+            "history_length=20",
+        ],
+    )
     model = build_model(config, 30, 25)
     assert (model.cell.score, model.cell.num_layers, model.cell.history_length) == ("dot", 1, 20)
     with pytest.raises(ValueError, match="readout_units=8, embedding_dim=16"):

@@ -14,9 +14,25 @@ from keras_memnmt.testing.tiny_runs import TINY_SIZE_ARGS
 # The same on every backend: CI runs it on one (conftest.py).
 pytestmark = pytest.mark.backend_independent
 
-TINY = [*TINY_SIZE_ARGS, "--set", "max_steps=2", "--set", "validate_every=2", "--set", "val_limit=4",
-        "--set", "test_limit=4", "--set", "beam_size=2", "--set", "train_limit=64",
-        "--set", "backtranslation_beam=2", "--set", "chunk_size=10"]
+TINY = [
+    *TINY_SIZE_ARGS,
+    "--set",
+    "max_steps=2",
+    "--set",
+    "validate_every=2",
+    "--set",
+    "val_limit=4",
+    "--set",
+    "test_limit=4",
+    "--set",
+    "beam_size=2",
+    "--set",
+    "train_limit=64",
+    "--set",
+    "backtranslation_beam=2",
+    "--set",
+    "chunk_size=10",
+]
 
 
 @pytest.mark.parametrize("n", [2, 3, 64, 29000])
@@ -33,16 +49,18 @@ def test_halves_need_two_pairs():
         halves(1)
 
 
-@pytest.mark.parametrize("override, message", [
-    ("backtranslation_beam=0", "expected an int >= 1"),
-    ("reverse_model=bert", "expected one of"),
-    ("corpus=synthetic", "needs a language pair"),
-    ("bt_decoding=topp:0.9", "expected beam, sampling or topk:K"),
-    ("bt_decoding=topk:0", "expected beam, sampling or topk:K"),
-])
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("backtranslation_beam=0", "expected an int >= 1"),
+        ("reverse_model=bert", "expected one of"),
+        ("corpus=synthetic", "needs a language pair"),
+        ("bt_decoding=topp:0.9", "expected beam, sampling or topk:K"),
+        ("bt_decoding=topk:0", "expected beam, sampling or topk:K"),
+    ],
+)
 def test_bad_options_are_clear_errors(override, message, capsys, tmp_path):
-    assert main(["train", "multi30k_backtranslation", "--out", str(tmp_path / "bt"),
-                 "--set", override]) == 2
+    assert main(["train", "multi30k_backtranslation", "--out", str(tmp_path / "bt"), "--set", override]) == 2
     assert message in capsys.readouterr().err
 
 
@@ -74,14 +92,27 @@ def test_recipe_runs_every_stage(recipe_out, data_dir, capsys):
 
     # Run again: every stage is finished and skipped; the table is printed.
     capsys.readouterr()
-    assert main(["train", "multi30k_backtranslation", "--data-dir", data_dir, "--out", recipe_out,
-                 *TINY]) == 0
+    assert main(["train", "multi30k_backtranslation", "--data-dir", data_dir, "--out", recipe_out, *TINY]) == 0
     captured = capsys.readouterr()
     assert "| union | en->de | 32 real + 32 synthetic |" in captured.out
     assert captured.err.count("is finished; skipped") == 3 and "is complete" in captured.err
     # A finished stage with other settings is an error, not silently reused.
-    assert main(["train", "multi30k_backtranslation", "--data-dir", data_dir, "--out", recipe_out,
-                 *TINY, "--set", "beam_size=3"]) == 2
+    assert (
+        main(
+            [
+                "train",
+                "multi30k_backtranslation",
+                "--data-dir",
+                data_dir,
+                "--out",
+                recipe_out,
+                *TINY,
+                "--set",
+                "beam_size=3",
+            ]
+        )
+        == 2
+    )
     assert "beam_size=2, now 3" in capsys.readouterr().err
 
 
@@ -102,8 +133,7 @@ def test_an_interrupted_backtranslation_continues(recipe_out, tmp_path):
     assert backtranslate(reverse, german, prefix, "en", "de", options, log=lambda m: None) == 0
     # Files made with another beam are not mixed with new ones.
     with pytest.raises(ConfigError, match="other beam_size"):
-        backtranslate(reverse, german, prefix, "en", "de", Options(backtranslation_beam=3),
-                      log=lambda m: None)
+        backtranslate(reverse, german, prefix, "en", "de", Options(backtranslation_beam=3), log=lambda m: None)
 
 
 @pytest.mark.slow

@@ -33,8 +33,7 @@ def test_opennmt_log_without_steady_windows_is_an_error():
 
 def test_parse_lines_reads_name_value_lines_only():
     text = "backend=tensorflow\n# throughput: python x.py --a=b\nrnnsearch_train_pairs_per_second=301.5\n"
-    assert side_by_side.parse_lines(text) == {
-        "backend": "tensorflow", "rnnsearch_train_pairs_per_second": "301.5"}
+    assert side_by_side.parse_lines(text) == {"backend": "tensorflow", "rnnsearch_train_pairs_per_second": "301.5"}
 
 
 @pytest.mark.backend
@@ -56,8 +55,10 @@ def test_profile_parts_cover_every_weight_and_reach_back(model_name):
     model = get_model(model_name)(30, 40, **options)
     compile_model(model, TrainConfig(model=model_name, label_smoothing=0.1))
     rng = np.random.default_rng(0)
-    x = (keras.ops.convert_to_tensor(rng.integers(3, 30, (4, 5)).astype("int32")),
-         keras.ops.convert_to_tensor(rng.integers(3, 40, (4, 6)).astype("int32")))
+    x = (
+        keras.ops.convert_to_tensor(rng.integers(3, 30, (4, 5)).astype("int32")),
+        keras.ops.convert_to_tensor(rng.integers(3, 40, (4, 6)).astype("int32")),
+    )
     y = keras.ops.convert_to_tensor(rng.integers(3, 40, (4, 6)).astype("int32"))
     model.train_on_batch(x, y)  # builds the weights and the optimizer
     timers = profile_step.part_timers(model, keras.backend.backend())
@@ -70,8 +71,11 @@ def test_profile_parts_cover_every_weight_and_reach_back(model_name):
     for part in ("encoder", "decoder", "output_loss"):
         weight_grads, input_grads = timers[part](x, y)
         assert len(weight_grads) == len(variables)
-        touched[part] = {id(v) for v, g in zip(variables, weight_grads)
-                         if g is not None and np.any(keras.ops.convert_to_numpy(g) != 0)}
+        touched[part] = {
+            id(v)
+            for v, g in zip(variables, weight_grads)
+            if g is not None and np.any(keras.ops.convert_to_numpy(g) != 0)
+        }
         if part != "encoder":  # (the source mask among the states has none)
             assert any(np.any(keras.ops.convert_to_numpy(g) != 0) for g in input_grads if g is not None)
     missed = [v.path for v in variables if not any(id(v) in t for t in touched.values())]
@@ -93,8 +97,13 @@ def test_saved_batches_read_back_the_same(tmp_path, small_vocab, val_corpus):
     import throughput
 
     rng = np.random.default_rng(0)
-    batches = [((rng.integers(0, 500, (3, s)).astype("int32"), rng.integers(0, 500, (3, t)).astype("int32")),
-                rng.integers(0, 500, (3, t)).astype("int32")) for s, t in ((4, 8), (12, 4))]
+    batches = [
+        (
+            (rng.integers(0, 500, (3, s)).astype("int32"), rng.integers(0, 500, (3, t)).astype("int32")),
+            rng.integers(0, 500, (3, t)).astype("int32"),
+        )
+        for s, t in ((4, 8), (12, 4))
+    ]
     test = val_corpus.take(3)
     throughput.save_batches(str(tmp_path), batches, small_vocab, test, {"bucket_width": 16})
     loaded, settings, vocab, sources, targets = throughput.load_batches(str(tmp_path))
@@ -115,7 +124,9 @@ def test_gpu_batches_names_its_batchings_and_orders_shapes_by_frequency():
     import numpy as np
 
     assert gpu_batches.parse_batchings("sentences64, tokens4096") == [
-        ("sentences64", "sentences", 64), ("tokens4096", "tokens", 4096)]
+        ("sentences64", "sentences", 64),
+        ("tokens4096", "tokens", 4096),
+    ]
     for bad in ("tokens", "words64", "tokens0", "sentences64,sentences64"):
         with pytest.raises(ValueError, match="--batchings"):
             gpu_batches.parse_batchings(bad)
@@ -139,11 +150,17 @@ def test_gpu_batches_smoke_run_prints_every_figure(tmp_path):
     batchings = ["sentences64", "tokens128"]
     command = [sys.executable, script, "--smoke", "--batchings", ",".join(batchings)]
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "MEMNMT_COMPILATION_CACHE": str(tmp_path / "cache")}
-    saved = subprocess.run([*command, "--save-batches", str(tmp_path / "batches")], env=env,
-                           capture_output=True, text=True, check=True)
+    saved = subprocess.run(
+        [*command, "--save-batches", str(tmp_path / "batches")], env=env, capture_output=True, text=True, check=True
+    )
     assert side_by_side.parse_lines(saved.stdout)["tokens128_saved_batches"] == "3"
-    done = subprocess.run([*command, "--load-batches", str(tmp_path / "batches")],
-                          env={**env, "KERAS_BACKEND": "jax"}, capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [*command, "--load-batches", str(tmp_path / "batches")],
+        env={**env, "KERAS_BACKEND": "jax"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     figures = side_by_side.parse_lines(done.stdout)
     assert figures["backend"] == "jax" and figures["device"] == "cpu"
     assert figures["tokens128_batches_batch_by"] == "tokens"
@@ -247,11 +264,26 @@ def test_constraints_benchmark_meets_every_phrase_and_prints_each_figure(shared_
     (tmp_path / "src").write_text("".join(s + "\n" for s in corpus.source), encoding="utf-8")
     (tmp_path / "ref").write_text("".join(t + "\n" for t in corpus.target), encoding="utf-8")
     drawn = constraints.draw_constraints(list(corpus.target), 2, seed=1)
-    assert all(1 <= len(p) <= 2 for p in drawn) and drawn == constraints.draw_constraints(list(corpus.target), 2, seed=1)
+    assert all(1 <= len(p) <= 2 for p in drawn) and drawn == constraints.draw_constraints(
+        list(corpus.target), 2, seed=1
+    )
     for phrases, reference in zip(drawn, corpus.target):
         assert all(f" {p} " in f" {reference} " for p in phrases)
-    assert constraints.main(["--run", shared_run, "--source", str(tmp_path / "src"), "--reference",
-                             str(tmp_path / "ref"), "--beam", "3"]) == 0
+    assert (
+        constraints.main(
+            [
+                "--run",
+                shared_run,
+                "--source",
+                str(tmp_path / "src"),
+                "--reference",
+                str(tmp_path / "ref"),
+                "--beam",
+                "3",
+            ]
+        )
+        == 0
+    )
     figures = side_by_side.parse_lines(capsys.readouterr().out)
     assert float(figures["c1_coverage"]) == float(figures["c2_coverage"]) == 1.0
     assert int(figures["c2_phrases"]) == sum(map(len, drawn))
@@ -265,8 +297,10 @@ def test_serve_load_benchmark_prints_each_figure_without_errors(shared_run, tmp_
     from keras_memnmt.data.synthetic import synthetic_corpus
 
     (tmp_path / "src").write_text("".join(s + "\n" for s in synthetic_corpus(6, seed=2).source), encoding="utf-8")
-    assert serve_load.main(["--run", shared_run, "--source", str(tmp_path / "src"), "--seconds", "1",
-                            "--clients", "1,3"]) == 0
+    assert (
+        serve_load.main(["--run", shared_run, "--source", str(tmp_path / "src"), "--seconds", "1", "--clients", "1,3"])
+        == 0
+    )
     figures = side_by_side.parse_lines(capsys.readouterr().out)
     for mode in ("batched", "single"):
         for clients in (1, 3):

@@ -14,8 +14,9 @@ pytestmark = pytest.mark.backend_independent
 
 
 def test_help_lists_only_existing_subcommands():
-    out = subprocess.run([sys.executable, "-m", "keras_memnmt.cli", "--help"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "keras_memnmt.cli", "--help"], capture_output=True, text=True, check=True
+    ).stdout
     assert "data" in out and "vocab" in out
 
 
@@ -32,8 +33,25 @@ def test_the_readme_synopsis_has_every_command():
 
 
 def test_data_check_on_a_data_dir(data_dir, capsys):
-    assert main(["data", "check", "--data-dir", data_dir, "--src", "en", "--tgt", "de",
-                 "--split", "val", "--vocab-size", "500"]) == 0
+    assert (
+        main(
+            [
+                "data",
+                "check",
+                "--data-dir",
+                data_dir,
+                "--src",
+                "en",
+                "--tgt",
+                "de",
+                "--split",
+                "val",
+                "--vocab-size",
+                "500",
+            ]
+        )
+        == 0
+    )
     report = json.loads(capsys.readouterr().out)
     assert report["pairs"] == 1014 and report["dropped_empty"] == 0
     assert report["source_tokens"] > 1014 and report["length_percentiles"]["target"]["p50"] > 3
@@ -44,17 +62,35 @@ def test_data_check_on_files_reports_drops(tmp_path, capsys):
     src.write_text("a dog runs\n\nthe cat sleeps now\n" + "a b c d e f g h i j k l m n " * 6 + "\n")
     with gzip.open(tgt, "wt") as f:
         f.write("ein Hund rennt\nleer\ndie Katze schläft jetzt\n" + "x y " * 40 + "\n")
-    assert main(["data", "check", "--src-file", str(src), "--tgt-file", str(tgt),
-                 "--vocab-size", "40", "--max-length", "40"]) == 0
+    assert (
+        main(
+            [
+                "data",
+                "check",
+                "--src-file",
+                str(src),
+                "--tgt-file",
+                str(tgt),
+                "--vocab-size",
+                "40",
+                "--max-length",
+                "40",
+            ]
+        )
+        == 0
+    )
     report = json.loads(capsys.readouterr().out)
     assert report["pairs"] == 3 and report["dropped_empty"] == 1 and report["dropped_too_long"] == 1
 
 
-@pytest.mark.parametrize("content, message", [
-    (("a\nb\n", "x\n"), "line counts differ"),
-    ((b"ok\n\xff\n", "x\ny\n"), "line 2: invalid UTF-8"),
-    (("", ""), "empty corpus"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (("a\nb\n", "x\n"), "line counts differ"),
+        ((b"ok\n\xff\n", "x\ny\n"), "line 2: invalid UTF-8"),
+        (("", ""), "empty corpus"),
+    ],
+)
 def test_data_check_bad_input_exits_non_zero(tmp_path, capsys, content, message):
     src, tgt = tmp_path / "s.txt", tmp_path / "t.txt"
     for path, data in zip((src, tgt), content):
@@ -71,8 +107,27 @@ def test_data_check_missing_folder(tmp_path, capsys):
 
 def test_vocab_build(data_dir, tmp_path, capsys):
     out = tmp_path / "vocab"
-    assert main(["vocab", "build", "--data-dir", data_dir, "--src", "en", "--tgt", "de",
-                 "--split", "val", "--out", str(out), "--size", "600"]) == 0
+    assert (
+        main(
+            [
+                "vocab",
+                "build",
+                "--data-dir",
+                data_dir,
+                "--src",
+                "en",
+                "--tgt",
+                "de",
+                "--split",
+                "val",
+                "--out",
+                str(out),
+                "--size",
+                "600",
+            ]
+        )
+        == 0
+    )
     report = json.loads(capsys.readouterr().out)
     assert sorted(os.listdir(out)) == ["source.model", "target.model", "vocab.json"]
     assert 300 < report["target_vocab_size"] <= 600
@@ -80,9 +135,15 @@ def test_vocab_build(data_dir, tmp_path, capsys):
 
 # ----- ensembles, averaging and resumable translation (tiny untrained run directories) --------
 
-SENTENCES = ["the big red cat sees a small dog", "", "a dog that sleeps likes the fish",
-             "the old man holds a ball", "the boys watch the horses", "a girl finds the happy bird",
-             "the cat sleeps"]
+SENTENCES = [
+    "the big red cat sees a small dog",
+    "",
+    "a dog that sleeps likes the fish",
+    "the old man holds a ball",
+    "the boys watch the horses",
+    "a girl finds the happy bird",
+    "the cat sleeps",
+]
 
 
 @pytest.fixture(scope="module")
@@ -107,8 +168,25 @@ def test_translate_with_two_models(tiny_runs, source_file, tmp_path, second):
     from keras_memnmt.rundir.runs import load_ensemble
 
     out = tmp_path / "out.txt"
-    assert main(["translate", "--model", tiny_runs["a"], "--model", tiny_runs[second], "--beam", "2",
-                 "--input", str(source_file), "--output", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "translate",
+                "--model",
+                tiny_runs["a"],
+                "--model",
+                tiny_runs[second],
+                "--beam",
+                "2",
+                "--input",
+                str(source_file),
+                "--output",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     model, vocab, _ = load_ensemble([tiny_runs["a"], tiny_runs[second]])
     assert isinstance(model, Ensemble)
     expected = translate(model, vocab, SENTENCES, beam_size=2, progress=False)
@@ -122,12 +200,50 @@ def test_evaluate_with_two_models_and_the_checkpoint_pairing(tiny_runs, capsys):
     scores = json.loads(capsys.readouterr().out)
     assert scores["ensemble"] == [a, b] and scores["sentences"] == 3
     # One --checkpoint per --model, paired in order (`best` is best.keras).
-    assert main(["evaluate", "--model", a, "--checkpoint", "step10", "--model", b, "--checkpoint", "best",
-                 "--split", "test", "--beam", "1", "--limit", "2"]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--model",
+                a,
+                "--checkpoint",
+                "step10",
+                "--model",
+                b,
+                "--checkpoint",
+                "best",
+                "--split",
+                "test",
+                "--beam",
+                "1",
+                "--limit",
+                "2",
+            ]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["ensemble"] == [f"{a}:step10", f"{b}:best"]
     # One --model with several --checkpoint: an ensemble of that run's snapshots.
-    assert main(["evaluate", "--model", a, "--checkpoint", "step10", "--checkpoint", "step20",
-                 "--split", "test", "--beam", "1", "--limit", "2"]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--model",
+                a,
+                "--checkpoint",
+                "step10",
+                "--checkpoint",
+                "step20",
+                "--split",
+                "test",
+                "--beam",
+                "1",
+                "--limit",
+                "2",
+            ]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["ensemble"] == [f"{a}:step10", f"{a}:step20"]
     # A single model prints what it always did.
     assert main(["evaluate", "--model", a, "--split", "test", "--beam", "1", "--limit", "2"]) == 0
@@ -148,8 +264,23 @@ def test_translate_output_is_written_as_chunks_finish(tiny_runs, source_file, tm
     import keras_memnmt.evaluation.translation as inference
 
     whole = tmp_path / "whole.txt"
-    assert main(["translate", "--model", tiny_runs["a"], "--beam", "2", "--input", str(source_file),
-                 "--output", str(whole), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "translate",
+                "--model",
+                tiny_runs["a"],
+                "--beam",
+                "2",
+                "--input",
+                str(source_file),
+                "--output",
+                str(whole),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     out, sizes = tmp_path / "out.txt", []
     chunk = inference._translate_chunk
 
@@ -160,8 +291,25 @@ def test_translate_output_is_written_as_chunks_finish(tiny_runs, source_file, tm
         return chunk(model, vocab, sentences, *args)
 
     monkeypatch.setattr(inference, "_translate_chunk", spy)
-    assert main(["translate", "--model", tiny_runs["a"], "--beam", "2", "--input", str(source_file),
-                 "--output", str(out), "--chunk-size", "3", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "translate",
+                "--model",
+                tiny_runs["a"],
+                "--beam",
+                "2",
+                "--input",
+                str(source_file),
+                "--output",
+                str(out),
+                "--chunk-size",
+                "3",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert sizes == [0, 3, 6]
     assert out.read_text() == whole.read_text()
 
@@ -170,8 +318,23 @@ def test_translate_resume_continues_a_partial_output(tiny_runs, source_file, tmp
     import keras_memnmt.evaluation.translation as inference
 
     whole = tmp_path / "whole.txt"
-    assert main(["translate", "--model", tiny_runs["a"], "--beam", "2", "--input", str(source_file),
-                 "--output", str(whole), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "translate",
+                "--model",
+                tiny_runs["a"],
+                "--beam",
+                "2",
+                "--input",
+                str(source_file),
+                "--output",
+                str(whole),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     lines = whole.read_text().split("\n")
     out = tmp_path / "out.txt"
     out.write_text("\n".join(lines[:4]) + "\nhalf a li")  # 4 complete lines, an unfinished 5th
@@ -183,14 +346,43 @@ def test_translate_resume_continues_a_partial_output(tiny_runs, source_file, tmp
         return chunks(model, vocab, sentences, **kwargs)
 
     monkeypatch.setattr(inference, "translate_chunks", spy)
-    assert main(["translate", "--model", tiny_runs["a"], "--beam", "2", "--input", str(source_file),
-                 "--output", str(out), "--resume"]) == 0
+    assert (
+        main(
+            [
+                "translate",
+                "--model",
+                tiny_runs["a"],
+                "--beam",
+                "2",
+                "--input",
+                str(source_file),
+                "--output",
+                str(out),
+                "--resume",
+            ]
+        )
+        == 0
+    )
     assert seen == [SENTENCES[4:]]
     assert out.read_text() == whole.read_text()
     assert "holds 4 of 7 lines" in capsys.readouterr().err
     # Finished already: nothing to translate; no --output: an error.
-    assert main(["translate", "--model", tiny_runs["a"], "--input", str(source_file), "--output", str(out),
-                 "--resume", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "translate",
+                "--model",
+                tiny_runs["a"],
+                "--input",
+                str(source_file),
+                "--output",
+                str(out),
+                "--resume",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert seen[-1] == [] and out.read_text() == whole.read_text()
     assert main(["translate", "--model", tiny_runs["a"], "--input", str(source_file), "--resume"]) == 2
     assert "--resume continues an --output file" in capsys.readouterr().err
@@ -205,24 +397,41 @@ def test_average_the_last_checkpoints_and_translate_with_them(tiny_runs, source_
     loaded = keras.saving.load_model(str(out), compile=False)
     assert type(loaded).__name__ == "RNNsearch"
     translated = tmp_path / "out.txt"
-    assert main(["translate", "--model", a, "--checkpoint", str(out), "--input", str(source_file),
-                 "--output", str(translated), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "translate",
+                "--model",
+                a,
+                "--checkpoint",
+                str(out),
+                "--input",
+                str(source_file),
+                "--output",
+                str(translated),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert len(translated.read_text().split("\n")) == len(SENTENCES) + 1
     # Named checkpoints instead of --last: the same file.
     again = tmp_path / "again.keras"
-    assert main(["average", "--model", a, "--checkpoint", "step10", "--checkpoint", "step20",
-                 "--out", str(again)]) == 0
+    assert main(["average", "--model", a, "--checkpoint", "step10", "--checkpoint", "step20", "--out", str(again)]) == 0
     capsys.readouterr()
     for x, y in zip(loaded.weights, keras.saving.load_model(str(again), compile=False).weights, strict=True):
         assert (keras.ops.convert_to_numpy(x) == keras.ops.convert_to_numpy(y)).all()
 
 
-@pytest.mark.parametrize("run, args, message", [
-    ("a", ["--last", "3"], "need the last 3 checkpoints, found 2"),
-    ("b", ["--last", "1"], "keep_checkpoints=true"),
-    ("a", ["--last", "0"], "must be >= 1"),
-    ("a", ["--checkpoint", "step99"], "checkpoint 'step99' not found"),
-])
+@pytest.mark.parametrize(
+    "run, args, message",
+    [
+        ("a", ["--last", "3"], "need the last 3 checkpoints, found 2"),
+        ("b", ["--last", "1"], "keep_checkpoints=true"),
+        ("a", ["--last", "0"], "must be >= 1"),
+        ("a", ["--checkpoint", "step99"], "checkpoint 'step99' not found"),
+    ],
+)
 def test_average_errors(tiny_runs, tmp_path, capsys, run, args, message):
     assert main(["average", "--model", tiny_runs[run], *args, "--out", str(tmp_path / "x.keras")]) == 2
     err = capsys.readouterr().err

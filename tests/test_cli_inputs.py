@@ -56,11 +56,13 @@ def fails(argv: list[str], capsys) -> str:
 
 
 def run_cli(args: list[str], stdin: bytes | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "keras_memnmt.cli", *args], input=stdin,
-                          capture_output=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "keras_memnmt.cli", *args], input=stdin, capture_output=True, timeout=300
+    )
 
 
 # ----- standard input ---------------------------------------------------------------------------
+
 
 def test_translate_stdin_with_invalid_utf8_names_stdin_and_the_line(run):
     done = run_cli(["translate", "--model", run, "--quiet"], stdin=b"the cat\nthe \xff dog\n")
@@ -81,8 +83,23 @@ def test_translate_stdin_reads_as_input_file(run, source_file, tmp_path, monkeyp
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO("\r\n".join(SENTENCES).encode())))
     from_stdin, from_file = tmp_path / "stdin.txt", tmp_path / "file.txt"
     assert main(["translate", "--model", run, "--beam", "1", "--output", str(from_stdin), "--quiet"]) == 0
-    assert main(["translate", "--model", run, "--beam", "1", "--input", str(source_file),
-                 "--output", str(from_file), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "translate",
+                "--model",
+                run,
+                "--beam",
+                "1",
+                "--input",
+                str(source_file),
+                "--output",
+                str(from_file),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert from_stdin.read_text() == from_file.read_text()
     assert len(from_file.read_text().splitlines()) == len(SENTENCES)
 
@@ -95,9 +112,25 @@ def test_translate_closed_stdin(run, monkeypatch, capsys):
 def test_translate_into_a_closed_pipe_exits_quietly(run, tmp_path):
     source = tmp_path / "many.txt"
     source.write_text("".join(f"the big red cat sees a small dog {i}\n" for i in range(3000)))
-    process = subprocess.Popen([sys.executable, "-m", "keras_memnmt.cli", "translate", "--model", run,
-                                "--beam", "1", "--chunk-size", "100", "--input", str(source), "--quiet"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "keras_memnmt.cli",
+            "translate",
+            "--model",
+            run,
+            "--beam",
+            "1",
+            "--chunk-size",
+            "100",
+            "--input",
+            str(source),
+            "--quiet",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     process.stdout.readline()
     process.stdout.close()  # as `| head -1` does
     err = process.communicate(timeout=300)[1].decode()
@@ -107,35 +140,39 @@ def test_translate_into_a_closed_pipe_exits_quietly(run, tmp_path):
 
 # ----- numeric flags: argparse's own one-line error, exit 2 -------------------------------------
 
-@pytest.mark.parametrize("command, flag, value", [
-    (["translate", "--model", "RUN"], "--beam", "0"),
-    (["translate", "--model", "RUN"], "--beam", "-1"),
-    (["translate", "--model", "RUN"], "--beam", "10000000000000000000000"),  # above 2**31 - 1
-    (["translate", "--model", "RUN"], "--chunk-size", "0"),
-    (["translate", "--model", "RUN"], "--alpha", "nan"),
-    (["translate", "--model", "RUN"], "--alpha", "inf"),
-    (["evaluate", "--model", "RUN"], "--beam", "0"),
-    (["evaluate", "--model", "RUN"], "--limit", "0"),
-    (["evaluate", "--model", "RUN"], "--alpha", "nan"),
-    (["compare", "A", "B"], "--limit", "-3"),
-    (["compare", "A", "B"], "--bootstrap", "0"),
-    (["compare", "A", "B"], "--trials", "-1"),
-    (["results", "RUN"], "--beam", "0"),
-    (["export", "--model", "RUN", "--out", "X"], "--beam", "0"),
-    (["export", "--model", "RUN", "--out", "X"], "--n-best", "0"),
-    (["export", "--model", "RUN", "--out", "X"], "--max-length", "0"),
-    (["export", "--model", "RUN", "--out", "X"], "--alpha", "-inf"),
-    (["data", "check", "--src-file", "S", "--tgt-file", "T"], "--max-length", "0"),
-    (["data", "check", "--src-file", "S", "--tgt-file", "T"], "--vocab-size", "0"),
-    (["vocab", "build", "--src-file", "S", "--tgt-file", "T", "--out", "V"], "--size", "-5"),
-    (["serve", "--model", "RUN"], "--port", "70000"),
-    (["serve", "--model", "RUN"], "--port", "-1"),
-    (["serve", "--model", "RUN"], "--max-wait-ms", "inf"),
-    (["serve", "--model", "RUN"], "--max-wait-ms", "-1"),
-    (["serve", "--model", "RUN"], "--timeout", "0"),
-    (["serve", "--model", "RUN"], "--timeout", "nan"),
-    (["serve", "--model", "RUN"], "--allow-origin", "evil.example/path"),
-])
+
+@pytest.mark.parametrize(
+    "command, flag, value",
+    [
+        (["translate", "--model", "RUN"], "--beam", "0"),
+        (["translate", "--model", "RUN"], "--beam", "-1"),
+        (["translate", "--model", "RUN"], "--beam", "10000000000000000000000"),  # above 2**31 - 1
+        (["translate", "--model", "RUN"], "--chunk-size", "0"),
+        (["translate", "--model", "RUN"], "--alpha", "nan"),
+        (["translate", "--model", "RUN"], "--alpha", "inf"),
+        (["evaluate", "--model", "RUN"], "--beam", "0"),
+        (["evaluate", "--model", "RUN"], "--limit", "0"),
+        (["evaluate", "--model", "RUN"], "--alpha", "nan"),
+        (["compare", "A", "B"], "--limit", "-3"),
+        (["compare", "A", "B"], "--bootstrap", "0"),
+        (["compare", "A", "B"], "--trials", "-1"),
+        (["results", "RUN"], "--beam", "0"),
+        (["export", "--model", "RUN", "--out", "X"], "--beam", "0"),
+        (["export", "--model", "RUN", "--out", "X"], "--n-best", "0"),
+        (["export", "--model", "RUN", "--out", "X"], "--max-length", "0"),
+        (["export", "--model", "RUN", "--out", "X"], "--alpha", "-inf"),
+        (["data", "check", "--src-file", "S", "--tgt-file", "T"], "--max-length", "0"),
+        (["data", "check", "--src-file", "S", "--tgt-file", "T"], "--vocab-size", "0"),
+        (["vocab", "build", "--src-file", "S", "--tgt-file", "T", "--out", "V"], "--size", "-5"),
+        (["serve", "--model", "RUN"], "--port", "70000"),
+        (["serve", "--model", "RUN"], "--port", "-1"),
+        (["serve", "--model", "RUN"], "--max-wait-ms", "inf"),
+        (["serve", "--model", "RUN"], "--max-wait-ms", "-1"),
+        (["serve", "--model", "RUN"], "--timeout", "0"),
+        (["serve", "--model", "RUN"], "--timeout", "nan"),
+        (["serve", "--model", "RUN"], "--allow-origin", "evil.example/path"),
+    ],
+)
 def test_bad_numbers_are_usage_errors(capsys, command, flag, value):
     with pytest.raises(SystemExit) as exited:
         main([*command, f"{flag}={value}"])
@@ -161,15 +198,20 @@ def test_n_best_above_the_beam(run, tmp_path, capsys):
 
 # ----- corpus arguments ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("args, message", [
-    (["--src-file", "only.txt"], "--src-file and --tgt-file must be given together"),
-    ([], "give --src and --tgt"),
-])
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--src-file", "only.txt"], "--src-file and --tgt-file must be given together"),
+        ([], "give --src and --tgt"),
+    ],
+)
 def test_data_check_corpus_arguments(capsys, args, message):
     assert message in fails(["data", "check", *args], capsys)
 
 
 # ----- where the output goes ----------------------------------------------------------------------
+
 
 def test_translate_output_is_a_directory(run, source_file, tmp_path, capsys):
     line = fails(["translate", "--model", run, "--input", str(source_file), "--output", str(tmp_path)], capsys)
@@ -190,8 +232,7 @@ def test_translate_output_in_a_missing_folder(run, source_file, tmp_path, capsys
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
 def test_translate_output_on_a_full_disk(run, source_file, capsys):
-    line = fails(["translate", "--model", run, "--input", str(source_file), "--output", "/dev/full",
-                  "--quiet"], capsys)
+    line = fails(["translate", "--model", run, "--input", str(source_file), "--output", "/dev/full", "--quiet"], capsys)
     assert line == "memnmt: error: cannot write --output /dev/full: No space left on device"
 
 
@@ -203,13 +244,27 @@ def test_translate_output_onto_its_input_is_refused(run, source_file, capsys):
 
 
 def test_vocab_build_out_is_a_file(source_file, capsys):
-    line = fails(["vocab", "build", "--src-file", str(source_file), "--tgt-file", str(source_file),
-                  "--out", str(source_file), "--size", "20"], capsys)
+    line = fails(
+        [
+            "vocab",
+            "build",
+            "--src-file",
+            str(source_file),
+            "--tgt-file",
+            str(source_file),
+            "--out",
+            str(source_file),
+            "--size",
+            "20",
+        ],
+        capsys,
+    )
     assert f"--out {source_file}: exists and is not a directory" in line
 
 
-@pytest.mark.parametrize("command, flag", [(["vocab", "build", "--out", "VOCAB"], "--size"),
-                                           (["data", "check"], "--vocab-size")])
+@pytest.mark.parametrize(
+    "command, flag", [(["vocab", "build", "--out", "VOCAB"], "--size"), (["data", "check"], "--vocab-size")]
+)
 def test_vocab_size_below_the_corpus_characters(source_file, tmp_path, capsys, command, flag):
     command = [str(tmp_path / "vocab") if arg == "VOCAB" else arg for arg in command]
     line = fails([*command, "--src-file", str(source_file), "--tgt-file", str(source_file), flag, "10"], capsys)
@@ -270,6 +325,7 @@ def test_export_over_the_run_it_reads_is_refused(run, capsys, where):
 
 # ----- what is read -------------------------------------------------------------------------------
 
+
 def test_results_of_a_folder_that_is_no_run(tmp_path, capsys):
     line = fails(["results", str(tmp_path)], capsys)
     assert f"{tmp_path} is not a run directory" in line
@@ -290,10 +346,14 @@ def test_train_recipe_with_a_syntax_error(tmp_path, capsys):
 
 # ----- main's last resort -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("error, message", [
-    (PermissionError(13, "Permission denied", "/some/file"), "[Errno 13] Permission denied: '/some/file'"),
-    (ValueError("first line\n  second line"), "first line second line"),
-])
+
+@pytest.mark.parametrize(
+    "error, message",
+    [
+        (PermissionError(13, "Permission denied", "/some/file"), "[Errno 13] Permission denied: '/some/file'"),
+        (ValueError("first line\n  second line"), "first line second line"),
+    ],
+)
 def test_errors_are_one_line(monkeypatch, capsys, error, message):
     def fail(args):
         raise error
@@ -313,6 +373,7 @@ def test_interrupt(monkeypatch, capsys):
 
 
 # ----- the top level --------------------------------------------------------------------------------
+
 
 def test_version_prints_the_library_version(capsys):
     from keras_memnmt import __version__
@@ -338,8 +399,13 @@ def test_help_texts_carry_no_markup():
     assert len(texts) > 100 and not marked, marked
 
 
-@pytest.mark.parametrize("argv, prog", [(["translate", "--model", "RUN", "--bogus"], "memnmt translate"),
-                                        (["vocab", "build", "--out", "V", "--bogus", "1"], "memnmt vocab build")])
+@pytest.mark.parametrize(
+    "argv, prog",
+    [
+        (["translate", "--model", "RUN", "--bogus"], "memnmt translate"),
+        (["vocab", "build", "--out", "V", "--bogus", "1"], "memnmt vocab build"),
+    ],
+)
 def test_an_unknown_flag_is_the_commands_own_usage_error(capsys, argv, prog):
     with pytest.raises(SystemExit) as exited:
         main(argv)

@@ -49,8 +49,14 @@ def vocab():
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, vocab):
     root = tmp_path_factory.mktemp("compare")
-    spec = {"a": ("rnnsearch", 1), "b": ("memdec", 2), "c0": ("rnnsearch", 3), "c1": ("rnnsearch", 4),
-            "d0": ("cho", 5), "d1": ("cho", 6)}
+    spec = {
+        "a": ("rnnsearch", 1),
+        "b": ("memdec", 2),
+        "c0": ("rnnsearch", 3),
+        "c1": ("rnnsearch", 4),
+        "d0": ("cho", 5),
+        "d1": ("cho", 6),
+    }
     return {name: _tiny_run(root / name, vocab, model, seed) for name, (model, seed) in spec.items()}
 
 
@@ -76,8 +82,12 @@ def test_compare_reports_sacrebleus_own_paired_tests(runs, tmp_path, capsys):
     table = capsys.readouterr().out
     result = json.loads(out.read_text())
     assert (result["split"], result["corpus"], result["sentences"]) == ("synthetic-test", "synthetic", 500)
-    assert (result["baseline"], result["seed"], result["bootstrap_resamples"], result["ar_trials"]) == \
-        (runs["a"], 12345, 1000, 10000)
+    assert (result["baseline"], result["seed"], result["bootstrap_resamples"], result["ar_trials"]) == (
+        runs["a"],
+        12345,
+        1000,
+        10000,
+    )
     (base,), (other,) = [system["runs"] for system in result["systems"]]
     assert base["tests"] == [] and other["tests"][0]["baseline_run"] == runs["a"]
     # The hypotheses were stored in the runs; sacreBLEU called directly on them gives the same numbers.
@@ -85,9 +95,10 @@ def test_compare_reports_sacrebleus_own_paired_tests(runs, tmp_path, capsys):
     assert base["hypotheses"] == os.path.join(runs["a"], "hyps", "synthetic-test.beam1.gnmt0.6.txt")
     refs = [_references()]
     named = [("a", hyps[0]), ("b", hyps[1])]
-    for metrics in ({"bleu": sacrebleu.metrics.BLEU(), "chrf": sacrebleu.metrics.CHRF(),
-                     "ter": sacrebleu.metrics.TER()},
-                    {"bleu_lowercase": sacrebleu.metrics.BLEU(lowercase=True)}):
+    for metrics in (
+        {"bleu": sacrebleu.metrics.BLEU(), "chrf": sacrebleu.metrics.CHRF(), "ter": sacrebleu.metrics.TER()},
+        {"bleu_lowercase": sacrebleu.metrics.BLEU(lowercase=True)},
+    ):
         bs_signatures, bs = PairedTest(named, metrics, references=refs, test_type="bs")()
         ar_signatures, ar = PairedTest(named, metrics, references=refs, test_type="ar")()
         for metric in metrics:
@@ -98,8 +109,10 @@ def test_compare_reports_sacrebleus_own_paired_tests(runs, tmp_path, capsys):
             test = other["tests"][0][metric]
             assert (test["p_bootstrap"], test["p_ar"]) == (bs_other.p_value, ar_other.p_value)
             assert test["difference"] == pytest.approx(bs_other.score - bs_base.score)
-            assert result["signatures"][metric] == {"bootstrap": str(bs_signatures[name]),
-                                                    "ar": str(ar_signatures[name])}
+            assert result["signatures"][metric] == {
+                "bootstrap": str(bs_signatures[name]),
+                "ar": str(ar_signatures[name]),
+            }
     assert "seed:12345" in result["signatures"]["bleu"]["bootstrap"]
     # The table on stdout shows the same numbers.
     assert "baseline" in table and f"{other['bleu']['score']:.2f} ± {other['bleu']['ci']:.2f}" in table
@@ -108,8 +121,27 @@ def test_compare_reports_sacrebleus_own_paired_tests(runs, tmp_path, capsys):
 
 
 def test_compare_prints_json_on_stdout_and_the_table_on_stderr(runs, capsys):
-    assert main(["compare", runs["a"], runs["b"], "--beam", "1", "--limit", "30", "--trials", "100",
-                 "--bootstrap", "100", "--seed", "7", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                runs["a"],
+                runs["b"],
+                "--beam",
+                "1",
+                "--limit",
+                "30",
+                "--trials",
+                "100",
+                "--bootstrap",
+                "100",
+                "--seed",
+                "7",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     result = json.loads(captured.out)
     assert result["sentences"] == 30 and result["seed"] == 7
@@ -153,8 +185,27 @@ def test_stored_hypotheses_are_reused_while_the_model_is_unchanged(tmp_path, voc
 def test_seeds_are_paired_with_the_baselines_seeds(runs, tmp_path, capsys):
     out = tmp_path / "seeds.json"
     c0, c1, d0, d1 = runs["c0"], runs["c1"], runs["d0"], runs["d1"]
-    assert main(["compare", "--system", f"rnnsearch={c0},{c1}", "--system", f"cho={d0},{d1}",
-                 "--beam", "1", "--trials", "200", "--bootstrap", "200", "--json", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--system",
+                f"rnnsearch={c0},{c1}",
+                "--system",
+                f"cho={d0},{d1}",
+                "--beam",
+                "1",
+                "--trials",
+                "200",
+                "--bootstrap",
+                "200",
+                "--json",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     table = capsys.readouterr().out
     result = json.loads(out.read_text())
     base, cho = result["systems"]
@@ -162,8 +213,9 @@ def test_seeds_are_paired_with_the_baselines_seeds(runs, tmp_path, capsys):
     assert [t["baseline_run"] for run in cho["runs"] for t in run["tests"]] == [c0, c1]
     refs = _references()
     for base_run, run in zip(base["runs"], cho["runs"]):
-        direct = paired_tests(_lines(base_run["hypotheses"]), [_lines(run["hypotheses"])], refs, "bleu",
-                              bootstrap=200, trials=200)
+        direct = paired_tests(
+            _lines(base_run["hypotheses"]), [_lines(run["hypotheses"])], refs, "bleu", bootstrap=200, trials=200
+        )
         assert run["tests"][0]["bleu"]["p_bootstrap"] == direct["systems"][0]["p_bootstrap"]
         assert run["tests"][0]["bleu"]["p_ar"] == direct["systems"][0]["p_ar"]
         assert base_run["bleu"] == direct["baseline"]
@@ -174,23 +226,42 @@ def test_seeds_are_paired_with_the_baselines_seeds(runs, tmp_path, capsys):
             assert system["std"][metric] == pytest.approx(statistics.stdev(scores))
     assert "mean ± std (2 runs)" in table and f"(vs {c1})" in table
     # A single baseline run: every seed is tested against it.
-    assert main(["compare", runs["a"], "--system", f"cho={d0},{d1}", "--beam", "1", "--trials", "50",
-                 "--bootstrap", "50", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                runs["a"],
+                "--system",
+                f"cho={d0},{d1}",
+                "--beam",
+                "1",
+                "--trials",
+                "50",
+                "--bootstrap",
+                "50",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     single = json.loads(capsys.readouterr().out)
     assert [t["baseline_run"] for run in single["systems"][1]["runs"] for t in run["tests"]] == [runs["a"]] * 2
     assert single["systems"][0]["std"]["bleu"] is None
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--system", "x={a},{b}", "--system", "y={a},{b},{c}"], "the baseline has 2 runs and a system 3"),
-    (["{a}"], "at least two systems"),
-    (["{a}", "--system", "nameonly"], "--system expects NAME=RUN1,RUN2"),
-    (["{a}", "{b}", "--seed", "0"], "seed must be an int > 0"),
-    (["{a}", "{a}"], "system names must differ"),
-    (["{a}", "--system", "x={a}"], "a run may appear once"),
-    (["{a}", "--ensemble", "{b}"], "--ensemble expects NAME=RUN[:CHECKPOINT],RUN[:CHECKPOINT]"),
-    (["{a}", "--ensemble", "x={a}:step999"], "step999"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--system", "x={a},{b}", "--system", "y={a},{b},{c}"], "the baseline has 2 runs and a system 3"),
+        (["{a}"], "at least two systems"),
+        (["{a}", "--system", "nameonly"], "--system expects NAME=RUN1,RUN2"),
+        (["{a}", "{b}", "--seed", "0"], "seed must be an int > 0"),
+        (["{a}", "{a}"], "system names must differ"),
+        (["{a}", "--system", "x={a}"], "a run may appear once"),
+        (["{a}", "--ensemble", "{b}"], "--ensemble expects NAME=RUN[:CHECKPOINT],RUN[:CHECKPOINT]"),
+        (["{a}", "--ensemble", "x={a}:step999"], "step999"),
+    ],
+)
 def test_compare_errors(runs, capsys, args, message):
     names = {"a": runs["a"], "b": runs["b"], "c": runs["c0"]}
     assert main(["compare", *(arg.format(**names) for arg in args), "--beam", "1", "--quiet"]) == 2
@@ -206,8 +277,30 @@ def test_an_ensemble_is_a_system_translating_as_evaluate_does(runs, tmp_path, ca
     a, b, c = runs["a"], runs["b"], runs["c0"]
     out = tmp_path / "ensemble.json"
     untouched = {run: run_fingerprint(run) for run in (b, c)}
-    assert main(["compare", a, "--ensemble", f"ab={a}:best,{b}", "--system", f"c={c}", "--beam", "2",
-                 "--limit", "60", "--trials", "100", "--bootstrap", "100", "--json", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                a,
+                "--ensemble",
+                f"ab={a}:best,{b}",
+                "--system",
+                f"c={c}",
+                "--beam",
+                "2",
+                "--limit",
+                "60",
+                "--trials",
+                "100",
+                "--bootstrap",
+                "100",
+                "--json",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     table = capsys.readouterr().out
     result = json.loads(out.read_text())
     assert [s["name"] for s in result["systems"]] == [a, "ab", "c"]  # in the order given
@@ -219,14 +312,42 @@ def test_an_ensemble_is_a_system_translating_as_evaluate_does(runs, tmp_path, ca
     assert len(kept) == 60 == result["sentences"]
     assert ensemble["tests"][0]["baseline_run"] == a and f"{a}:best+{b}" in table
     # ... and the JSON says how to make them again.
-    assert result["command"] == ["memnmt", "compare", a, "--ensemble", f"ab={a}:best,{b}", "--system", f"c={c}",
-                                 "--beam", "2", "--limit", "60", "--trials", "100", "--bootstrap", "100",
-                                 "--json", str(out), "--quiet"]
+    assert result["command"] == [
+        "memnmt",
+        "compare",
+        a,
+        "--ensemble",
+        f"ab={a}:best,{b}",
+        "--system",
+        f"c={c}",
+        "--beam",
+        "2",
+        "--limit",
+        "60",
+        "--trials",
+        "100",
+        "--bootstrap",
+        "100",
+        "--json",
+        str(out),
+        "--quiet",
+    ]
     assert main(["evaluate", "--model", a, "--model", b, "--beam", "2", "--limit", "60", "--quiet"]) == 0
     evaluated = json.loads(capsys.readouterr().out)
     assert evaluated["ensemble"] == [a, b]
-    assert evaluated["command"] == ["memnmt", "evaluate", "--model", a, "--model", b, "--beam", "2",
-                                    "--limit", "60", "--quiet"]
+    assert evaluated["command"] == [
+        "memnmt",
+        "evaluate",
+        "--model",
+        a,
+        "--model",
+        b,
+        "--beam",
+        "2",
+        "--limit",
+        "60",
+        "--quiet",
+    ]
     assert round(ensemble["bleu"]["score"], 2) == evaluated["bleu"]
     assert ensemble["bleu"]["score"] != result["systems"][0]["runs"][0]["bleu"]["score"]
     assert {run: run_fingerprint(run) for run in (b, c)} == untouched
@@ -237,8 +358,30 @@ def test_an_ensemble_is_a_system_translating_as_evaluate_does(runs, tmp_path, ca
     test = load_test_set(read_config(a), result["split"])[0]
     assert score(kept, test.target[:60])["bleu"] == evaluated["bleu"]  # recomputed from the kept file
     # The same comparison again writes the same files (its own outputs, not a run's).
-    assert main(["compare", a, "--ensemble", f"ab={a}:best,{b}", "--system", f"c={c}", "--beam", "2",
-                 "--limit", "60", "--trials", "100", "--bootstrap", "100", "--json", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                a,
+                "--ensemble",
+                f"ab={a}:best,{b}",
+                "--system",
+                f"c={c}",
+                "--beam",
+                "2",
+                "--limit",
+                "60",
+                "--trials",
+                "100",
+                "--bootstrap",
+                "100",
+                "--json",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert kept_file.read_text(encoding="utf-8").splitlines() == kept
 
 
@@ -257,11 +400,29 @@ def test_every_ensemble_is_checked_before_any_translation(runs, tmp_path, monkey
     other = _tiny_run(tmp_path / "other", synthetic_vocab(size=50, seed=1), "rnnsearch", 9)
     if fault == "incomplete":
         shutil.rmtree(os.path.join(other, "vocab"))
-    member, message = {"checkpoint": (f"{b}:step999", f"checkpoint 'step999' not found (tried step999, {b}/checkpoints/"),
-                       "vocabulary": (other, f"{a} and {other} have different target vocabularies"),
-                       "incomplete": (other, f"incomplete model directory {other}: missing vocab/vocab.json")}[fault]
-    assert main(["compare", a, "--system", f"b={b}", "--ensemble", f"x={a},{member}", "--beam", "3",
-                 "--limit", "4", "--quiet"]) == 2
+    member, message = {
+        "checkpoint": (f"{b}:step999", f"checkpoint 'step999' not found (tried step999, {b}/checkpoints/"),
+        "vocabulary": (other, f"{a} and {other} have different target vocabularies"),
+        "incomplete": (other, f"incomplete model directory {other}: missing vocab/vocab.json"),
+    }[fault]
+    assert (
+        main(
+            [
+                "compare",
+                a,
+                "--system",
+                f"b={b}",
+                "--ensemble",
+                f"x={a},{member}",
+                "--beam",
+                "3",
+                "--limit",
+                "4",
+                "--quiet",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert err.startswith("memnmt: error: ") and message in err and err.count("\n") == 1
 
@@ -275,8 +436,11 @@ def test_ensemble_members_name_a_run_and_optionally_its_checkpoint(tmp_path):
     odd.mkdir()
     assert parse_member(str(odd)) == (str(odd), None)  # a run whose own name holds a colon
     system = ensemble_system("both=runs/t:step4610,runs/l")
-    assert (system.name, system.runs, system.members) == \
-        ("both", ["runs/t:step4610+runs/l"], [("runs/t", "step4610"), ("runs/l", None)])
+    assert (system.name, system.runs, system.members) == (
+        "both",
+        ["runs/t:step4610+runs/l"],
+        [("runs/t", "step4610"), ("runs/l", None)],
+    )
 
 
 def test_runs_with_different_test_sets_cannot_be_compared(runs, tmp_path, vocab, capsys):
@@ -297,6 +461,7 @@ def test_pairing():
 
 # ----- --split all ----------------------------------------------------------------------------
 
+
 @pytest.fixture()
 def multi30k_runs(tmp_path, vocab):
     """Two tiny en→de Multi30k runs and a data folder that holds test_2016_flickr only."""
@@ -309,8 +474,10 @@ def multi30k_runs(tmp_path, vocab):
     for lang, lines in (("en", corpus.source[:12]), ("de", test[:12])):
         with gzip.open(data / f"test_2016_flickr.{lang}.gz", "wt", encoding="utf-8") as f:
             f.write("".join(line + "\n" for line in lines))
-    runs = [_tiny_run(tmp_path / name, vocab, "rnnsearch", seed, corpus="multi30k", src="en", tgt="de")
-            for name, seed in (("m1", 1), ("m2", 2))]
+    runs = [
+        _tiny_run(tmp_path / name, vocab, "rnnsearch", seed, corpus="multi30k", src="en", tgt="de")
+        for name, seed in (("m1", 1), ("m2", 2))
+    ]
     return runs, str(data)
 
 
@@ -334,15 +501,32 @@ def test_split_all_evaluates_every_available_test_split(multi30k_runs, capsys):
 
 def test_compare_split_all(multi30k_runs, capsys):
     (m1, m2), data = multi30k_runs
-    assert main(["compare", m1, m2, "--split", "all", "--data-dir", data, "--beam", "1", "--trials", "50",
-                 "--bootstrap", "50"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                m1,
+                m2,
+                "--split",
+                "all",
+                "--data-dir",
+                data,
+                "--beam",
+                "1",
+                "--trials",
+                "50",
+                "--bootstrap",
+                "50",
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     result = json.loads(captured.out)
     assert [r["split"] for r in result["splits"]] == ["test_2016_flickr"]
     assert result["splits"][0]["sentences"] == 12
     assert result["command"][6:8] == ["--data-dir", "$MEMNMT_DATA"]
-    assert [s["split"] for s in result["skipped"]] == ["test_2017_flickr", "test_2017_mscoco",
-                                                       "test_2018_flickr"]
+    assert [s["split"] for s in result["skipped"]] == ["test_2017_flickr", "test_2017_mscoco", "test_2018_flickr"]
     assert "skipping test_2017_flickr" in captured.err and "skipped test_2018_flickr" in captured.err
 
 
@@ -370,11 +554,9 @@ def test_archives_are_compared_on_their_stored_translations(runs, tmp_path, caps
     assert "holds no model file" in err and "synthetic-test.beam2.gnmt0.6" in err
     assert "synthetic-test.beam1.gnmt0.6" in err
     # `results` renders an archive like the run it came from.
-    assert main(["results", runs["a"], a, "--split", "synthetic-test", "--beam", "1",
-                 "--format", "json"]) == 0
+    assert main(["results", runs["a"], a, "--split", "synthetic-test", "--beam", "1", "--format", "json"]) == 0
     row_run, row_archive = json.loads(capsys.readouterr().out)
-    assert {k: v for k, v in row_archive.items() if k != "run"} == \
-        {k: v for k, v in row_run.items() if k != "run"}
+    assert {k: v for k, v in row_archive.items() if k != "run"} == {k: v for k, v in row_run.items() if k != "run"}
 
 
 @pytest.mark.parametrize("where", ["../../elsewhere/hyps.txt", "ABSOLUTE", "hyps/link.txt"])
@@ -413,8 +595,11 @@ def test_an_archived_record_names_the_data_folder_as_memnmt_data(runs, tmp_path,
     ``$MEMNMT_DATA`` (both spellings, every command of the record)."""
     run = str(tmp_path / "run")
     shutil.copytree(runs["a"], run)
-    record = {"format": 1, "command": ["memnmt", "train", "x", "--data-dir", "/corpora/m30k", "--out", "r"],
-              "resumes": [{"command": ["memnmt", "train", "x", "--data-dir=/corpora/m30k", "--resume"]}]}
+    record = {
+        "format": 1,
+        "command": ["memnmt", "train", "x", "--data-dir", "/corpora/m30k", "--out", "r"],
+        "resumes": [{"command": ["memnmt", "train", "x", "--data-dir=/corpora/m30k", "--resume"]}],
+    }
     with open(os.path.join(run, "record.json"), "w") as f:
         json.dump(record, f)
     assert main(["archive", run, "--out", str(tmp_path / "shelf")]) == 0
@@ -433,8 +618,21 @@ def test_an_archive_keeps_the_translations_of_blind_test_sets(runs, tmp_path, ca
     source = tmp_path / "test_2017_flickr.en"
     source.write_text("a man rides a bike .\n\ntwo dogs play .\n", encoding="utf-8")
     (run / "blind").mkdir()
-    assert main(["translate", "--model", str(run), "--input", str(source), "--output",
-                 str(run / "blind" / "test_2017_flickr.de"), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "translate",
+                "--model",
+                str(run),
+                "--input",
+                str(source),
+                "--output",
+                str(run / "blind" / "test_2017_flickr.de"),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     (run / "blind" / "test_2018_flickr.de.partial").write_text("half\n", encoding="utf-8")
     assert main(["archive", str(run), "--out", str(tmp_path / "shelf")]) == 0
     copied = json.loads(capsys.readouterr().out)
@@ -468,6 +666,7 @@ def test_archive_refuses_to_replace_what_it_should_not(runs, tmp_path, capsys):
 
 # ----- --split names --------------------------------------------------------------------------
 
+
 def _files(run):
     """Every file of a run directory with its bytes."""
     found = {}
@@ -495,8 +694,7 @@ def test_a_synthetic_run_scores_its_test_set_under_its_names_and_the_default(sha
 
 
 def test_split_all_on_a_synthetic_run_is_its_one_test_set(shared_run, capsys):
-    assert main(["evaluate", "--model", shared_run, "--split", "all", "--beam", "1", "--limit", "2",
-                 "--quiet"]) == 0
+    assert main(["evaluate", "--model", shared_run, "--split", "all", "--beam", "1", "--limit", "2", "--quiet"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert [s["corpus"] for s in report["splits"]] == ["synthetic"] and report["skipped"] == []
 
@@ -522,13 +720,34 @@ def test_by_length_scores_each_bucket_of_source_words(runs, capsys):
         for run, lines in hyps.items():
             refs = [[references[i] for i in rows]]
             got = [lines[i] for i in rows]
-            assert bucket["runs"][run] == {"bleu": round(sacrebleu.metrics.BLEU().corpus_score(got, refs).score, 2),
-                                           "chrf": round(sacrebleu.metrics.CHRF().corpus_score(got, refs).score, 2)}
+            assert bucket["runs"][run] == {
+                "bleu": round(sacrebleu.metrics.BLEU().corpus_score(got, refs).score, 2),
+                "chrf": round(sacrebleu.metrics.CHRF().corpus_score(got, refs).score, 2),
+            }
     with pytest.raises(ValueError, match="--by-length"):
         by_length(sources, references, hyps, width=0)
     # From the command line: the JSON's by_length covers every sentence, and a second table.
-    assert main(["compare", runs["a"], runs["b"], "--beam", "1", "--limit", "40", "--trials", "10",
-                 "--bootstrap", "10", "--quiet", "--by-length", "3"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                runs["a"],
+                runs["b"],
+                "--beam",
+                "1",
+                "--limit",
+                "40",
+                "--trials",
+                "10",
+                "--bootstrap",
+                "10",
+                "--quiet",
+                "--by-length",
+                "3",
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     result = json.loads(captured.out)
     assert sum(b["sentences"] for b in result["by_length"]) == 40

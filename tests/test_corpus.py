@@ -74,7 +74,7 @@ def test_corrupt_gzip_is_a_corpus_error(tmp_path):
 
 def test_a_truncated_gzip_names_the_file_and_its_last_whole_line(tmp_path):
     whole = gzip.compress(b"".join(b"line %d of the file\n" % i for i in range(2000)))
-    cut = write(tmp_path / "cut.gz", whole[:len(whole) // 2])
+    cut = write(tmp_path / "cut.gz", whole[: len(whole) // 2])
     with pytest.raises(CorpusError, match=r"^cannot read .*cut\.gz after line \d+: Compressed file ended"):
         read_lines(cut)
 

@@ -40,6 +40,7 @@ def sources():
 
 def numpy_noise(keys, step, vocab):
     """``gumbel_noise`` written again in NumPy's uint32 arithmetic, from its definition."""
+
     def mix(x):
         x = x.astype(np.uint32)
         x ^= x >> np.uint32(16)
@@ -60,6 +61,7 @@ def numpy_noise(keys, step, vocab):
 
 def unmix(x: int) -> int:
     """The inverse of ``gumbel_noise``'s 32-bit hash (each of its steps is a bijection)."""
+
     def unshift(x, bits):  # x ^= x >> bits, undone
         y = x
         for _ in range(32 // bits + 1):
@@ -76,6 +78,7 @@ def unmix(x: int) -> int:
 def key_reaching_the_top(token: int, step: int) -> int:
     """An int32 key whose noise for ``token`` at ``step`` comes from the top hash value
     (all 24 bits of the draw set), by inverting the hash."""
+
     def mix(x):
         x ^= x >> 16
         x = (x * 0x7FEB352D) & 0xFFFFFFFF
@@ -96,15 +99,19 @@ def test_the_noise_is_finite_at_the_top_hash_value_and_a_banned_token_is_never_d
         keys = ops.convert_to_tensor(np.array([key], np.int32))
         noise = ops.convert_to_numpy(gumbel_noise(keys, ops.convert_to_tensor(step, "int32"), vocab))
         assert np.all(np.isfinite(noise)) and noise[0, token] == noise.max()  # the top draw, finite
-        np.testing.assert_allclose(noise, numpy_noise(np.array([key], np.int64).astype(np.uint32), step, vocab),
-                                   rtol=1e-5)
+        np.testing.assert_allclose(
+            noise, numpy_noise(np.array([key], np.int64).astype(np.uint32), step, vocab), rtol=1e-5
+        )
         from keras_memnmt.decoding.common import sample_tokens
 
         logp = np.log(np.full((1, vocab), 1.0 / (vocab - 1), np.float32))
         logp[0, token] = -np.inf  # banned: pad, bos, or not a row's forced token
         for spec in ("full", "topk:3", "topp:0.5"):
-            drawn = ops.convert_to_numpy(sample_tokens(ops.convert_to_tensor(logp), parse_sampling(spec), 1.0,
-                                                       keys, ops.convert_to_tensor(step, "int32")))
+            drawn = ops.convert_to_numpy(
+                sample_tokens(
+                    ops.convert_to_tensor(logp), parse_sampling(spec), 1.0, keys, ops.convert_to_tensor(step, "int32")
+                )
+            )
             assert drawn[0] != token, (token, spec)
 
 
@@ -127,13 +134,19 @@ def test_samples_follow_the_distribution_in_their_support(spec, support):
 
     # Limit 2: the first token is drawn, the second is eos by the length rule (the last
     # allowed position takes eos), unless the first already was eos (token 3).
-    out = greedy_search(next_fn, [np.zeros((n, 1), np.float32)], n, max_length=2,
-                        sampling=parse_sampling(spec), keys=np.arange(n, dtype=np.int32))
+    out = greedy_search(
+        next_fn,
+        [np.zeros((n, 1), np.float32)],
+        n,
+        max_length=2,
+        sampling=parse_sampling(spec),
+        keys=np.arange(n, dtype=np.int32),
+    )
     tokens = ops.convert_to_numpy(out["tokens"])
     first = tokens[:, 0]
     drawn = np.bincount(first, minlength=len(probs)) / n
     kept = np.zeros_like(probs)
-    kept[3:3 + support] = probs[3:3 + support]
+    kept[3 : 3 + support] = probs[3 : 3 + support]
     np.testing.assert_allclose(drawn, kept / kept.sum(), atol=0.025)
     np.testing.assert_array_equal(tokens[:, 1], np.where(first == EOS_ID, PAD_ID, EOS_ID))
     # Each sample scores its log-probability under the model, not under the restriction,
@@ -151,8 +164,15 @@ def test_a_lower_temperature_draws_the_likely_tokens_more_often():
         return ops.tile(ops.convert_to_tensor(logits)[None, :], (ops.shape(tokens)[0], 1)), states, None
 
     # Limit 2: the first token is drawn (the second is eos by the length rule).
-    out = greedy_search(next_fn, [np.zeros((n, 1), np.float32)], n, max_length=2, sampling=("full", 0.0),
-                        temperature=0.5, keys=np.arange(n, dtype=np.int32))
+    out = greedy_search(
+        next_fn,
+        [np.zeros((n, 1), np.float32)],
+        n,
+        max_length=2,
+        sampling=("full", 0.0),
+        temperature=0.5,
+        keys=np.arange(n, dtype=np.int32),
+    )
     drawn = np.bincount(ops.convert_to_numpy(out["tokens"])[:, 0], minlength=6)[3:] / n
     tempered = probs[3:] ** 2 / np.sum(probs[3:] ** 2)  # softmax(log p / 0.5)
     np.testing.assert_allclose(drawn, tempered, atol=0.025)
@@ -190,8 +210,9 @@ def test_samples_are_reproducible_and_score_as_teacher_forcing(name):
     assert rows(np.asarray(first["tokens"])[:, 0]) == rows(np.asarray(again["tokens"])[:, 0])
     assert rows(np.asarray(first["tokens"])[:, 0]) != rows(np.asarray(other["tokens"])[:, 0])
     drawn = rows(np.asarray(first["tokens"])[:, 0])
-    np.testing.assert_allclose([float(np.sum(x)) for x in score_ids(model, sources(), drawn)],
-                               np.asarray(first["scores"])[:, 0], atol=1e-4)
+    np.testing.assert_allclose(
+        [float(np.sum(x)) for x in score_ids(model, sources(), drawn)], np.asarray(first["scores"])[:, 0], atol=1e-4
+    )
     # topk:1 is greedy search; a prefix holds under sampling too.
     greedy = rows(np.asarray(model.generate(SOURCE)["tokens"])[:, 0])
     assert rows(np.asarray(model.generate(SOURCE, sampling="topk:1", keys=keys)["tokens"])[:, 0]) == greedy
@@ -215,18 +236,33 @@ def test_text_samples_do_not_depend_on_batching_and_prefixes_lead_the_text():
     lines = ["the dog runs", "a big green fish sees the cars", "", "the cat"]
 
     def draws(**kw):
-        return [x for chunk in translate_chunks(model, vocab, lines, beam_size=1, sampling="topk:5", samples=3,
-                                                seed=7, progress=False, **kw) for x in chunk]
+        return [
+            x
+            for chunk in translate_chunks(
+                model, vocab, lines, beam_size=1, sampling="topk:5", samples=3, seed=7, progress=False, **kw
+            )
+            for x in chunk
+        ]
 
     whole = draws()
     assert len(whole) == 4 and all(len(x) == 3 for x in whole) and whole[2] == ["", "", ""]
     assert draws(batch_size=1, chunk_size=1) == whole  # keyed by (seed, line, draw), not by batch
-    tail = [x for chunk in translate_chunks(model, vocab, lines[1:], beam_size=1, sampling="topk:5", samples=3,
-                                            seed=7, line_offset=1, progress=False) for x in chunk]
+    tail = [
+        x
+        for chunk in translate_chunks(
+            model, vocab, lines[1:], beam_size=1, sampling="topk:5", samples=3, seed=7, line_offset=1, progress=False
+        )
+        for x in chunk
+    ]
     assert tail == whole[1:]  # what --resume continues
     assert draw_key(7, 0, 0) != draw_key(7, 0, 1) != draw_key(8, 0, 0)
-    prefixed = [x for chunk in translate_chunks(model, vocab, lines, beam_size=2, progress=False,
-                                                prefixes=["le hundo", "", "", "le"]) for x in chunk]
+    prefixed = [
+        x
+        for chunk in translate_chunks(
+            model, vocab, lines, beam_size=2, progress=False, prefixes=["le hundo", "", "", "le"]
+        )
+        for x in chunk
+    ]
     assert prefixed[0].startswith("le hundo") and prefixed[3].startswith("le") and prefixed[2] == ""
     with pytest.raises(ValueError, match="prefix line 1 .* cannot spell"):
         next(translate_chunks(model, vocab, lines, beam_size=1, prefixes=["漢字", "", "", ""], progress=False))
@@ -239,15 +275,19 @@ def test_an_ensemble_takes_prefixes_and_samples():
     out = ensemble.generate(SOURCE, beam_size=3, prefix=PREFIX, length_penalty="none")
     found = rows(np.asarray(out["tokens"])[:, 0])
     assert found[0][:2] == [10, 11] and found[1][:1] == [12]
-    np.testing.assert_allclose([float(np.sum(x)) for x in score_ids(ensemble, sources(), found)],
-                               np.asarray(out["scores"])[:, 0], atol=1e-4)
+    np.testing.assert_allclose(
+        [float(np.sum(x)) for x in score_ids(ensemble, sources(), found)], np.asarray(out["scores"])[:, 0], atol=1e-4
+    )
     keys = np.array([1, 2, 3], np.int32)
     drawn = ensemble.generate(SOURCE, sampling="topk:4", keys=keys)
-    assert rows(np.asarray(drawn["tokens"])[:, 0]) == rows(np.asarray(
-        ensemble.generate(SOURCE, sampling="topk:4", keys=keys)["tokens"])[:, 0])
-    np.testing.assert_allclose([float(np.sum(x)) for x in score_ids(ensemble, sources(),
-                                                                    rows(np.asarray(drawn["tokens"])[:, 0]))],
-                               np.asarray(drawn["scores"])[:, 0], atol=1e-4)
+    assert rows(np.asarray(drawn["tokens"])[:, 0]) == rows(
+        np.asarray(ensemble.generate(SOURCE, sampling="topk:4", keys=keys)["tokens"])[:, 0]
+    )
+    np.testing.assert_allclose(
+        [float(np.sum(x)) for x in score_ids(ensemble, sources(), rows(np.asarray(drawn["tokens"])[:, 0]))],
+        np.asarray(drawn["scores"])[:, 0],
+        atol=1e-4,
+    )
 
 
 # Constraints: phrases separated by -1; the third sentence has none.
@@ -255,7 +295,7 @@ CONSTRAINTS = np.array([[7, 8, -1, 15], [12, 0, 0, 0], [0, 0, 0, 0]], np.int32)
 
 
 def contains(row, phrase):
-    return any(row[i:i + len(phrase)] == phrase for i in range(len(row) - len(phrase) + 1))
+    return any(row[i : i + len(phrase)] == phrase for i in range(len(row) - len(phrase) + 1))
 
 
 @pytest.mark.parametrize("name", FAMILIES)
@@ -264,8 +304,9 @@ def test_constrained_outputs_hold_every_phrase_and_score_as_teacher_forcing(name
     out = model.generate(SOURCE, beam_size=3, constraints=CONSTRAINTS, length_penalty="none")
     found = rows(np.asarray(out["tokens"])[:, 0])
     assert contains(found[0], [7, 8]) and contains(found[0], [15]) and contains(found[1], [12])
-    np.testing.assert_allclose([float(np.sum(x)) for x in score_ids(model, sources(), found)],
-                               np.asarray(out["scores"])[:, 0], atol=1e-4)
+    np.testing.assert_allclose(
+        [float(np.sum(x)) for x in score_ids(model, sources(), found)], np.asarray(out["scores"])[:, 0], atol=1e-4
+    )
     plain = model.generate(SOURCE, beam_size=3, length_penalty="none")
     assert found[2] == rows(np.asarray(plain["tokens"])[:, 0])[2]  # the sentence without constraints
     # With a prefix as well: the prefix first, the phrases somewhere in the output.
@@ -284,8 +325,9 @@ def test_an_ensemble_meets_constraints():
         found = rows(np.asarray(out["tokens"])[:, j])
         assert contains(found[0], [7, 8]) and contains(found[0], [15]) and contains(found[1], [12])
     found = rows(np.asarray(out["tokens"])[:, 0])
-    np.testing.assert_allclose([float(np.sum(x)) for x in score_ids(ensemble, sources(), found)],
-                               np.asarray(out["scores"])[:, 0], atol=1e-4)
+    np.testing.assert_allclose(
+        [float(np.sum(x)) for x in score_ids(ensemble, sources(), found)], np.asarray(out["scores"])[:, 0], atol=1e-4
+    )
 
 
 def test_text_constraints_appear_in_the_translations():
@@ -293,12 +335,19 @@ def test_text_constraints_appear_in_the_translations():
     model = MODELS["rnnsearch"](vocab.source.vocab_size, vocab.target.vocab_size, **TINY_OPTIONS["rnnsearch"])
     lines = ["the dog runs", "a big green fish sees the cars", "", "the cat"]
     wanted = ["hundo", "le hundo\tgrande", "", ""]
-    out = [x for chunk in translate_chunks(model, vocab, lines, beam_size=3, progress=False, constraints=wanted,
-                                           batch_size=2) for x in chunk]
+    out = [
+        x
+        for chunk in translate_chunks(
+            model, vocab, lines, beam_size=3, progress=False, constraints=wanted, batch_size=2
+        )
+        for x in chunk
+    ]
     # The phrases' subwords appear in order (a word may go on after a phrase's last subword).
     assert "hundo" in out[0] and "le hundo" in out[1] and "grande" in out[1] and out[2] == ""
-    for given, beam, message in ((["漢字", "", "", ""], 3, "constraints line 1: '漢字' has a piece"),
-                                 (["", "a\tb\tc", "", ""], 2, "constraints line 2 has 3 phrases, more than the beam"),
-                                 (wanted, 1, "constraints needs beam search")):
+    for given, beam, message in (
+        (["漢字", "", "", ""], 3, "constraints line 1: '漢字' has a piece"),
+        (["", "a\tb\tc", "", ""], 2, "constraints line 2 has 3 phrases, more than the beam"),
+        (wanted, 1, "constraints needs beam search"),
+    ):
         with pytest.raises(ValueError, match=message):
             next(translate_chunks(model, vocab, lines, beam_size=beam, constraints=given, progress=False))

@@ -23,9 +23,25 @@ pytestmark = pytest.mark.backend
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # No dropout: the replicas would draw other masks than one device does.
-TINY = [*TINY_TRAIN_ARGS, "--set", "dropout=0", "--set", "output_dropout=0", "--set", "annotation_dropout=0",
-        "--set", "validate_every=1", "--set", "max_steps=3", "--set", "val_loss_sentences=0",
-        "--set", "tensorboard_pictures=0", "--set", "keep_checkpoints=true"]
+TINY = [
+    *TINY_TRAIN_ARGS,
+    "--set",
+    "dropout=0",
+    "--set",
+    "output_dropout=0",
+    "--set",
+    "annotation_dropout=0",
+    "--set",
+    "validate_every=1",
+    "--set",
+    "max_steps=3",
+    "--set",
+    "val_loss_sentences=0",
+    "--set",
+    "tensorboard_pictures=0",
+    "--set",
+    "keep_checkpoints=true",
+]
 
 # Two trainings in one process (same seed, same data): one device, then data-parallel.
 SCRIPT = """
@@ -48,8 +64,14 @@ def test_two_devices_train_like_one_on_the_same_global_batch(tmp_path):
     env["XLA_FLAGS"] = ("--xla_force_host_platform_device_count=2 " + env.get("XLA_FLAGS", "")).strip()
     # clipnorm 0.01 clips every step: the clipping must see the whole batch's gradient.
     args = [*TINY, "--set", "clipnorm=0.01"]
-    done = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path), *args],
-                          env=env, cwd=REPO, capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(tmp_path), *args],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     if keras.backend.backend() == "jax":  # and the same run on two processes of one device each
         _two_processes_train_like_two_devices(tmp_path, args)
@@ -82,8 +104,9 @@ def test_data_parallel_is_refused_on_torch_with_the_reason(tmp_path, capsys):
     out = str(tmp_path / "r")
     assert main(["train", "quickstart", "--out", out, *TINY, "--set", "distribution=data_parallel"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("memnmt: error: config field distribution='data_parallel' is not supported on the "
-                          "torch backend")
+    assert err.startswith(
+        "memnmt: error: config field distribution='data_parallel' is not supported on the torch backend"
+    )
     assert not os.path.exists(out)
 
 
@@ -112,8 +135,9 @@ def test_padding_rows_change_no_loss(tmp_path):
         model = get_model(name)(30, 30, **options)
         compile_model(model, TrainConfig(model=name))
         plain = model.evaluate((source, target_in), target_out, verbose=0, return_dict=True)["loss"]
-        padded = model.evaluate((np.asarray(p_source), np.asarray(p_target_in)), np.asarray(p_target_out),
-                                verbose=0, return_dict=True)["loss"]
+        padded = model.evaluate(
+            (np.asarray(p_source), np.asarray(p_target_in)), np.asarray(p_target_out), verbose=0, return_dict=True
+        )["loss"]
         np.testing.assert_allclose(padded, plain, rtol=1e-5, err_msg=name)
 
 
@@ -127,12 +151,14 @@ def test_tensorflows_several_workers_are_refused_before_any_work(tmp_path, capsy
 
 
 @pytest.mark.skipif(keras.backend.backend() == "jax", reason="on JAX the command joins the cluster first")
-@pytest.mark.parametrize("distribution, expected", [
-    ("none", "add --set distribution=data_parallel"),
-    ("data_parallel", "needs KERAS_BACKEND=jax"),
-])
-def test_several_processes_off_jax_are_refused_before_any_work(tmp_path, capsys, monkeypatch, distribution,
-                                                                expected):
+@pytest.mark.parametrize(
+    "distribution, expected",
+    [
+        ("none", "add --set distribution=data_parallel"),
+        ("data_parallel", "needs KERAS_BACKEND=jax"),
+    ],
+)
+def test_several_processes_off_jax_are_refused_before_any_work(tmp_path, capsys, monkeypatch, distribution, expected):
     monkeypatch.setenv("KERAS_DISTRIBUTION_NUM_PROCESSES", "2")
     out = str(tmp_path / "r")
     assert main(["train", "quickstart", "--out", out, *TINY, "--set", f"distribution={distribution}"]) == 2
@@ -142,12 +168,21 @@ def test_several_processes_off_jax_are_refused_before_any_work(tmp_path, capsys,
 
 
 @pytest.mark.backend_independent
-@pytest.mark.parametrize("environment, expected", [
-    ({"KERAS_DISTRIBUTION_NUM_PROCESSES": "two"}, "expected a whole number >= 1"),
-    ({"KERAS_DISTRIBUTION_NUM_PROCESSES": "2"}, "$KERAS_DISTRIBUTION_JOB_ADDRESSES is not set"),
-    ({"KERAS_DISTRIBUTION_NUM_PROCESSES": "2", "KERAS_DISTRIBUTION_JOB_ADDRESSES": "127.0.0.1:1",
-      "KERAS_DISTRIBUTION_PROCESS_ID": "2"}, "$KERAS_DISTRIBUTION_PROCESS_ID='2': expected 0 to 1"),
-])
+@pytest.mark.parametrize(
+    "environment, expected",
+    [
+        ({"KERAS_DISTRIBUTION_NUM_PROCESSES": "two"}, "expected a whole number >= 1"),
+        ({"KERAS_DISTRIBUTION_NUM_PROCESSES": "2"}, "$KERAS_DISTRIBUTION_JOB_ADDRESSES is not set"),
+        (
+            {
+                "KERAS_DISTRIBUTION_NUM_PROCESSES": "2",
+                "KERAS_DISTRIBUTION_JOB_ADDRESSES": "127.0.0.1:1",
+                "KERAS_DISTRIBUTION_PROCESS_ID": "2",
+            },
+            "$KERAS_DISTRIBUTION_PROCESS_ID='2': expected 0 to 1",
+        ),
+    ],
+)
 def test_a_malformed_cluster_is_one_line_naming_the_variable(monkeypatch, environment, expected):
     from keras_memnmt.config import ConfigError
     from keras_memnmt.training import hosts
@@ -182,10 +217,22 @@ def _two_processes_train_like_two_devices(tmp_path, args):
     port, work = _free_port(), tmp_path / "processes"
     work.mkdir()
     command = [sys.executable, "-m", "keras_memnmt.cli", "train", "quickstart", "--out", str(work / "run"), *args]
-    procs = [subprocess.Popen(command, cwd=work, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              env=dict(env, KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{port}",
-                                       KERAS_DISTRIBUTION_NUM_PROCESSES="2", KERAS_DISTRIBUTION_PROCESS_ID=str(i)))
-             for i in range(2)]
+    procs = [
+        subprocess.Popen(
+            command,
+            cwd=work,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(
+                env,
+                KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{port}",
+                KERAS_DISTRIBUTION_NUM_PROCESSES="2",
+                KERAS_DISTRIBUTION_PROCESS_ID=str(i),
+            ),
+        )
+        for i in range(2)
+    ]
     outputs = [p.communicate(timeout=900) for p in procs]
     for p, (_, err) in zip(procs, outputs, strict=True):
         assert p.returncode == 0, err[-3000:]
@@ -214,8 +261,13 @@ def _two_processes_train_like_two_devices(tmp_path, args):
 
     a, b = (read_model_file(str(run / "model.keras")) for run in (tmp_path / "two", work / "run"))
     for va, vb in zip(a.weights, b.weights, strict=True):
-        np.testing.assert_allclose(keras.ops.convert_to_numpy(vb.value), keras.ops.convert_to_numpy(va.value),
-                                   rtol=1e-5, atol=1e-7, err_msg=va.path)
+        np.testing.assert_allclose(
+            keras.ops.convert_to_numpy(vb.value),
+            keras.ops.convert_to_numpy(va.value),
+            rtol=1e-5,
+            atol=1e-7,
+            err_msg=va.path,
+        )
 
 
 # ----- XLA_FLAGS' CPU device count on TensorFlow ------------------------------------------------
@@ -249,11 +301,16 @@ print(len(placement(config).devices))
 
 
 def _run_on_tensorflow(script):
-    env = dict(os.environ, KERAS_BACKEND="tensorflow", CUDA_VISIBLE_DEVICES="",
-               XLA_FLAGS="--xla_force_host_platform_device_count=2",
-               PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    done = subprocess.run([sys.executable, "-c", script], env=env, cwd=REPO, capture_output=True, text=True,
-                          timeout=300)
+    env = dict(
+        os.environ,
+        KERAS_BACKEND="tensorflow",
+        CUDA_VISIBLE_DEVICES="",
+        XLA_FLAGS="--xla_force_host_platform_device_count=2",
+        PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, cwd=REPO, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout.splitlines()
 
@@ -265,17 +322,24 @@ def test_xla_flags_device_count_splits_tensorflows_cpu():
     pytest.importorskip("tensorflow")
     two, changed = _run_on_tensorflow(PLACEMENT_FIRST)
     assert two == "2 2"
-    assert changed == ("XLA_FLAGS --xla_force_host_platform_device_count=3 asks for 3 CPU devices, but this "
-                       "process set up TensorFlow's devices already (2 CPU devices): set XLA_FLAGS before the "
-                       "process first runs TensorFlow")
+    assert changed == (
+        "XLA_FLAGS --xla_force_host_platform_device_count=3 asks for 3 CPU devices, but this "
+        "process set up TensorFlow's devices already (2 CPU devices): set XLA_FLAGS before the "
+        "process first runs TensorFlow"
+    )
     assert _run_on_tensorflow(PLACEMENT_IN_THE_COMMAND) == ["2"]
 
 
 @pytest.mark.backend_independent
-@pytest.mark.parametrize("flags, count", [("", 1), ("--xla_cpu_enable_fast_math=false", 1),
-                                          ("--xla_force_host_platform_device_count=4", 4),
-                                          ("--xla_force_host_platform_device_count=2 "
-                                           "--xla_force_host_platform_device_count=3", 3)])
+@pytest.mark.parametrize(
+    "flags, count",
+    [
+        ("", 1),
+        ("--xla_cpu_enable_fast_math=false", 1),
+        ("--xla_force_host_platform_device_count=4", 4),
+        ("--xla_force_host_platform_device_count=2 --xla_force_host_platform_device_count=3", 3),
+    ],
+)
 def test_host_device_count_reads_xla_flags(monkeypatch, flags, count):
     from keras_memnmt.runtime import host_device_count
 
@@ -289,8 +353,10 @@ def test_a_malformed_device_count_is_one_line_naming_xla_flags(monkeypatch, valu
     from keras_memnmt.runtime import host_device_count
 
     monkeypatch.setenv("XLA_FLAGS", f"--xla_force_host_platform_device_count={value}")
-    with pytest.raises(ValueError, match=f"^XLA_FLAGS: --xla_force_host_platform_device_count expects a "
-                                         f"positive integer, got '{value}'$"):
+    with pytest.raises(
+        ValueError,
+        match=f"^XLA_FLAGS: --xla_force_host_platform_device_count expects a positive integer, got '{value}'$",
+    ):
         host_device_count()
 
 
@@ -303,16 +369,33 @@ HOSTS_TIMEOUT = 10
 CLUSTER_ARGS = [*TINY, "--set", "distribution=data_parallel"]
 # What a process must never print: a Python traceback, the runtime's native log lines
 # (absl's "E1128 12:00:00.000000 ..."), an abort.
-NATIVE = re.compile(r"Traceback|^[IWEF]\d{4} \d\d:\d\d:\d\d|Fatal Python error|terminate called|Check failure"
-                    r"|Aborted", re.MULTILINE)
+NATIVE = re.compile(
+    r"Traceback|^[IWEF]\d{4} \d\d:\d\d:\d\d|Fatal Python error|terminate called|Check failure"
+    r"|Aborted",
+    re.MULTILINE,
+)
 
 
-def _start(work, index: int, count: int, port: int, args: list[str], recipe: str = "quickstart",
-           python: tuple = ("-m", "keras_memnmt.cli"), **environment):
-    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""),
-               KERAS_BACKEND="jax", KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{port}",
-               KERAS_DISTRIBUTION_NUM_PROCESSES=str(count), KERAS_DISTRIBUTION_PROCESS_ID=str(index),
-               MEMNMT_HOSTS_TIMEOUT=str(HOSTS_TIMEOUT), **environment)
+def _start(
+    work,
+    index: int,
+    count: int,
+    port: int,
+    args: list[str],
+    recipe: str = "quickstart",
+    python: tuple = ("-m", "keras_memnmt.cli"),
+    **environment,
+):
+    env = dict(
+        os.environ,
+        PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        KERAS_BACKEND="jax",
+        KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{port}",
+        KERAS_DISTRIBUTION_NUM_PROCESSES=str(count),
+        KERAS_DISTRIBUTION_PROCESS_ID=str(index),
+        MEMNMT_HOSTS_TIMEOUT=str(HOSTS_TIMEOUT),
+        **environment,
+    )
     for name in ("XLA_FLAGS", "TF_CPP_MIN_LOG_LEVEL"):  # the command's own: TensorFlow's start-up lines off
         env.pop(name, None)
     command = [sys.executable, *python, "train", recipe, "--out", str(work / "run"), *args]
@@ -354,8 +437,9 @@ def test_a_process_that_never_starts_stops_the_others_in_time(tmp_path):
     procs = [_start(tmp_path, i, 3, port, CLUSTER_ARGS) for i in range(2)]  # process 2 never starts
     for i, (code, err) in enumerate(_ended(procs, _JOIN_LIMIT)):
         assert code == 2, err[-3000:]
-        assert err.strip() == _one_error_line(err, f"memnmt: error: process {i} of 3: the cluster did not form "
-                                                   f"within {HOSTS_TIMEOUT} s")
+        assert err.strip() == _one_error_line(
+            err, f"memnmt: error: process {i} of 3: the cluster did not form within {HOSTS_TIMEOUT} s"
+        )
     assert not (tmp_path / "run").exists()
 
 
@@ -371,26 +455,35 @@ def test_a_coordinator_port_in_use_stops_every_process_in_time(tmp_path):
         procs = [_start(tmp_path, i, 2, port, CLUSTER_ARGS) for i in range(2)]
         (code0, err0), (code1, err1) = _ended(procs, _JOIN_LIMIT)
     assert code0 == code1 == 2, err0[-3000:] + err1[-3000:]
-    assert err0.strip() == _one_error_line(err0, f"process 0 of 2: cannot start the cluster's coordinator on "
-                                                 f"127.0.0.1:{port} (its port is in use")
+    assert err0.strip() == _one_error_line(
+        err0, f"process 0 of 2: cannot start the cluster's coordinator on 127.0.0.1:{port} (its port is in use"
+    )
     assert err1.strip() == _one_error_line(err1, "process 1 of 2: the cluster did not form")
     assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(keras.backend.backend() != "jax", reason="several processes train on JAX")
-@pytest.mark.parametrize("case, second, expected", [
-    ("set values", ["--set", "max_steps=6"], "differ in max_steps (process 0: 3, process 1: 6)"),
-    ("recipes", ["--recipe", "multi30k_rnnsearch"], "differ in "),
-    ("process counts", ["--processes", "3"], "differ in $KERAS_DISTRIBUTION_NUM_PROCESSES (process 0: 2, "
-                                            "process 1: 3)"),
-])
+@pytest.mark.parametrize(
+    "case, second, expected",
+    [
+        ("set values", ["--set", "max_steps=6"], "differ in max_steps (process 0: 3, process 1: 6)"),
+        ("recipes", ["--recipe", "multi30k_rnnsearch"], "differ in "),
+        (
+            "process counts",
+            ["--processes", "3"],
+            "differ in $KERAS_DISTRIBUTION_NUM_PROCESSES (process 0: 2, process 1: 3)",
+        ),
+    ],
+)
 def test_processes_that_differ_stop_before_training(tmp_path, case, second, expected):
     port = _free_port()
     recipe = second[1] if second[0] == "--recipe" else "quickstart"
     count = int(second[1]) if second[0] == "--processes" else 2
-    procs = [_start(tmp_path, 0, 2, port, CLUSTER_ARGS),
-             _start(tmp_path, 1, count, port, CLUSTER_ARGS + (second if second[0] == "--set" else []), recipe)]
+    procs = [
+        _start(tmp_path, 0, 2, port, CLUSTER_ARGS),
+        _start(tmp_path, 1, count, port, CLUSTER_ARGS + (second if second[0] == "--set" else []), recipe),
+    ]
     for i, (code, err) in enumerate(_ended(procs, 120)):
         assert code == 2, err[-3000:]
         line = _one_error_line(err, f"memnmt: error: process {i} of ")
@@ -424,13 +517,18 @@ def test_a_process_stuck_while_alive_stops_the_other_in_time_naming_it(tmp_path)
     port = _free_port()
     args = [*CLUSTER_ARGS, "--set", "max_steps=30"]
     timeouts = dict(MEMNMT_HOSTS_STEP_TIMEOUT=str(STEP_TIMEOUT))
-    procs = [_start(tmp_path, 0, 2, port, args, **timeouts),
-             _start(tmp_path, 1, 2, port, args, python=("-c", STALLS_AT_STEP_3), **timeouts)]
+    procs = [
+        _start(tmp_path, 0, 2, port, args, **timeouts),
+        _start(tmp_path, 1, 2, port, args, python=("-c", STALLS_AT_STEP_3), **timeouts),
+    ]
     started = time.monotonic()
     [(code, err)] = _ended(procs[:1], 400 + STEP_TIMEOUT + HOSTS_TIMEOUT)
-    _one_error_line(err, "memnmt: error: process 0 of 2: process 1 (at step 2) had not begun training step 3 "
-                         f"within {STEP_TIMEOUT} s: stuck ($MEMNMT_HOSTS_STEP_TIMEOUT sets the bound); the run "
-                         "directory resumes")
+    _one_error_line(
+        err,
+        "memnmt: error: process 0 of 2: process 1 (at step 2) had not begun training step 3 "
+        f"within {STEP_TIMEOUT} s: stuck ($MEMNMT_HOSTS_STEP_TIMEOUT sets the bound); the run "
+        "directory resumes",
+    )
     assert code == 3, err[-3000:]
     assert not (tmp_path / "run" / ".lock").exists()
     assert json.loads((tmp_path / "run" / "validations.json").read_text())[-1]["step"] == 2
@@ -476,8 +574,23 @@ def test_a_process_killed_while_training_stops_the_other_and_the_run_resumes(tmp
         env.pop(name, None)
     env.pop("XLA_FLAGS", None)
     env.pop("TF_CPP_MIN_LOG_LEVEL", None)
-    done = subprocess.run([sys.executable, "-m", "keras_memnmt.cli", "train", "quickstart", "--out",
-                           str(tmp_path / "run"), *args, "--resume"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "keras_memnmt.cli",
+            "train",
+            "quickstart",
+            "--out",
+            str(tmp_path / "run"),
+            *args,
+            "--resume",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "resuming from" in done.stderr

@@ -25,8 +25,10 @@ DOCS = [os.path.join(ROOT, "README.md"), *sorted(glob.glob(os.path.join(ROOT, "d
 def test_marked_tables_equal_the_records(path):
     old, new, _ = marked_tables(path)
     stale = [(a, b) for a, b in zip(old.splitlines(), new.splitlines()) if a != b]
-    assert new == old, (f"{os.path.relpath(path, ROOT)}: a marked table differs from its records "
-                        f"(`memnmt results --update` renders it again); first difference: {stale[:1]}")
+    assert new == old, (
+        f"{os.path.relpath(path, ROOT)}: a marked table differs from its records "
+        f"(`memnmt results --update` renders it again); first difference: {stale[:1]}"
+    )
 
 
 def test_the_readme_marks_its_results_table():
@@ -43,17 +45,30 @@ def _run(path, seed: int, bleu: float):
     with open(os.path.join(path, "config.json"), "w") as f:
         json.dump({"model": "rnnsearch", "seed": seed, "validate_every": 0}, f)
     with open(os.path.join(path, "results.json"), "w") as f:
-        json.dump({"test_split": "test_2016_flickr", "beam_size": 5, "bleu": bleu, "bleu_lowercase": bleu + 0.5,
-                   "chrf": 60.0, "ter": 50.0, "train_seconds": 600.0, "best_val_bleu": 30.0}, f)
+        json.dump(
+            {
+                "test_split": "test_2016_flickr",
+                "beam_size": 5,
+                "bleu": bleu,
+                "bleu_lowercase": bleu + 0.5,
+                "chrf": 60.0,
+                "ter": 50.0,
+                "train_seconds": 600.0,
+                "best_val_bleu": 30.0,
+            },
+            f,
+        )
 
 
 def test_update_renders_each_marked_table_from_its_runs(tmp_path, capsys):
     _run(tmp_path / "records" / "a", 0, 36.0)
     _run(tmp_path / "records" / "b", 1, 37.25)
     doc = tmp_path / "doc.md"
-    doc.write_text("# Results\n\n<!-- memnmt results records/a records/b -->\n| stale |\n"
-                   f"{TABLE_END}\n\ntext after\n\n<!-- memnmt results records/b --format json -->\n"
-                   f"{TABLE_END}\n")
+    doc.write_text(
+        "# Results\n\n<!-- memnmt results records/a records/b -->\n| stale |\n"
+        f"{TABLE_END}\n\ntext after\n\n<!-- memnmt results records/b --format json -->\n"
+        f"{TABLE_END}\n"
+    )
     assert main(["results", "--update", str(doc)]) == 0
     assert capsys.readouterr().out == f"{doc}: 2 marked tables, updated\n"
     text = doc.read_text()
@@ -98,8 +113,7 @@ def test_update_refuses_before_writing_anything(tmp_path, capsys):
     bad_args = tmp_path / "bad_args.md"
     bad_args.write_text(f"text\n\n<!-- memnmt results a --beam 0 -->\n{TABLE_END}\n")
     assert main(["results", "--update", str(bad_args)]) == 2
-    assert (f"{bad_args} line 3: the marker's arguments are not those of `memnmt results`"
-            in capsys.readouterr().err)
+    assert f"{bad_args} line 3: the marker's arguments are not those of `memnmt results`" in capsys.readouterr().err
     assert good.read_text() == f"<!-- memnmt results a -->\n{TABLE_END}\n"
 
 
@@ -120,6 +134,9 @@ def test_update_marked_tables_leaves_unmarked_text_alone():
     text = "a\n<!-- memnmt results x y -->\nold\n<!-- end memnmt results -->\nb"
     calls = []
     new, count = update_marked_tables(text, lambda argv: calls.append(argv) or "NEW")
-    assert (new, count, calls) == ("a\n<!-- memnmt results x y -->\nNEW\n<!-- end memnmt results -->\nb", 1,
-                                   [["x", "y"]])
+    assert (new, count, calls) == (
+        "a\n<!-- memnmt results x y -->\nNEW\n<!-- end memnmt results -->\nb",
+        1,
+        [["x", "y"]],
+    )
     assert update_marked_tables("no tables\n", lambda argv: "X") == ("no tables\n", 0)

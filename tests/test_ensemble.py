@@ -70,8 +70,7 @@ def test_an_ensemble_of_one_is_its_model(beam_size, n_best):
     together = ensemble.generate(src, **kwargs)
     for key in ("tokens", "scores"):
         np.testing.assert_array_equal(numpy(together[key]), numpy(alone[key]))
-    np.testing.assert_array_equal(numpy(ensemble((src, tgt))),
-                                  numpy(ops.log_softmax(model((src, tgt)), axis=-1)))
+    np.testing.assert_array_equal(numpy(ensemble((src, tgt))), numpy(ops.log_softmax(model((src, tgt)), axis=-1)))
 
 
 # ----- two members against a NumPy mixture ----------------------------------------------------
@@ -186,11 +185,10 @@ def test_decode_step_mixes_log_probs_and_passes_states_through():
     # bias, memory and mask pass through as the very tensors given (beam search relies on it)
     for i in (0, 2, 3, 4, 6, 7):
         assert new_states[i] is states[i]
-    member_steps = [m.decode_step(tokens, states[4 * i:4 * i + 4]) for i, m in enumerate(ensemble.members)]
+    member_steps = [m.decode_step(tokens, states[4 * i : 4 * i + 4]) for i, m in enumerate(ensemble.members)]
     expected = log_softmax(np.mean([log_softmax(numpy(x)) for x, _, _ in member_steps], axis=0))
     np.testing.assert_allclose(numpy(logp), expected, atol=1e-5)
-    np.testing.assert_allclose(numpy(attention), np.mean([numpy(a) for _, _, a in member_steps], axis=0),
-                               atol=1e-6)
+    np.testing.assert_allclose(numpy(attention), np.mean([numpy(a) for _, _, a in member_steps], axis=0), atol=1e-6)
 
 
 # ----- real models ----------------------------------------------------------------------------
@@ -207,8 +205,13 @@ def test_members_of_different_architectures():
 
     def run():
         attentions = [m.decode_step(bos, m.encode(src))[2] for m in members]
-        return ([m((src, tgt)) for m in members], ensemble((src, tgt)),
-                ensemble.decode_step(bos, ensemble.encode(src))[2], attentions[:2], attentions[2])
+        return (
+            [m((src, tgt)) for m in members],
+            ensemble((src, tgt)),
+            ensemble.decode_step(bos, ensemble.encode(src))[2],
+            attentions[:2],
+            attentions[2],
+        )
 
     logits, mixed, attention, own, cho = compiled(run)()
     expected = log_softmax(np.mean([log_softmax(numpy(x)) for x in logits], axis=0))
@@ -227,8 +230,7 @@ def test_four_members_beam_16_average_scores_are_the_ensembles_log_probs():
     members = built(rnnsearch(), memdec(), ChoEncoderDecoder(30, 25, **SIZES), rnnsearch())
     ensemble = Ensemble(members)
     src, _ = small_batch()
-    out = ensemble.generate(src, beam_size=16, n_best=16, length_penalty="average",
-                            max_length_a=0.5, max_length_b=2)
+    out = ensemble.generate(src, beam_size=16, n_best=16, length_penalty="average", max_length_a=0.5, max_length_b=2)
     tokens, scores = numpy(out["tokens"]), numpy(out["scores"])
     assert tokens.shape[:2] == (3, 16) and np.isfinite(scores).all()
     assert (np.diff(scores, axis=1) <= 1e-6).all()  # best first
@@ -281,10 +283,14 @@ class _EverySeen(dict):
         return self.stale
 
 
-@pytest.mark.parametrize("make, birnn", [
-    (lambda: BidirectionalEncoder(20, 4, 4), lambda e: e.birnn),
-    (lambda: StackedLSTMEncoder(20, 4, 4, num_layers=2, bidirectional_bottom=True), lambda e: e.lstms[0]),
-], ids=["gru", "lstm"])
+@pytest.mark.parametrize(
+    "make, birnn",
+    [
+        (lambda: BidirectionalEncoder(20, 4, 4), lambda e: e.birnn),
+        (lambda: StackedLSTMEncoder(20, 4, 4, num_layers=2, bidirectional_bottom=True), lambda e: e.lstms[0]),
+    ],
+    ids=["gru", "lstm"],
+)
 def test_an_encoder_built_while_a_model_loads_gets_layers_of_its_own(make, birnn):
     stale = keras.layers.RNN(GRUCell(4), return_sequences=True, return_state=True)
     with ObjectSharingScope():

@@ -18,8 +18,24 @@ pytestmark = pytest.mark.backend_independent
 def train(out, capsys, *sets: str, resume: bool = False) -> int:
     """Trains (or resumes) the tiny quickstart run; returns its batches per epoch."""
     args = [a for s in sets for a in ("--set", s)]
-    assert main(["train", "quickstart", "--out", str(out), *TINY_TRAIN_ARGS, "--set", "validate_every=4",
-                 "--set", "patience=0", *args, *(["--resume"] if resume else [])]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "quickstart",
+                "--out",
+                str(out),
+                *TINY_TRAIN_ARGS,
+                "--set",
+                "validate_every=4",
+                "--set",
+                "patience=0",
+                *args,
+                *(["--resume"] if resume else []),
+            ]
+        )
+        == 0
+    )
     return int(re.search(r"(\d+) batches per epoch", capsys.readouterr().err).group(1))
 
 
@@ -33,8 +49,9 @@ def board_steps(run, tag: str = "epoch_loss") -> list[int]:
     event files hold them (no reader's purge of orphaned data)."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    events = EventAccumulator(os.path.join(run, "tensorboard", "train"), size_guidance={"tensors": 0},
-                              purge_orphaned_data=False)
+    events = EventAccumulator(
+        os.path.join(run, "tensorboard", "train"), size_guidance={"tensors": 0}, purge_orphaned_data=False
+    )
     events.Reload()
     return [event.step for event in events.Tensors(tag)]
 

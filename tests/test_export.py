@@ -90,8 +90,24 @@ def exported(runs, shared_folder):
     def build(root):
         model, vocab, _ = load_run(runs["a"])
         export_translator(model, vocab, str(root / "greedy"), beam_size=1)
-        assert main(["export", "--model", runs["a"], "--model", runs["b"], "--model", runs["c"],
-                     "--out", str(root / "beam"), "--beam", "3"]) == 0
+        assert (
+            main(
+                [
+                    "export",
+                    "--model",
+                    runs["a"],
+                    "--model",
+                    runs["b"],
+                    "--model",
+                    runs["c"],
+                    "--out",
+                    str(root / "beam"),
+                    "--beam",
+                    "3",
+                ]
+            )
+            == 0
+        )
 
     root = shared_folder("exports", build)
     return {"greedy": str(root / "greedy"), "beam": str(root / "beam")}
@@ -104,8 +120,9 @@ def consumed(exported, shared_folder):
     def build(root):
         request = {"inputs": [x.hex() for x in INPUTS], "exports": exported}
         env = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}
-        proc = subprocess.run([sys.executable, "-c", CONSUMER, json.dumps(request)], env=env,
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, "-c", CONSUMER, json.dumps(request)], env=env, capture_output=True, text=True
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         (root / "consumed.json").write_text(proc.stdout.strip().splitlines()[-1])
 
@@ -116,8 +133,10 @@ def _memnmt_translate(tmp_path, members: list[str], beam: int, texts: list[str])
     source, target = tmp_path / f"in{beam}.txt", tmp_path / f"out{beam}.txt"
     source.write_text("".join(t + "\n" for t in texts), encoding="utf-8")
     models = [arg for run in members for arg in ("--model", run)]
-    assert main(["translate", *models, "--beam", str(beam), "--input", str(source),
-                 "--output", str(target), "--quiet"]) == 0
+    assert (
+        main(["translate", *models, "--beam", str(beam), "--input", str(source), "--output", str(target), "--quiet"])
+        == 0
+    )
     return target.read_text(encoding="utf-8").split("\n")[:-1]
 
 
@@ -159,22 +178,17 @@ def test_bad_inputs_have_defined_results(runs, consumed):
 @pytest.mark.slow
 def test_saved_model_cli_shows_both_signatures(exported):
     cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
-    command = [cli] if os.path.isfile(cli) else [sys.executable, "-m",
-                                                  "tensorflow.python.tools.saved_model_cli"]
-    proc = subprocess.run([*command, "show", "--dir", exported["beam"], "--all"],
-                          capture_output=True, text=True)
+    command = [cli] if os.path.isfile(cli) else [sys.executable, "-m", "tensorflow.python.tools.saved_model_cli"]
+    proc = subprocess.run([*command, "show", "--dir", exported["beam"], "--all"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    blocks = dict(re.findall(r"signature_def\['(\w+)'\]:(.*?)(?=signature_def\[|\Z)", proc.stdout,
-                             flags=re.S))
+    blocks = dict(re.findall(r"signature_def\['(\w+)'\]:(.*?)(?=signature_def\[|\Z)", proc.stdout, flags=re.S))
     expected = {
         "translate": {"translation": ("DT_STRING", "(-1)"), "score": ("DT_FLOAT", "(-1)")},
-        "translate_n_best": {"translations": ("DT_STRING", "(-1, 3)"),
-                             "scores": ("DT_FLOAT", "(-1, 3)")},
+        "translate_n_best": {"translations": ("DT_STRING", "(-1, 3)"), "scores": ("DT_FLOAT", "(-1, 3)")},
     }
     for name, outputs in expected.items():
         block = blocks[name]
-        assert re.search(r"inputs\['sentences'\] tensor_info:\s+dtype: DT_STRING\s+shape: \(-1\)",
-                         block), block
+        assert re.search(r"inputs\['sentences'\] tensor_info:\s+dtype: DT_STRING\s+shape: \(-1\)", block), block
         for output, (dtype, shape) in outputs.items():
             pattern = rf"outputs\['{output}'\] tensor_info:\s+dtype: {dtype}\s+shape: {re.escape(shape)}"
             assert re.search(pattern, block), block
@@ -190,8 +204,7 @@ def test_cli_refuses_an_existing_out_before_loading(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "holds no export" in err and "pass --overwrite" not in err  # --overwrite would refuse it too
     assert (out / "keep.txt").read_text() == "mine"
-    assert main(["export", "--model", str(tmp_path), "--out", str(tmp_path / "x"), "--beam", "2",
-                 "--n-best", "3"]) == 2
+    assert main(["export", "--model", str(tmp_path), "--out", str(tmp_path / "x"), "--beam", "2", "--n-best", "3"]) == 2
     assert "--n-best 3 is more than --beam 2" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
 
@@ -204,8 +217,25 @@ def test_overwrite_replaces_an_earlier_export(runs, tmp_path):
     (out / "variables" / "old.index").write_text("old")
     (out / "assets.extra").mkdir()
     (out / "assets.extra" / "memnmt_export.json").write_text(json.dumps({"library": "keras_memnmt"}))
-    assert main(["export", "--model", runs["a"], "--out", str(out), "--beam", "1", "--n-best", "1",
-                 "--max-length", "20", "--overwrite"]) == 0
+    assert (
+        main(
+            [
+                "export",
+                "--model",
+                runs["a"],
+                "--out",
+                str(out),
+                "--beam",
+                "1",
+                "--n-best",
+                "1",
+                "--max-length",
+                "20",
+                "--overwrite",
+            ]
+        )
+        == 0
+    )
     assert sorted(os.listdir(tmp_path)) == ["exported"]  # no partial or moved-aside folder left
     assert (out / "saved_model.pb").read_bytes() != b"old" and not (out / "variables" / "old.index").exists()
     with open(out / "assets.extra" / "memnmt_export.json") as f:
@@ -238,8 +268,7 @@ def test_an_untraceable_model_fails_without_a_partial_export(tmp_path):
             return super().encode(source_ids, training=training)
 
     vocab = synthetic_vocab()
-    model = StaticBatchRNNsearch(vocab.source.vocab_size, vocab.target.vocab_size,
-                                 **TINY_OPTIONS["rnnsearch"])
+    model = StaticBatchRNNsearch(vocab.source.vocab_size, vocab.target.vocab_size, **TINY_OPTIONS["rnnsearch"])
     model.build_weights()
     (tmp_path / "exports").mkdir()
     out = tmp_path / "exports" / "static"

@@ -43,8 +43,11 @@ def _our_log_probs(run, sources, targets):
     source_ids = np.array([r + [0] * (width - len(r)) for r in src])
     target_in = np.array([[BOS_ID] + t + [0] * (length - 1 - len(t)) for t in targets])
     logits = ops.convert_to_numpy(model((source_ids, target_in))).astype(np.float64)
-    logp = logits - np.log(np.exp(logits - logits.max(-1, keepdims=True)).sum(-1, keepdims=True)) \
+    logp = (
+        logits
+        - np.log(np.exp(logits - logits.max(-1, keepdims=True)).sum(-1, keepdims=True))
         - logits.max(-1, keepdims=True)
+    )
     return [logp[i, np.arange(len(t) + 1), t + [EOS_ID]] for i, t in enumerate(targets)]
 
 
@@ -60,8 +63,9 @@ def test_the_export_scores_as_the_keras_model(runs, exported):
     target = spm.SentencePieceProcessor(model_file=os.path.join(exported, "target.model"))
     targets = [target.encode(t) for t in ["die katze schläft", "ein hund", "der vogel singt laut"]]
     translator = ctranslate2.Translator(exported)
-    scored = translator.score_batch(source.encode(SOURCES, out_type=str),
-                                    [[target.id_to_piece(i) for i in t] for t in targets])
+    scored = translator.score_batch(
+        source.encode(SOURCES, out_type=str), [[target.id_to_piece(i) for i in t] for t in targets]
+    )
     for ours, theirs in zip(_our_log_probs(runs["transformer"], SOURCES, targets), scored):
         np.testing.assert_allclose(theirs.log_probs, ours, atol=1e-4)
 
@@ -73,16 +77,33 @@ def test_translator_and_int8(runs, exported, tmp_path):
     float32 = CTranslate2Translator(exported).translate(SOURCES, beam_size=2, max_decoding_length=8)
     assert len(float32) == len(SOURCES) and all(isinstance(t, str) for t in float32)
     out = str(tmp_path / "int8")
-    assert main(["export", "--format", "ctranslate2", "--quantization", "int8", "--model", runs["transformer"],
-                 "--out", out]) == 0
+    assert (
+        main(
+            [
+                "export",
+                "--format",
+                "ctranslate2",
+                "--quantization",
+                "int8",
+                "--model",
+                runs["transformer"],
+                "--out",
+                out,
+            ]
+        )
+        == 0
+    )
     assert len(CTranslate2Translator(out).translate(SOURCES, max_decoding_length=8)) == len(SOURCES)
 
 
 @pytest.mark.backend_independent
-@pytest.mark.parametrize("extra, message", [
-    (["--beam", "3"], "--beam: --format ctranslate2 stores no search"),
-    (["--quantization", "int8", "--format", "savedmodel"], "--quantization is an option of --format ctranslate2"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--beam", "3"], "--beam: --format ctranslate2 stores no search"),
+        (["--quantization", "int8", "--format", "savedmodel"], "--quantization is an option of --format ctranslate2"),
+    ],
+)
 def test_bad_combinations(runs, tmp_path, capsys, extra, message):
     args = ["export", "--format", "ctranslate2", "--model", runs["transformer"], "--out", str(tmp_path / "x"), *extra]
     assert main(args) != 0

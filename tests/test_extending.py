@@ -23,29 +23,40 @@ pytestmark = [pytest.mark.backend_independent, pytest.mark.slow]
 COPIED = ("keras_memnmt", "tests", "benchmarks", "conftest.py", "pyproject.toml")
 # The tests that repeat for every registered model (the files that ask the registry, through
 # `model_names()`, `library_models()` or `TINY_OPTIONS`), and the doc's own test files.
-SHARED_TESTS = ("tests/test_models.py", "tests/test_mixed_precision.py", "tests/test_plot_cli.py",
-                "tests/test_benchmarks.py", "tests/test_distribution.py", "tests/test_registered_names.py")
+SHARED_TESTS = (
+    "tests/test_models.py",
+    "tests/test_mixed_precision.py",
+    "tests/test_plot_cli.py",
+    "tests/test_benchmarks.py",
+    "tests/test_distribution.py",
+    "tests/test_registered_names.py",
+)
 DOC_TESTS = ("keras_memnmt/layers/mycell_test.py", "tests/test_mymodel_model.py", "tests/test_myconv_model.py")
 # The shared tests parametrized by model run for the two models alone; those that loop over
 # every model inside one test are chosen by name.
-SELECTION = " or ".join([*MODEL_NAMES, "mycell", "every_library_model", "padding_rows_change_no_loss",
-                         "no_module_outside_models"])
+SELECTION = " or ".join(
+    [*MODEL_NAMES, "mycell", "every_library_model", "padding_rows_change_no_loss", "no_module_outside_models"]
+)
 # Each model's parametrized shared tests (an id `[NAME]` or `[NAME-...]`), by file.
 PARAMETRIZED = {
-    "tests/test_models.py": ("test_teacher_forcing_equals_stepping_the_cell",
-                             "test_fit_builds_an_unbuilt_model_quietly_and_completely",
-                             "test_every_option_of_a_model_is_read_by_it",
-                             "test_every_dropout_option_of_a_model_changes_its_training_outputs"),
+    "tests/test_models.py": (
+        "test_teacher_forcing_equals_stepping_the_cell",
+        "test_fit_builds_an_unbuilt_model_quietly_and_completely",
+        "test_every_option_of_a_model_is_read_by_it",
+        "test_every_dropout_option_of_a_model_changes_its_training_outputs",
+    ),
     "tests/test_mixed_precision.py": ("test_every_model_trains_under_the_policy",),
     "tests/test_plot_cli.py": ("test_plot_draws_every_panel",),
 }
-LOOPS = ("tests/test_models.py::test_every_library_model_has_tiny_test_sizes",
-         "tests/test_benchmarks.py::test_every_library_model_counts_its_matmul_flops",
-         "tests/test_distribution.py::test_padding_rows_change_no_loss",
-         "tests/test_registered_names.py::test_no_module_outside_models_and_layers_names_a_model",
-         "keras_memnmt/layers/mycell_test.py::test_my_cell",
-         "tests/test_mymodel_model.py::test_my_model",
-         "tests/test_myconv_model.py::test_my_conv_model")
+LOOPS = (
+    "tests/test_models.py::test_every_library_model_has_tiny_test_sizes",
+    "tests/test_benchmarks.py::test_every_library_model_counts_its_matmul_flops",
+    "tests/test_distribution.py::test_padding_rows_change_no_loss",
+    "tests/test_registered_names.py::test_no_module_outside_models_and_layers_names_a_model",
+    "keras_memnmt/layers/mycell_test.py::test_my_cell",
+    "tests/test_mymodel_model.py::test_my_model",
+    "tests/test_myconv_model.py::test_my_conv_model",
+)
 
 
 def _copy_with_the_doc_files(root: str) -> None:
@@ -53,8 +64,7 @@ def _copy_with_the_doc_files(root: str) -> None:
     for name in COPIED:
         source = os.path.join(REPO, name)
         if os.path.isdir(source):
-            shutil.copytree(source, os.path.join(root, name),
-                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            shutil.copytree(source, os.path.join(root, name), ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         elif os.path.exists(source):
             shutil.copy(source, os.path.join(root, name))
     for path, code in doc_files():
@@ -78,12 +88,31 @@ def test_the_docs_models_pass_the_tests_that_repeat_for_every_model(tmp_path):
     _copy_with_the_doc_files(root)
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     env.pop("PYTEST_XDIST_WORKER", None)
-    found = subprocess.run([sys.executable, "-c", "import keras_memnmt; print(keras_memnmt.__file__)"],
-                           cwd=root, env=env, capture_output=True, text=True, check=True).stdout
+    found = subprocess.run(
+        [sys.executable, "-c", "import keras_memnmt; print(keras_memnmt.__file__)"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert found.strip().startswith(root), f"the copy imports the library from {found}"
 
-    command = [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", "-n", "2",
-               *SHARED_TESTS, *DOC_TESTS, "-k", SELECTION]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-rA",
+        "-p",
+        "no:cacheprovider",
+        "-n",
+        "2",
+        *SHARED_TESTS,
+        *DOC_TESTS,
+        "-k",
+        SELECTION,
+    ]
     result = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=1800)
     report = result.stdout + result.stderr
     assert result.returncode == 0, report[-6000:]

@@ -24,10 +24,16 @@ pytestmark = pytest.mark.backend  # cells and models: the result can depend on K
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOC = os.path.join(REPO, "docs", "extending.md")
 # The files the doc shows, in order; the registration file exists and gets one line per model.
-FILES = ("keras_memnmt/layers/mycell.py", "keras_memnmt/layers/mycell_test.py",
-         "keras_memnmt/models/mymodel.py", "keras_memnmt/models/__init__.py",
-         "tests/test_mymodel_model.py", "keras_memnmt/models/myconv.py",
-         "keras_memnmt/models/__init__.py", "tests/test_myconv_model.py")
+FILES = (
+    "keras_memnmt/layers/mycell.py",
+    "keras_memnmt/layers/mycell_test.py",
+    "keras_memnmt/models/mymodel.py",
+    "keras_memnmt/models/__init__.py",
+    "tests/test_mymodel_model.py",
+    "keras_memnmt/models/myconv.py",
+    "keras_memnmt/models/__init__.py",
+    "tests/test_myconv_model.py",
+)
 REGISTRATION = "keras_memnmt/models/__init__.py"
 # What the examples register; none may be a name the library already uses.
 MODEL_NAMES = ("mymodel", "myconv")
@@ -110,8 +116,9 @@ def test_the_doc_recurrent_model_registers_trains_one_step_and_translates(exampl
         apply_overrides(config, ["memory_size=4"])
 
     # What the model declares for the library's tools: its tiny sizes, its pictures, its matmul count.
-    assert cls.tiny_options == dict(embedding_dim=8, encoder_units=6, decoder_units=10, attention_units=7,
-                                    readout_units=9, output_dropout=0.0)
+    assert cls.tiny_options == dict(
+        embedding_dim=8, encoder_units=6, decoder_units=10, attention_units=7, readout_units=9, output_dropout=0.0
+    )
     assert [panel.detail for panel in cls.panels] == ["attention"]
     model = cls(30, 25, **cls.tiny_options)
     assert model.matmul_macs() == (2 * 3 * 6 * 14 + 2 * 6 * 7, 3 * 10 * 30 + 7 * 10 + 9 * 30 + 9 * 25)

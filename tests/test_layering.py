@@ -20,11 +20,33 @@ import keras_memnmt
 # The same on every backend: CI runs it on one (conftest.py).
 pytestmark = pytest.mark.backend_independent
 
-LEVELS = {"files": 0, "runtime": 0, "data": 1, "layers": 2, "decoding": 2, "models": 3, "testing": 3,
-          "config": 4, "settings": 4, "inspection": 4, "plots": 4, "rundir": 5, "evaluation": 6, "export": 7,
-          "training": 7, "recipes": 8, "serving": 8, "cli": 9,
-          # Deprecated import paths (each re-exports a module that moved).
-          "runs": 10, "records": 10, "outputs": 10, "results": 10, "inference": 10, "compare": 10}
+LEVELS = {
+    "files": 0,
+    "runtime": 0,
+    "data": 1,
+    "layers": 2,
+    "decoding": 2,
+    "models": 3,
+    "testing": 3,
+    "config": 4,
+    "settings": 4,
+    "inspection": 4,
+    "plots": 4,
+    "rundir": 5,
+    "evaluation": 6,
+    "export": 7,
+    "training": 7,
+    "recipes": 8,
+    "serving": 8,
+    "cli": 9,
+    # Deprecated import paths (each re-exports a module that moved).
+    "runs": 10,
+    "records": 10,
+    "outputs": 10,
+    "results": 10,
+    "inference": 10,
+    "compare": 10,
+}
 ROOT = os.path.dirname(keras_memnmt.__file__)
 
 
@@ -57,7 +79,9 @@ def _imports(path: str):
         if isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:  # relative: from the file's own package
-                base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else [])
+                )
             for alias in node.names:
                 yield f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base
         elif isinstance(node, ast.Import):
@@ -76,8 +100,12 @@ def test_every_module_has_a_level():
 
 
 def test_no_module_imports_one_above_it():
-    wrong = [f"{name} imports {other}" for name, others in _graph().items() for other in others
-             if LEVELS.get(_unit(other) or "", -1) > LEVELS.get(_unit(name) or "", 99)]
+    wrong = [
+        f"{name} imports {other}"
+        for name, others in _graph().items()
+        for other in others
+        if LEVELS.get(_unit(other) or "", -1) > LEVELS.get(_unit(name) or "", 99)
+    ]
     assert not wrong, wrong
 
 
@@ -118,9 +146,14 @@ def test_no_circles():
     # its names in turn: that is one unit, not a circle. Every other cycle is one.
     graph = _graph()
     packages = {name for name, path in MODULES.items() if path.endswith("__init__.py")}
-    inner = {name: {o for o in others if not (o in packages and name.startswith(o + "."))
-                    and not (name in packages and o.startswith(name + "."))}
-             for name, others in graph.items()}
+    inner = {
+        name: {
+            o
+            for o in others
+            if not (o in packages and name.startswith(o + ".")) and not (name in packages and o.startswith(name + "."))
+        }
+        for name, others in graph.items()
+    }
     assert not _circles(inner), _circles(inner)
 
 
@@ -130,8 +163,10 @@ def test_the_circle_finder_finds_a_circle():
 
 
 def test_loading_and_translating_a_run_does_not_import_training():
-    code = ("import sys, keras_memnmt.rundir.runs, keras_memnmt.evaluation.translation, keras_memnmt.cli; "
-            "print(sorted(m for m in sys.modules if m.startswith('keras_memnmt.training')))")
+    code = (
+        "import sys, keras_memnmt.rundir.runs, keras_memnmt.evaluation.translation, keras_memnmt.cli; "
+        "print(sorted(m for m in sys.modules if m.startswith('keras_memnmt.training')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout
 

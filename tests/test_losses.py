@@ -67,8 +67,7 @@ def test_trains_under_model_fit(eps):
     # must trace there too, and lower the loss.
     targets, _ = _inputs()
     inputs = np.roll(targets, 1, axis=1)
-    model = keras.Sequential([keras.Input((T,), dtype="int32"), keras.layers.Embedding(V, 8),
-                              keras.layers.Dense(V)])
+    model = keras.Sequential([keras.Input((T,), dtype="int32"), keras.layers.Embedding(V, 8), keras.layers.Dense(V)])
     model.compile(keras.optimizers.Adam(0.05), MaskedCrossEntropy(label_smoothing=eps))
     history = model.fit(inputs, targets, epochs=20, batch_size=B, verbose=0).history["loss"]
     assert np.isfinite(history).all() and history[-1] < 0.5 * history[0]

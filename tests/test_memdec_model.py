@@ -10,8 +10,7 @@ from keras_memnmt.testing.utils import assert_stepping_matches
 # The result can depend on KERAS_BACKEND: run on every backend (conftest.py).
 pytestmark = pytest.mark.backend
 
-SIZES = dict(embedding_dim=8, encoder_units=6, decoder_units=10, readout_units=7, attention_units=9,
-             output_dropout=0.0)
+SIZES = dict(embedding_dim=8, encoder_units=6, decoder_units=10, readout_units=7, attention_units=9, output_dropout=0.0)
 
 
 def batch():
@@ -44,8 +43,7 @@ def test_memdec_teacher_forcing_equals_stepping_and_round_trip(tmp_path, query_s
 def test_memdec_saved_with_shared_addressing_keeps_its_addressing():
     """Configs from before the `addressing` argument carry `shared_addressing=True`."""
     # Distinct memory cells (large Eq. 14 noise), so that the addressing modes differ clearly.
-    model = MemDec(30, 25, memory_size=4, memory_dim=5, addressing="shared_parameters",
-                   init_noise_std=1.0, **SIZES)
+    model = MemDec(30, 25, memory_size=4, memory_dim=5, addressing="shared_parameters", init_noise_std=1.0, **SIZES)
     src, tgt = batch()
     logits = np_(model((src, tgt)))
     config = model.get_config()
@@ -68,10 +66,13 @@ def test_pretraining_copies_every_shared_weight():
     src, tgt = batch()
     rnnsearch((src, tgt))
     memdec = memdec_from_rnnsearch(rnnsearch, memory_size=4)
-    for a, b in ((rnnsearch.encoder, memdec.encoder), (rnnsearch.target_embedding, memdec.target_embedding),
-                 (rnnsearch.cell.init_dense, memdec.cell.init_dense),
-                 (rnnsearch.cell.attention, memdec.cell.attention),
-                 (rnnsearch.cell.deep_output, memdec.cell.deep_output)):
+    for a, b in (
+        (rnnsearch.encoder, memdec.encoder),
+        (rnnsearch.target_embedding, memdec.target_embedding),
+        (rnnsearch.cell.init_dense, memdec.cell.init_dense),
+        (rnnsearch.cell.attention, memdec.cell.attention),
+        (rnnsearch.cell.deep_output, memdec.cell.deep_output),
+    ):
         for wa, wb in zip(a.get_weights(), b.get_weights(), strict=True):
             np.testing.assert_array_equal(wa, wb)
     k_src, r_src, b_src = rnnsearch.cell.gru_cell.get_weights()
@@ -94,13 +95,13 @@ def test_pretraining_copies_every_shared_weight():
     memdec.fit((src, tgt), tgt, epochs=1, verbose=0)
     assert not np.allclose(np_(memdec((src, tgt))), logits)
     # the zero-started read weights (default new_weights="zeros") learn from the first step
-    assert np.abs(memdec.cell.gru_cell.get_weights()[0][k_src.shape[0]:]).max() > 0
+    assert np.abs(memdec.cell.gru_cell.get_weights()[0][k_src.shape[0] :]).max() > 0
     assert np.abs(memdec.cell.query_dense.get_weights()[0][:-e]).max() > 0
 
 
 @pytest.mark.parametrize("new_weights", ["zeros", "initializer"])
 def test_warm_start_new_read_weights(new_weights):
-    """"zeros": at the warm start the memory read has no effect on the output."""
+    """ "zeros": at the warm start the memory read has no effect on the output."""
     rnnsearch = RNNsearch(30, 25, **SIZES)
     src, tgt = batch()
     rnnsearch((src, tgt))
@@ -127,11 +128,12 @@ def test_warm_start_with_query_state_is_the_rnnsearch_it_comes_from():
     np.testing.assert_allclose(np_(memdec((src, tgt))), expected, atol=1e-5)
     q_src = rnnsearch.cell.query_dense.get_weights()[0]
     q_dst = memdec.cell.query_dense.get_weights()[0]
-    np.testing.assert_array_equal(q_dst[-q_src.shape[0]:], q_src)  # [s; e] rows
+    np.testing.assert_array_equal(q_dst[-q_src.shape[0] :], q_src)  # [s; e] rows
     assert np.abs(q_dst[: memdec.cell.memory_dim]).max() == 0  # W^r
     beam = dict(beam_size=3, max_length_a=1.0, max_length_b=2)
-    np.testing.assert_array_equal(np_(memdec.generate(src, **beam)["tokens"]),
-                                  np_(rnnsearch.generate(src, **beam)["tokens"]))
+    np.testing.assert_array_equal(
+        np_(memdec.generate(src, **beam)["tokens"]), np_(rnnsearch.generate(src, **beam)["tokens"])
+    )
     # Without the W^s term (Eq. 5 as printed) the query loses s_{t-1}: a different model.
     printed = memdec_from_rnnsearch(rnnsearch, memory_size=4, init_noise_std=1.0)
     assert np.abs(np_(printed((src, tgt))) - expected).max() > 1e-3

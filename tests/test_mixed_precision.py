@@ -101,8 +101,9 @@ def test_every_model_trains_under_the_policy(name, policy):
     if policy == "mixed_float16" and _fused_attention_on_jax_cpu(model):
         pytest.skip("jax.nn.dot_product_attention in float16 does not compile on XLA's CPU backend")
     logits = _LogitsDtype()
-    model.compile(optimizer=build_optimizer(TrainConfig(learning_rate=1e-2)), loss=MaskedCrossEntropy(),
-                  metrics=[logits])
+    model.compile(
+        optimizer=build_optimizer(TrainConfig(learning_rate=1e-2)), loss=MaskedCrossEntropy(), metrics=[logits]
+    )
     x, y = _batch()
     losses = model.fit(x, y, epochs=3, verbose=0).history["loss"]
     assert np.isfinite(losses).all() and losses[-1] < losses[0], losses
@@ -128,8 +129,8 @@ def _fused_attention_on_jax_cpu(model) -> bool:
 
     model.build_weights()  # keras-hub's layers make their attention layers when built
     return jax.default_backend() == "cpu" and any(
-        isinstance(layer, keras.layers.MultiHeadAttention) and not layer._dropout
-        for layer in model._flatten_layers())
+        isinstance(layer, keras.layers.MultiHeadAttention) and not layer._dropout for layer in model._flatten_layers()
+    )
 
 
 def _apply(optimizer, grads, variables):
@@ -138,8 +139,9 @@ def _apply(optimizer, grads, variables):
         return
     # Keras's LossScaleOptimizer.apply branches with a traced cond, which cannot assign
     # variables on JAX; JAX's training step runs stateless_apply, as here.
-    values, state = optimizer.stateless_apply([v.value for v in optimizer.variables], grads,
-                                              [v.value for v in variables])
+    values, state = optimizer.stateless_apply(
+        [v.value for v in optimizer.variables], grads, [v.value for v in variables]
+    )
     for variable, value in zip([*variables, *optimizer.variables], [*values, *state]):
         variable.assign(value)
 
@@ -161,8 +163,9 @@ def test_loss_scaling_hands_unscaled_gradients_to_the_clipping():
         reference.apply([keras.ops.convert_to_tensor(g) for g in step], plain)
         _apply(wrapped, [keras.ops.convert_to_tensor(g * scale) for g in step], scaled)
         unscaled_norm = np.sqrt(sum((g.astype("float64") ** 2).sum() for g in step))
-        np.testing.assert_allclose(keras.ops.convert_to_numpy(wrapped.inner_optimizer.gradient_norm),
-                                   unscaled_norm, rtol=1e-5)
+        np.testing.assert_allclose(
+            keras.ops.convert_to_numpy(wrapped.inner_optimizer.gradient_norm), unscaled_norm, rtol=1e-5
+        )
     for a, b in zip(plain, scaled):
         np.testing.assert_allclose(keras.ops.convert_to_numpy(b), keras.ops.convert_to_numpy(a), rtol=1e-6)
     before = [keras.ops.convert_to_numpy(v) for v in scaled]
@@ -220,6 +223,10 @@ def test_train_and_translate_in_mixed_bfloat16(tmp_path, capsys):
     source = tmp_path / "in.txt"
     source.write_text("the cat sees a dog\nthe dogs sleep\n")
     translated = tmp_path / "out.txt"
-    assert main(["translate", "--model", out, "--beam", "1", "--input", str(source),
-                 "--output", str(translated), "--quiet"]) == 0
+    assert (
+        main(
+            ["translate", "--model", out, "--beam", "1", "--input", str(source), "--output", str(translated), "--quiet"]
+        )
+        == 0
+    )
     assert len(translated.read_text().split("\n")) == 3  # one line per input

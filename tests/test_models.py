@@ -77,18 +77,17 @@ def test_generate_is_the_same_at_every_padded_width(beam_size):
     model = make("rnnsearch")
     src, _ = batch()
     wide = np.pad(src, ((0, 0), (0, 7)))  # width 6 -> 13
-    runs = [model.generate(x, beam_size=beam_size, max_length_a=1.0, max_length_b=3)
-            for x in (src, wide)]
-    with_attention = model.generate(src, beam_size=beam_size, max_length_a=1.0, max_length_b=3,
-                                    return_attention=True)
+    runs = [model.generate(x, beam_size=beam_size, max_length_a=1.0, max_length_b=3) for x in (src, wide)]
+    with_attention = model.generate(src, beam_size=beam_size, max_length_a=1.0, max_length_b=3, return_attention=True)
     tokens = [keras.ops.convert_to_numpy(r["tokens"]) for r in runs + [with_attention]]
     width = min(t.shape[-1] for t in tokens)
     for t in tokens:
         assert (t[..., width:] == 0).all()  # only padding beyond the shortest buffer
         np.testing.assert_array_equal(t[..., :width], tokens[0][..., :width])
     for r in runs[1:] + [with_attention]:
-        np.testing.assert_allclose(keras.ops.convert_to_numpy(r["scores"]),
-                                   keras.ops.convert_to_numpy(runs[0]["scores"]), atol=1e-5)
+        np.testing.assert_allclose(
+            keras.ops.convert_to_numpy(r["scores"]), keras.ops.convert_to_numpy(runs[0]["scores"]), atol=1e-5
+        )
     if keras.backend.backend() == "tensorflow":
         shared = [f for (*_, width_cap), f in model._compiled_generate.items() if width_cap]
         assert len(shared) == 1 and shared[0].experimental_get_tracing_count() == 1
@@ -124,8 +123,12 @@ def test_a_model_that_declares_nothing_gets_the_defaults():
 
     class Plain(Seq2Seq):
         def make_cell(self):
-            return ChoDecoderCell(self.decoder_units, self.target_vocab_size, readout_units=7,
-                                  annotation_units=self.encoder.annotation_units)
+            return ChoDecoderCell(
+                self.decoder_units,
+                self.target_vocab_size,
+                readout_units=7,
+                annotation_units=self.encoder.annotation_units,
+            )
 
     model = Plain(30, 25, **Plain.tiny_options)
     src, tgt = batch()
@@ -172,9 +175,17 @@ def test_overfits_twenty_pairs():
     corpus = synthetic_corpus(20, seed=5)
     vocab = SubwordVocab.train(corpus.source, corpus.target, size=80)
     ds, _ = make_dataset(corpus, vocab, batch_size=20, max_length=60)
-    config = TrainConfig(model_options=dict(embedding_dim=32, encoder_units=32, decoder_units=64,
-                                            attention_units=32, readout_units=64, output_dropout=0.0),
-                         learning_rate=1e-2)
+    config = TrainConfig(
+        model_options=dict(
+            embedding_dim=32,
+            encoder_units=32,
+            decoder_units=64,
+            attention_units=32,
+            readout_units=64,
+            output_dropout=0.0,
+        ),
+        learning_rate=1e-2,
+    )
     model = build_model(config, vocab.source.vocab_size, vocab.target.vocab_size)
     compile_model(model, config)
     model.fit(ds, epochs=30, verbose=0)  # BLEU above 90 from epoch 20, 100 from epoch 25, on all three backends
@@ -231,8 +242,11 @@ def test_attention_remat_reaches_the_attention_and_keeps_the_outputs(model_name)
     models[True]((src, tgt))
     models[False]((src, tgt))
     models[False].set_weights(models[True].get_weights())
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(models[False]((src, tgt))),
-                               keras.ops.convert_to_numpy(models[True]((src, tgt))), atol=1e-6)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(models[False]((src, tgt))),
+        keras.ops.convert_to_numpy(models[True]((src, tgt))),
+        atol=1e-6,
+    )
 
 
 def test_annotation_dropout_drops_annotations_in_training_only():
@@ -243,8 +257,9 @@ def test_annotation_dropout_drops_annotations_in_training_only():
     model((src, tgt))
     plain((src, tgt))
     plain.set_weights(model.get_weights())
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(model((src, tgt))),
-                               keras.ops.convert_to_numpy(plain((src, tgt))), atol=1e-6)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(model((src, tgt))), keras.ops.convert_to_numpy(plain((src, tgt))), atol=1e-6
+    )
     dropped_out, clean = model.encoder(src, training=True), plain.encoder(src, training=False)
     ann, summary = (keras.ops.convert_to_numpy(x) for x in (dropped_out.annotations, dropped_out.summary))
     base, base_summary = (keras.ops.convert_to_numpy(x) for x in (clean.annotations, clean.summary))
@@ -260,12 +275,17 @@ def test_annotation_dropout_drops_annotations_in_training_only():
 
 
 @pytest.mark.backend_independent  # argument checks
-@pytest.mark.parametrize("name, option, value", [("cho", "annotation_dropout", 0.2),
-                                                 ("cho", "attention_remat", False),
-                                                 ("ylstm", "annotation_dropout", 0.2),
-                                                 ("ylstm", "attention_remat", False),
-                                                 ("transformer", "decoder_units", 64),
-                                                 ("transformer", "output_dropout", 0.3)])
+@pytest.mark.parametrize(
+    "name, option, value",
+    [
+        ("cho", "annotation_dropout", 0.2),
+        ("cho", "attention_remat", False),
+        ("ylstm", "annotation_dropout", 0.2),
+        ("ylstm", "attention_remat", False),
+        ("transformer", "decoder_units", 64),
+        ("transformer", "output_dropout", 0.3),
+    ],
+)
 def test_an_option_a_model_does_not_take_is_an_error_naming_both(name, option, value):
     """Cho's decoder reads only the summary and has no attention, the Y-LSTM has neither
     annotation dropout nor a tanh attention, the Transformer no recurrent sizes: their
@@ -298,13 +318,13 @@ def test_tied_output_projects_with_the_target_embedding(kind, tmp_path):
     logits = keras.ops.convert_to_numpy(model((src, tgt)))
     deep = model.cell.deep_output
     assert deep.logits is None
-    w_o, b_o, b_y = (keras.ops.convert_to_numpy(w) for w in
-                     (deep.hidden.kernel, deep.hidden.bias, deep.logits_bias))
+    w_o, b_o, b_y = (keras.ops.convert_to_numpy(w) for w in (deep.hidden.kernel, deep.hidden.bias, deep.logits_bias))
     assert len(deep.weights) == 3 and b_y.shape == (25,)
     embeddings = keras.ops.convert_to_numpy(model.target_embedding.embeddings)  # (V, E)
     assert 0.25 < embeddings.std() < 0.5  # N(0, 1/E), E = 8; the lookups are scaled by sqrt(E)
     outputs = keras.ops.convert_to_numpy(
-        model.decoder_rnn(embeddings[tgt] * 8**0.5, initial_state=model.encode(src)))  # sqrt(E)
+        model.decoder_rnn(embeddings[tgt] * 8**0.5, initial_state=model.encode(src))
+    )  # sqrt(E)
     np.testing.assert_allclose(logits, reference.readout(outputs, w_o, b_o, embeddings.T, b_y), atol=1e-5)
     assert_stepping_matches(model, src, tgt, logits)
     model.save(str(tmp_path / "m.keras"))

@@ -143,8 +143,9 @@ def test_the_docs_event_accumulator_example_reads_the_validation_bleu(run_dir):
     assert len(blocks) == 1 and 'run = "runs/NAME"\n' in blocks[0]
     namespace: dict = {}
     exec(compile(blocks[0].replace('"runs/NAME"', repr(run_dir)), DOC, "exec"), namespace)
-    expected = [(step, float(value)) for step, _, value in
-                _events(os.path.join(run_dir, "tensorboard", "validation"))["bleu"]]
+    expected = [
+        (step, float(value)) for step, _, value in _events(os.path.join(run_dir, "tensorboard", "validation"))["bleu"]
+    ]
     assert [step for step, _ in namespace["bleu"]] == [2, 4]
     assert namespace["bleu"] == expected
     assert {"bleu", "chrf", "loss", "perplexity"} <= set(namespace["tags"])
@@ -167,8 +168,24 @@ def test_validation_once_per_epoch_also_writes_epoch_bleu(tmp_path):
     from keras_memnmt.testing.tiny_runs import TINY_TRAIN_ARGS
 
     out = str(tmp_path / "run")
-    assert main(["train", "quickstart", "--out", out, *TINY_TRAIN_ARGS, "--set", "max_steps=2",
-                 "--set", "validate_every=0", "--set", "tensorboard_pictures=0"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "quickstart",
+                "--out",
+                out,
+                *TINY_TRAIN_ARGS,
+                "--set",
+                "max_steps=2",
+                "--set",
+                "validate_every=0",
+                "--set",
+                "tensorboard_pictures=0",
+            ]
+        )
+        == 0
+    )
     validation = _events(os.path.join(out, "tensorboard", "validation"))
     assert set(validation) == _doc_tags()["validation"] - {"pictures/0", "pictures/1"}
     assert [step for step, _, _ in validation["epoch_bleu"]] == [0]  # the epoch

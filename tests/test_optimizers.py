@@ -72,8 +72,9 @@ def test_sparse_gradient_gets_the_dense_update():
         variable = keras.Variable(start)
         optimizer = FusedAdam(learning_rate=0.01, global_clipnorm=clip)
         for value in values:
-            optimizer.apply([tf.IndexedSlices(tf.constant(value), tf.constant(rows), tf.constant(start.shape))],
-                            [variable])
+            optimizer.apply(
+                [tf.IndexedSlices(tf.constant(value), tf.constant(rows), tf.constant(start.shape))], [variable]
+            )
         (want,) = _numpy_adam([start], dense, 0.01, clip)
         np.testing.assert_allclose(keras.ops.convert_to_numpy(variable), want, rtol=1e-5, atol=1e-6)
 

@@ -49,15 +49,19 @@ def source_file(tmp_path):
 # Each command and flag that writes, with the run's file or folder it is pointed at.
 COMMANDS = {
     "translate --output": (["translate", "--model", "RUN", "--input", "IN", "--output", "OUT"], "best.keras"),
-    "score --output": (["score", "--model", "RUN", "--source", "IN", "--target", "IN", "--output", "OUT"],
-                       "best.keras"),
+    "score --output": (
+        ["score", "--model", "RUN", "--source", "IN", "--target", "IN", "--output", "OUT"],
+        "best.keras",
+    ),
     "compare --json": (["compare", "RUN", "--system", "again=RUN", "--json", "OUT", "--quiet"], "config.json"),
     "average --out": (["average", "--model", "RUN", "--last", "2", "--out", "OUT"], "model.keras"),
     "plot --out": (["plot", "--model", "RUN", "--source", "a cat", "--out", "OUT"], "checkpoints/plot.png"),
     "export --out": (["export", "--model", "RUN", "--out", "OUT", "--overwrite"], "checkpoints"),
     "archive --out": (["archive", "RUN", "--out", "OUT", "--overwrite"], "vocab"),
-    "vocab build --out": (["vocab", "build", "--src-file", "IN", "--tgt-file", "IN", "--size", "20",
-                           "--out", "OUT"], "vocab"),
+    "vocab build --out": (
+        ["vocab", "build", "--src-file", "IN", "--tgt-file", "IN", "--size", "20", "--out", "OUT"],
+        "vocab",
+    ),
     "results --update": (["results", "--update", "OUT"], "record.json"),
 }
 
@@ -88,8 +92,9 @@ def test_no_command_writes_into_a_run(trained_run, source_file, tmp_path, capsys
 
 def test_the_refusal_names_the_run_as_it_was_spelled(trained_run, source_file, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    line = refusal(["translate", "--model", "run", "--input", source_file, "--output", "run/best.keras"],
-                   capsys, "--output")
+    line = refusal(
+        ["translate", "--model", "run", "--input", source_file, "--output", "run/best.keras"], capsys, "--output"
+    )
     assert line == "memnmt: error: --output run/best.keras: a file of the run run; choose another path"
 
 
@@ -102,8 +107,9 @@ def test_an_output_is_never_the_command_input(trained_run, source_file, tmp_path
         (tmp_path / "sub").mkdir()
         out = tmp_path / "sub" / ".." / "in.txt"
     before = open(source_file, "rb").read()
-    line = refusal(["translate", "--model", trained_run, "--input", source_file, "--output", str(out)],
-                   capsys, "--output")
+    line = refusal(
+        ["translate", "--model", trained_run, "--input", source_file, "--output", str(out)], capsys, "--output"
+    )
     assert f"--output {out} is the --input file" in line
     assert open(source_file, "rb").read() == before
 
@@ -136,7 +142,7 @@ def test_every_stored_run_record_config_loads():
         assert read_config(os.path.dirname(path)).model
 
 
-@pytest.mark.parametrize("content", [b"[1, 2]", b"not json", b"{\"model\": \"rnnsearch\"}"])
+@pytest.mark.parametrize("content", [b"[1, 2]", b"not json", b'{"model": "rnnsearch"}'])
 def test_read_config_refuses_what_is_no_run_config(tmp_path, content):
     from keras_memnmt.config import ConfigError
     from keras_memnmt.rundir.runs import read_config
@@ -150,8 +156,11 @@ def test_translate_resume_on_a_file_that_is_no_translation(trained_run, source_f
     other = tmp_path / "f.keras"
     shutil.copyfile(os.path.join(trained_run, "best.keras"), other)
     before = other.read_bytes()
-    line = refusal(["translate", "--model", trained_run, "--input", source_file, "--output", str(other),
-                    "--resume"], capsys, "--resume")
+    line = refusal(
+        ["translate", "--model", trained_run, "--input", source_file, "--output", str(other), "--resume"],
+        capsys,
+        "--resume",
+    )
     assert f"{other} is not UTF-8 text" in line and "nothing was changed" in line
     assert other.read_bytes() == before
 
@@ -159,8 +168,11 @@ def test_translate_resume_on_a_file_that_is_no_translation(trained_run, source_f
 def test_translate_resume_on_more_lines_than_the_input(trained_run, source_file, tmp_path, capsys):
     out = tmp_path / "out.txt"
     out.write_bytes(b"one\ntwo\nthree\nhalf a li")
-    line = refusal(["translate", "--model", trained_run, "--input", source_file, "--output", str(out),
-                    "--resume"], capsys, "--resume")
+    line = refusal(
+        ["translate", "--model", trained_run, "--input", source_file, "--output", str(out), "--resume"],
+        capsys,
+        "--resume",
+    )
     assert f"{out} has 3 lines, more than the input's 2" in line
     assert out.read_bytes() == b"one\ntwo\nthree\nhalf a li"  # the unfinished line is kept too
 
@@ -194,9 +206,11 @@ def test_an_output_with_other_names_is_refused(shared_run, trained_run, source_f
     link = str(tmp_path / "out.png")
     os.link(os.path.join(trained_run, "config.json"), link)
     before = run_fingerprint(trained_run)
-    argv = {"translate": ["translate", "--model", trained_run, "--input", source_file, "--output", link],
-            "compare": ["compare", shared_run, trained_run, "--json", link],
-            "plot": ["plot", "--model", trained_run, "--source", "a dog", "--out", link]}[command]
+    argv = {
+        "translate": ["translate", "--model", trained_run, "--input", source_file, "--output", link],
+        "compare": ["compare", shared_run, trained_run, "--json", link],
+        "plot": ["plot", "--model", trained_run, "--source", "a dog", "--out", link],
+    }[command]
     flag = {"translate": "--output", "compare": "--json", "plot": "--out"}[command]
     assert "has other names (hard links)" in refusal(argv, capsys, flag)
     assert run_fingerprint(trained_run) == before
@@ -256,8 +270,7 @@ def test_archive_refuses_a_symbolic_link_in_the_run(trained_run, tmp_path, capsy
     else:
         if os.path.exists(path):
             os.remove(path)
-        os.symlink(os.path.join(trained_run, "config.json") if name == "hyps/inside.txt"
-                   else elsewhere / "x.txt", path)
+        os.symlink(os.path.join(trained_run, "config.json") if name == "hyps/inside.txt" else elsewhere / "x.txt", path)
         named = path
     before = run_fingerprint(trained_run)
     out = tmp_path / "archive"
@@ -288,14 +301,20 @@ def test_archive_overwrite_takes_no_folder_without_the_archive_mark(trained_run,
 def test_every_committed_archive_is_one_that_archive_overwrite_replaces():
     from keras_memnmt.rundir.archive import not_an_archive
 
-    folders = sorted({os.path.dirname(p) for name in ("record.json", "config.json")
-                      for p in glob.glob(os.path.join(ROOT, "docs", "records", "**", name), recursive=True)})
+    folders = sorted(
+        {
+            os.path.dirname(p)
+            for name in ("record.json", "config.json")
+            for p in glob.glob(os.path.join(ROOT, "docs", "records", "**", name), recursive=True)
+        }
+    )
     assert len(folders) >= 30
     for folder in folders:
         assert not_an_archive(folder) is None, folder
 
 
 # ----- what the command line prints ---------------------------------------------------------------
+
 
 class Terminal(io.StringIO):
     def isatty(self):
@@ -337,8 +356,7 @@ def test_console_output_is_utf8_under_any_locale(monkeypatch):
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
     raw = io.BytesIO()
     monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(raw, encoding="ascii"))
-    monkeypatch.setattr(sys, "stderr", io.TextIOWrapper(io.BytesIO(), encoding="ascii",
-                                                        errors="backslashreplace"))
+    monkeypatch.setattr(sys, "stderr", io.TextIOWrapper(io.BytesIO(), encoding="ascii", errors="backslashreplace"))
     cli._setup_process()
     assert sys.stdout.encoding == sys.stderr.encoding == "utf-8"
     assert sys.stderr.errors == "backslashreplace"
@@ -352,13 +370,16 @@ def test_console_output_is_utf8_under_any_locale(monkeypatch):
 HEAD = "from keras_memnmt.config import TrainConfig\n"
 
 
-@pytest.mark.parametrize("body, message", [
-    (HEAD + "raise RuntimeError('no data here')\n", ", line 2: RuntimeError: no data here"),
-    ("import no_such_module_for_a_recipe\n", ", line 1: ModuleNotFoundError: No module named"),
-    ("CONFIG = {'model': 'rnnsearch'}\n", ": CONFIG is a dict, expected a keras_memnmt.config.TrainConfig"),
-    (HEAD + "\nCONFIG = TrainConfig(bogus=3)\n", ", line 3: TypeError: "),
-    (HEAD + "import sys\nsys.exit(0)\nCONFIG = TrainConfig()\n", ", line 3: calls sys.exit(0) when loaded"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        (HEAD + "raise RuntimeError('no data here')\n", ", line 2: RuntimeError: no data here"),
+        ("import no_such_module_for_a_recipe\n", ", line 1: ModuleNotFoundError: No module named"),
+        ("CONFIG = {'model': 'rnnsearch'}\n", ": CONFIG is a dict, expected a keras_memnmt.config.TrainConfig"),
+        (HEAD + "\nCONFIG = TrainConfig(bogus=3)\n", ", line 3: TypeError: "),
+        (HEAD + "import sys\nsys.exit(0)\nCONFIG = TrainConfig()\n", ", line 3: calls sys.exit(0) when loaded"),
+    ],
+)
 def test_a_recipe_that_cannot_be_loaded_is_one_line(tmp_path, capsys, body, message):
     recipe = tmp_path / "recipe.py"
     recipe.write_text(body)
@@ -368,6 +389,7 @@ def test_a_recipe_that_cannot_be_loaded_is_one_line(tmp_path, capsys, body, mess
 
 
 # ----- a user's folder holding every name a command writes -------------------------------------
+
 
 def _user_folder(path, names) -> dict[str, str]:
     """``path`` made to hold a user's files (text of the user's) under each of ``names``
@@ -380,9 +402,22 @@ def _user_folder(path, names) -> dict[str, str]:
 
 
 # Every name `memnmt train` writes (WRITTEN_BY_TRAIN; folders as a file inside them).
-TRAIN_NAMES = ["model.keras", "best.keras", "checkpoints/epoch10.pt", "validations.json", "log.csv",
-               "results.json", "config.json", "tensorboard/events", "vocab/vocab.json",
-               "vocab/source.model", "vocab/target.model", "record.json", "hyps/test.txt", "train.log"]
+TRAIN_NAMES = [
+    "model.keras",
+    "best.keras",
+    "checkpoints/epoch10.pt",
+    "validations.json",
+    "log.csv",
+    "results.json",
+    "config.json",
+    "tensorboard/events",
+    "vocab/vocab.json",
+    "vocab/source.model",
+    "vocab/target.model",
+    "record.json",
+    "hyps/test.txt",
+    "train.log",
+]
 
 
 @pytest.mark.parametrize("flag", ["--overwrite", "--resume", None])
@@ -434,12 +469,30 @@ def test_train_overwrite_keeps_a_vocabulary_that_vocab_build_made(source_file, t
 
     run = tmp_path / "run"
     vocab = run / "vocab"
-    assert main(["vocab", "build", "--src-file", source_file, "--tgt-file", source_file, "--size", "20",
-                 "--out", str(vocab)]) == 0
+    assert (
+        main(
+            [
+                "vocab",
+                "build",
+                "--src-file",
+                source_file,
+                "--tgt-file",
+                source_file,
+                "--size",
+                "20",
+                "--out",
+                str(vocab),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     before = run_fingerprint(str(run))
-    line = refusal(["train", "quickstart", "--out", str(run), *TINY_TRAIN_ARGS, "--set", "max_steps=1",
-                    "--overwrite"], capsys, str(vocab))
+    line = refusal(
+        ["train", "quickstart", "--out", str(run), *TINY_TRAIN_ARGS, "--set", "max_steps=1", "--overwrite"],
+        capsys,
+        str(vocab),
+    )
     assert "is a vocabulary that `memnmt vocab build` made" in line
     assert run_fingerprint(str(run)) == before
 
@@ -448,8 +501,23 @@ def test_a_vocabulary_says_which_command_made_it(shared_run, source_file, tmp_pa
     from keras_memnmt.data.vocab import vocabulary_maker
 
     assert vocabulary_maker(os.path.join(shared_run, "vocab")) == "memnmt train"
-    assert main(["vocab", "build", "--src-file", source_file, "--tgt-file", source_file, "--size", "20",
-                 "--out", str(tmp_path / "v")]) == 0
+    assert (
+        main(
+            [
+                "vocab",
+                "build",
+                "--src-file",
+                source_file,
+                "--tgt-file",
+                source_file,
+                "--size",
+                "20",
+                "--out",
+                str(tmp_path / "v"),
+            ]
+        )
+        == 0
+    )
     assert vocabulary_maker(str(tmp_path / "v")) == "memnmt vocab build"
     assert vocabulary_maker(str(tmp_path / "none")) is None
 
@@ -457,8 +525,11 @@ def test_a_vocabulary_says_which_command_made_it(shared_run, source_file, tmp_pa
 ARCHIVE_NAMES = ["config.json", "record.json", "results.json", "validations.json", "hyps/test.txt"]
 
 
-@pytest.mark.parametrize("names", [ARCHIVE_NAMES, ["config.json"], ["record.json", "results.json"]],
-                         ids=["every name", "config.json", "record and results"])
+@pytest.mark.parametrize(
+    "names",
+    [ARCHIVE_NAMES, ["config.json"], ["record.json", "results.json"]],
+    ids=["every name", "config.json", "record and results"],
+)
 def test_archive_overwrite_takes_no_folder_that_is_not_an_archive(trained_run, tmp_path, capsys, names):
     folder = tmp_path / "dir"
     before = _user_folder(folder, names)
@@ -467,8 +538,13 @@ def test_archive_overwrite_takes_no_folder_that_is_not_an_archive(trained_run, t
     assert run_fingerprint(str(folder)) == before
 
 
-EXPORT_NAMES = ["saved_model.pb", "fingerprint.pb", "variables/variables.index", "assets/source.model",
-                "assets.extra/memnmt_export.json"]
+EXPORT_NAMES = [
+    "saved_model.pb",
+    "fingerprint.pb",
+    "variables/variables.index",
+    "assets/source.model",
+    "assets.extra/memnmt_export.json",
+]
 
 
 def test_export_overwrite_takes_no_folder_that_is_not_only_an_export(shared_run, tmp_path, capsys):

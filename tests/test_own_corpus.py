@@ -43,8 +43,10 @@ def corpus_dir(tmp_path_factory) -> str:
 
 
 def _prefixes(root: str) -> dict[str, str]:
-    return {f"{part}_prefix": os.path.join(root, name) for part, name in
-            (("train", "train"), ("val", "valid"), ("test", "test"))}
+    return {
+        f"{part}_prefix": os.path.join(root, name)
+        for part, name in (("train", "train"), ("val", "valid"), ("test", "test"))
+    }
 
 
 def test_three_prefixes_are_the_whole_corpus_and_nothing_is_downloaded(corpus_dir, monkeypatch):
@@ -58,16 +60,19 @@ def test_three_prefixes_are_the_whole_corpus_and_nothing_is_downloaded(corpus_di
     # Whatever the recipe's corpus: the three files are the corpus, and the name says so.
     for corpus in ("auto", "multi30k", "synthetic", "files"):
         train, val, test, name = load_corpora(TrainConfig(corpus=corpus, **prefixes), log=lambda msg: None)
-        assert name == (f"files en->de (train {prefixes['train_prefix']}, val {prefixes['val_prefix']}, "
-                        f"test {prefixes['test_prefix']})"), corpus
+        assert name == (
+            f"files en->de (train {prefixes['train_prefix']}, val {prefixes['val_prefix']}, "
+            f"test {prefixes['test_prefix']})"
+        ), corpus
     assert len(test) == 12 and list(val.source)[:1] == list(synthetic_splits(300, seed=0)[1].source)[:1]
     assert train.name.endswith("train.de") and train.source.endswith("train.en")
 
 
 def test_a_prefix_beside_multi30k_is_named_with_it(corpus_dir, data_dir):
     prefixes = _prefixes(corpus_dir)
-    _, val, test, name = load_corpora(TrainConfig(corpus="multi30k", test_prefix=prefixes["test_prefix"]),
-                                      data_dir=data_dir, log=lambda msg: None)
+    _, val, test, name = load_corpora(
+        TrainConfig(corpus="multi30k", test_prefix=prefixes["test_prefix"]), data_dir=data_dir, log=lambda msg: None
+    )
     assert name == f"multi30k en->de (test {prefixes['test_prefix']})"
     assert len(test) == 12 and len(val) == 1014  # Multi30k's val split
 
@@ -77,10 +82,13 @@ def test_corpus_files_needs_all_three_prefixes(corpus_dir):
         validate(TrainConfig(corpus="files", train_prefix=_prefixes(corpus_dir)["train_prefix"]))
 
 
-@pytest.mark.parametrize("problem, message", [
-    ("short", r"valid\.de.*(lines|line count)"),
-    ("utf8", r"valid\.de.*line 2"),
-])
+@pytest.mark.parametrize(
+    "problem, message",
+    [
+        ("short", r"valid\.de.*(lines|line count)"),
+        ("utf8", r"valid\.de.*line 2"),
+    ],
+)
 def test_a_bad_validation_file_is_an_error_naming_the_file(corpus_dir, tmp_path, problem, message):
     prefixes = _prefixes(corpus_dir)
     bad = str(tmp_path / "valid")
@@ -111,23 +119,36 @@ def test_a_run_with_test_files_is_tested_on_them(corpus_dir):
 
 def test_evaluate_scores_any_file_pair_and_stores_nothing(trained_run, corpus_dir, capsys):
     source, reference = os.path.join(corpus_dir, "test.en"), os.path.join(corpus_dir, "test.de")
-    before = sorted(os.listdir(os.path.join(trained_run, "hyps"))) if os.path.isdir(
-        os.path.join(trained_run, "hyps")) else []
-    assert main(["evaluate", "--model", trained_run, "--source", source, "--reference", reference,
-                 "--beam", "2", "--quiet"]) == 0
+    before = (
+        sorted(os.listdir(os.path.join(trained_run, "hyps")))
+        if os.path.isdir(os.path.join(trained_run, "hyps"))
+        else []
+    )
+    assert (
+        main(
+            ["evaluate", "--model", trained_run, "--source", source, "--reference", reference, "--beam", "2", "--quiet"]
+        )
+        == 0
+    )
     report = json.loads(capsys.readouterr().out)
     assert report["corpus"] == f"{source} -> {reference}" and "hypotheses" not in report
     assert 0.0 <= report["bleu"] <= 100.0 and report["beam_size"] == 2
-    after = sorted(os.listdir(os.path.join(trained_run, "hyps"))) if os.path.isdir(
-        os.path.join(trained_run, "hyps")) else []
+    after = (
+        sorted(os.listdir(os.path.join(trained_run, "hyps")))
+        if os.path.isdir(os.path.join(trained_run, "hyps"))
+        else []
+    )
     assert after == before
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--source", "S"], "--source and --reference go together"),
-    (["--reference", "R"], "--source and --reference go together"),
-    (["--source", "S", "--reference", "R", "--split", "all"], "--split all and --source"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--source", "S"], "--source and --reference go together"),
+        (["--reference", "R"], "--source and --reference go together"),
+        (["--source", "S", "--reference", "R", "--split", "all"], "--split all and --source"),
+    ],
+)
 def test_evaluate_given_files_needs_both_and_no_split(trained_run, args, message, capsys):
     assert main(["evaluate", "--model", trained_run, *args]) == 2
     assert message in capsys.readouterr().err
@@ -147,8 +168,24 @@ def test_train_validate_test_export_and_translate_on_your_own_files(corpus_dir, 
     prefixes = _prefixes(corpus_dir)
     out = str(tmp_path / "run")
     sets = [arg for key, value in prefixes.items() for arg in ("--set", f"{key}={value}")]
-    assert main(["train", "quickstart", "--out", out, *sets, *TINY_SIZE_ARGS, *TINY_EVAL_ARGS,
-                 "--set", "max_steps=4", "--set", "validate_every=2"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "quickstart",
+                "--out",
+                out,
+                *sets,
+                *TINY_SIZE_ARGS,
+                *TINY_EVAL_ARGS,
+                "--set",
+                "max_steps=4",
+                "--set",
+                "validate_every=2",
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     results = json.loads(captured.out)
     assert results["corpus"].startswith("files en->de (train ") and results["test_split"] == "test"
@@ -166,13 +203,20 @@ def test_train_validate_test_export_and_translate_on_your_own_files(corpus_dir, 
     assert main(["export", "--model", out, "--out", exported, "--beam", "2"]) == 0
     capsys.readouterr()
     sentences = list(synthetic_splits(300, seed=0)[2].source)[:3]
-    consumer = ("import json, sys, tensorflow as tf, tensorflow_text\n"
-                "m = tf.saved_model.load(sys.argv[1])\n"
-                "out = m.signatures['translate'](sentences=tf.constant(json.loads(sys.argv[2])))\n"
-                "print(json.dumps([t.decode('utf-8') for t in out['translation'].numpy()]))\n")
+    consumer = (
+        "import json, sys, tensorflow as tf, tensorflow_text\n"
+        "m = tf.saved_model.load(sys.argv[1])\n"
+        "out = m.signatures['translate'](sentences=tf.constant(json.loads(sys.argv[2])))\n"
+        "print(json.dumps([t.decode('utf-8') for t in out['translation'].numpy()]))\n"
+    )
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    proc = subprocess.run([sys.executable, "-c", consumer, exported, json.dumps(sentences)],
-                          capture_output=True, text=True, env=env, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", consumer, exported, json.dumps(sentences)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     translations = json.loads(proc.stdout.strip().splitlines()[-1])
     assert len(translations) == 3 and all(isinstance(t, str) for t in translations)

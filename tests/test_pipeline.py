@@ -59,8 +59,7 @@ def test_bucketing_uses_a_few_fixed_shapes(val_corpus, small_vocab):
 @pytest.mark.parametrize("width", [1, 4, 8])
 def test_batches_pad_to_the_bucket_boundary(val_corpus, small_vocab, width):
     """Every batch is padded to its bucket's boundary: at most width - 1 past its longest pair."""
-    ds, _ = make_dataset(val_corpus, small_vocab, batch_size=16, max_length=60, bucket_width=width,
-                         shuffle=False)
+    ds, _ = make_dataset(val_corpus, small_vocab, batch_size=16, max_length=60, bucket_width=width, shuffle=False)
     slack = set()
     for (src, tgt_in), tgt_out in batches(ds):
         longest = max((src != PAD_ID).sum(1).max(), (tgt_out != PAD_ID).sum(1).max())
@@ -133,7 +132,7 @@ def test_endless_epochs_are_fixed_by_seed_and_epoch(val_corpus, small_vocab, bat
     first = endless[:n]
     assert sum(len(target_out) for _, target_out in first) == stats.kept
     later = batches(make_dataset(corpus, small_vocab, start_step=n + 2, **shape)[0].take(n + 1))
-    for ((source_a, _), target_a), ((source_b, _), target_b) in zip(endless[n + 2:], later, strict=True):
+    for ((source_a, _), target_a), ((source_b, _), target_b) in zip(endless[n + 2 :], later, strict=True):
         assert np.array_equal(source_a, source_b) and np.array_equal(target_a, target_b)
     # Each epoch in its own order.
-    assert any(not np.array_equal(a[1], b[1]) for a, b in zip(first, endless[n:2 * n], strict=True))
+    assert any(not np.array_equal(a[1], b[1]) for a, b in zip(first, endless[n : 2 * n], strict=True))

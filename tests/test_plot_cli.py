@@ -112,8 +112,7 @@ def test_windows_by_position(runs):
     from keras_memnmt.models import get_model
     from keras_memnmt.rundir.runs import load_run
 
-    windows = [(name, panel) for name in ARCHITECTURES for panel in get_model(name).panels
-               if panel.axis == "window"]
+    windows = [(name, panel) for name in ARCHITECTURES for panel in get_model(name).panels if panel.axis == "window"]
     assert {panel.lag for _, panel in windows} == {0, 1}  # both kinds of window are covered
     for name, panel in windows:
         model, vocab, _ = load_run(runs[name])
@@ -152,8 +151,9 @@ def test_what_the_memory_holds(runs):
     assert layout(inspection)[1] == ["read_weights", "write_weights", "add_weights"]  # beside the read
     fig = figure(inspection)
     holds = [ax for ax in fig.axes if ax.get_title().startswith("what the memory holds")]
-    assert [ax.get_title() for ax in holds] == [f"what the memory holds: {kind} weights ({cells} cells)"
-                                                for kind in ("write", "add")]
+    assert [ax.get_title() for ax in holds] == [
+        f"what the memory holds: {kind} weights ({cells} cells)" for kind in ("write", "add")
+    ]
     for ax, name in zip(holds, ("write_weights", "add_weights")):
         assert [t.get_text() for t in ax.get_xticklabels()] == inspection.input_tokens
         assert [t.get_text() for t in ax.get_yticklabels()] == [str(i + 1) for i in range(cells)]
@@ -209,14 +209,29 @@ def test_show_attention_keeps_the_translations(runs, tmp_path, capsys):
 
 def test_progress_bars_stay_out_of_logs(runs, tmp_path, capsys):
     """Outside a terminal (captured stderr, a log) evaluate and vocab build draw no bar."""
-    assert main(["evaluate", "--model", runs["rnnsearch"], "--split", "test", "--beam", "1",
-                 "--limit", "3"]) == 0
+    assert main(["evaluate", "--model", runs["rnnsearch"], "--split", "test", "--beam", "1", "--limit", "3"]) == 0
     assert "translating" not in capsys.readouterr().err
     (tmp_path / "a.txt").write_text("the cat sees a dog\n" * 20)
     (tmp_path / "b.txt").write_text("le kato vidi-a un hundo\n" * 20)
     for quiet in ([], ["--quiet"]):
-        assert main(["vocab", "build", "--src-file", str(tmp_path / "a.txt"), "--tgt-file",
-                     str(tmp_path / "b.txt"), "--out", str(tmp_path / "v"), "--size", "20", *quiet]) == 0
+        assert (
+            main(
+                [
+                    "vocab",
+                    "build",
+                    "--src-file",
+                    str(tmp_path / "a.txt"),
+                    "--tgt-file",
+                    str(tmp_path / "b.txt"),
+                    "--out",
+                    str(tmp_path / "v"),
+                    "--size",
+                    "20",
+                    *quiet,
+                ]
+            )
+            == 0
+        )
         assert "vocabulary" not in capsys.readouterr().err
 
 

@@ -38,8 +38,9 @@ class StackedLSTMEncoder(keras.layers.Layer):
         super().__init__(**kwargs)
         self.vocab_size, self.embedding_dim, self.units, self.layers = vocab_size, embedding_dim, units, layers
         self.embedding = keras.layers.Embedding(vocab_size, embedding_dim, name="source_embedding")
-        self.lstms = [keras.layers.LSTM(units, return_sequences=True, return_state=True, name=f"lstm_{i}")
-                      for i in range(layers)]
+        self.lstms = [
+            keras.layers.LSTM(units, return_sequences=True, return_state=True, name=f"lstm_{i}") for i in range(layers)
+        ]
 
     @property
     def annotation_units(self) -> int:
@@ -55,8 +56,13 @@ class StackedLSTMEncoder(keras.layers.Layer):
         return EncoderOutput(x, ops.cast(mask, x.dtype), final_states[-1][0], tuple(final_states))
 
     def get_config(self):
-        return {**super().get_config(), "vocab_size": self.vocab_size, "embedding_dim": self.embedding_dim,
-                "units": self.units, "layers": self.layers}
+        return {
+            **super().get_config(),
+            "vocab_size": self.vocab_size,
+            "embedding_dim": self.embedding_dim,
+            "units": self.units,
+            "layers": self.layers,
+        }
 
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
@@ -76,8 +82,13 @@ class DotAttentionLSTMCell(DecoderCell):
         if annotation_units != units:
             raise ValueError(f"dot attention needs annotation_units == units, got {annotation_units}, {units}")
         self.lstm = keras.layers.LSTMCell(units, name="lstm")
-        self.deep_output = DeepOutput(readout_units, target_vocab_size, output_dropout=self.output_dropout,
-                                      tied=self.tied_output, name="deep_output")
+        self.deep_output = DeepOutput(
+            readout_units,
+            target_vocab_size,
+            output_dropout=self.output_dropout,
+            tied=self.tied_output,
+            name="deep_output",
+        )
 
     @property
     def state_size(self):
@@ -122,24 +133,31 @@ class PluginLSTMTranslator(Seq2Seq):
         readout_units: size of the deep-output layer.
     """
 
-    def __init__(self, source_vocab_size: int, target_vocab_size: int, encoder_layers: int = 2,
-                 readout_units: int = 16, **kwargs):
+    def __init__(
+        self, source_vocab_size: int, target_vocab_size: int, encoder_layers: int = 2, readout_units: int = 16, **kwargs
+    ):
         self.encoder_layers = encoder_layers
         self.readout_units = readout_units
         super().__init__(source_vocab_size, target_vocab_size, **kwargs)
 
     def make_encoder(self):
-        return StackedLSTMEncoder(self.source_vocab_size, self.embedding_dim, self.encoder_units,
-                                  self.encoder_layers, name="encoder")
+        return StackedLSTMEncoder(
+            self.source_vocab_size, self.embedding_dim, self.encoder_units, self.encoder_layers, name="encoder"
+        )
 
     def make_cell(self):
-        return DotAttentionLSTMCell(self.decoder_units, self.target_vocab_size, self.readout_units,
-                                    self.encoder.annotation_units, output_dropout=self.output_dropout,
-                                    tied_output=self.tie_embeddings, name="lstm_cell")
+        return DotAttentionLSTMCell(
+            self.decoder_units,
+            self.target_vocab_size,
+            self.readout_units,
+            self.encoder.annotation_units,
+            output_dropout=self.output_dropout,
+            tied_output=self.tie_embeddings,
+            name="lstm_cell",
+        )
 
     def get_config(self):
-        return {**super().get_config(), "encoder_layers": self.encoder_layers,
-                "readout_units": self.readout_units}
+        return {**super().get_config(), "encoder_layers": self.encoder_layers, "readout_units": self.readout_units}
 
 
 def test_the_plugin_cell_passes_the_cell_contract():
@@ -155,8 +173,7 @@ def test_the_registry_reads_the_plugin_options_from_its_constructor():
 
 
 def test_every_encoder_layer_hands_its_final_states_to_the_decoder():
-    model = PluginLSTMTranslator(20, 15, encoder_layers=3, embedding_dim=8, encoder_units=6,
-                                 decoder_units=6)
+    model = PluginLSTMTranslator(20, 15, encoder_layers=3, embedding_dim=8, encoder_units=6, decoder_units=6)
     source = np.array([[5, 6, 7, 0], [8, 9, 0, 0]], "int32")
     encoded = model.encoder(source)
     assert len(encoded.final_states) == 3
@@ -166,10 +183,31 @@ def test_every_encoder_layer_hands_its_final_states_to_the_decoder():
 
 
 # The plugin's own sizes (it has no attention_units), on the tiny runs' corpus and evaluation.
-TINY = ["--set", "corpus=synthetic", "--set", "synthetic_size=120", *TINY_EVAL_ARGS, "--set", "val_limit=4",
-        "--set", "model=plugin_lstm", "--set", "embedding_dim=12", "--set", "encoder_units=10",
-        "--set", "decoder_units=10", "--set", "encoder_layers=2", "--set", "readout_units=12",
-        "--set", "vocab_size=150", "--set", "validate_every=1"]
+TINY = [
+    "--set",
+    "corpus=synthetic",
+    "--set",
+    "synthetic_size=120",
+    *TINY_EVAL_ARGS,
+    "--set",
+    "val_limit=4",
+    "--set",
+    "model=plugin_lstm",
+    "--set",
+    "embedding_dim=12",
+    "--set",
+    "encoder_units=10",
+    "--set",
+    "decoder_units=10",
+    "--set",
+    "encoder_layers=2",
+    "--set",
+    "readout_units=12",
+    "--set",
+    "vocab_size=150",
+    "--set",
+    "validate_every=1",
+]
 
 
 @pytest.fixture(scope="module")
@@ -191,8 +229,10 @@ def test_the_plugin_model_translates_and_evaluates(plugin_run, tmp_path, capsys)
     src = tmp_path / "in.txt"
     src.write_text("the cat sees a dog\n\nthe dogs sleep\n")
     out = tmp_path / "out.txt"
-    assert main(["translate", "--model", plugin_run, "--beam", "2", "--input", str(src),
-                 "--output", str(out), "--quiet"]) == 0
+    assert (
+        main(["translate", "--model", plugin_run, "--beam", "2", "--input", str(src), "--output", str(out), "--quiet"])
+        == 0
+    )
     assert len(out.read_text().split("\n")) == 4  # three lines, each newline-terminated
     capsys.readouterr()
     assert main(["evaluate", "--model", plugin_run, "--split", "test", "--beam", "2", "--limit", "4"]) == 0
@@ -207,8 +247,9 @@ def test_the_plugin_model_reloads_with_the_same_outputs(plugin_run):
     again = keras.saving.load_model(os.path.join(plugin_run, "model.keras"), compile=False)
     source = np.array([[5, 6, 7, 3]], "int32")
     target = np.array([[2, 8, 9]], "int32")
-    np.testing.assert_array_equal(ops.convert_to_numpy(model((source, target))),
-                                  ops.convert_to_numpy(again((source, target))))
+    np.testing.assert_array_equal(
+        ops.convert_to_numpy(model((source, target))), ops.convert_to_numpy(again((source, target)))
+    )
 
 
 @pytest.mark.slow
@@ -221,12 +262,31 @@ def test_the_plugin_model_resumes_and_warm_starts(plugin_run, tmp_path, capsys):
     assert [h["step"] for h in json.load(open(os.path.join(run, "validations.json")))] == [1, 2, 3]
     capsys.readouterr()
     # A changed weight-shaping option is refused, by the model's own get_config().
-    assert main(["train", "quickstart", "--out", run, *TINY, "--set", "encoder_layers=3",
-                 "--set", "max_steps=4", "--resume"]) == 2
+    assert (
+        main(
+            [
+                "train",
+                "quickstart",
+                "--out",
+                run,
+                *TINY,
+                "--set",
+                "encoder_layers=3",
+                "--set",
+                "max_steps=4",
+                "--resume",
+            ]
+        )
+        == 2
+    )
     assert "encoder_layers=2 (now 3)" in capsys.readouterr().err
     warm = str(tmp_path / "warm")
-    assert main(["train", "quickstart", "--out", warm, *TINY, "--set", f"pretrain_run={plugin_run}",
-                 "--set", "max_steps=1"]) == 0
+    assert (
+        main(
+            ["train", "quickstart", "--out", warm, *TINY, "--set", f"pretrain_run={plugin_run}", "--set", "max_steps=1"]
+        )
+        == 0
+    )
     assert "plugin_lstm warm start from" in capsys.readouterr().err
 
 

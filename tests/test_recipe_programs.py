@@ -37,11 +37,19 @@ def tiny_sets(preset: str) -> list[str]:
     options = tiny_options(config.model)
     if "share_embeddings" not in config.model_options:  # a Transformer's shared matrix is tied
         options["tie_embeddings"] = False
-    settings = {"corpus": "synthetic", "synthetic_size": 200, "vocab_size": 120, "val_limit": 4,
-                "test_limit": 2, "beam_size": 1, **options,
-                # One bucket (every pair has at most 48 pieces a side): every batch has one
-                # shape, and TensorFlow traces each step once.
-                "max_length": 48, "bucket_width": 48}
+    settings = {
+        "corpus": "synthetic",
+        "synthetic_size": 200,
+        "vocab_size": 120,
+        "val_limit": 4,
+        "test_limit": 2,
+        "beam_size": 1,
+        **options,
+        # One bucket (every pair has at most 48 pieces a side): every batch has one
+        # shape, and TensorFlow traces each step once.
+        "max_length": 48,
+        "bucket_width": 48,
+    }
     items = []
     for key, value in settings.items():
         items += ["--set", f"{key}={value}"]
@@ -108,9 +116,17 @@ def test_the_rnnsearch_program_trains_as_memnmt_train(tmp_path):
 def test_each_program_trains_tests_and_exports_at_tiny_sizes(name, tmp_path):
     out = tmp_path / name
     export = name == "rnnsearch"  # the SavedModel once: tracing the search costs more than training
-    results = program(name)(["--out", str(out), "--steps", "2", *tiny_sets(PROGRAMS[name]),
-                             *(["--set", "pretrain_epochs=1"] if name == "memdec_pretrained" else []),
-                             *([] if export else ["--no-export"])])
+    results = program(name)(
+        [
+            "--out",
+            str(out),
+            "--steps",
+            "2",
+            *tiny_sets(PROGRAMS[name]),
+            *(["--set", "pretrain_epochs=1"] if name == "memdec_pretrained" else []),
+            *([] if export else ["--no-export"]),
+        ]
+    )
     assert results["sentences"] == 2 and 0.0 <= results["bleu"] <= 100.0
     assert (out / "best.keras").is_file() and (out / "last.keras").is_file()
     assert (out / "tensorboard" / "train").is_dir()

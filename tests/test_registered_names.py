@@ -26,18 +26,26 @@ SKIPPED = tuple(os.path.join("keras_memnmt", name) for name in ("models", "layer
 
 # (file, name) → why that file names that model.
 ALLOWED = {
-    ("keras_memnmt/config.py", "rnnsearch"):
-        "TrainConfig's default model (the quickstart's), and the model a config without one means",
-    ("keras_memnmt/testing/tiny_runs.py", "rnnsearch"):
-        "write_ensemble_runs's members are fixed: tests of ensembles rely on which architectures "
-        "they are (two recurrent models with a cell and one without)",
+    (
+        "keras_memnmt/config.py",
+        "rnnsearch",
+    ): "TrainConfig's default model (the quickstart's), and the model a config without one means",
+    (
+        "keras_memnmt/testing/tiny_runs.py",
+        "rnnsearch",
+    ): "write_ensemble_runs's members are fixed: tests of ensembles rely on which architectures "
+    "they are (two recurrent models with a cell and one without)",
     ("keras_memnmt/testing/tiny_runs.py", "memdec"): "as above: the ensemble fixtures' second recurrent model",
     ("keras_memnmt/testing/tiny_runs.py", "transformer"): "as above: the ensemble fixtures' model without a cell",
-    ("benchmarks/side_by_side.py", "rnnsearch"):
-        "the side-by-side benchmark compares this model with OpenNMT-py's equivalent of it",
-    ("benchmarks/translate_side_by_side.py", "transformer"):
-        "the translation side by side labels the peers' Transformer (OpenNMT-py's, CTranslate2's) "
-        "and ours with the architecture they share",
+    (
+        "benchmarks/side_by_side.py",
+        "rnnsearch",
+    ): "the side-by-side benchmark compares this model with OpenNMT-py's equivalent of it",
+    (
+        "benchmarks/translate_side_by_side.py",
+        "transformer",
+    ): "the translation side by side labels the peers' Transformer (OpenNMT-py's, CTranslate2's) "
+    "and ours with the architecture they share",
 }
 
 
@@ -56,8 +64,11 @@ def _named_models(path: str, names: set[str]) -> list[tuple[int, str]]:
     """``(line, name)`` of every string constant in ``path`` equal to one of ``names``."""
     with open(path, encoding="utf-8") as f:
         tree = ast.parse(f.read(), path)
-    return [(node.lineno, node.value) for node in ast.walk(tree)
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names]
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names
+    ]
 
 
 def _library_names() -> set[str]:
@@ -71,16 +82,24 @@ def test_no_module_outside_models_and_layers_names_a_model():
     found = []
     for path in _scanned_files():
         relative = os.path.relpath(path, REPO).replace(os.sep, "/")
-        found += [f"{relative}:{line}: {name!r}" for line, name in _named_models(path, names)
-                  if (relative, name) not in ALLOWED]
-    assert not found, ("these modules name a model; ask the registry or the model instead "
-                       "(or allow it in ALLOWED, with the reason):\n" + "\n".join(found))
+        found += [
+            f"{relative}:{line}: {name!r}"
+            for line, name in _named_models(path, names)
+            if (relative, name) not in ALLOWED
+        ]
+    assert not found, (
+        "these modules name a model; ask the registry or the model instead "
+        "(or allow it in ALLOWED, with the reason):\n" + "\n".join(found)
+    )
 
 
 def test_every_allowed_name_is_still_there():
     """An entry of ALLOWED whose file no longer names the model is removed."""
-    stale = [key for key in ALLOWED
-             if not any(name == key[1] for _, name in _named_models(os.path.join(REPO, key[0]), {key[1]}))]
+    stale = [
+        key
+        for key in ALLOWED
+        if not any(name == key[1] for _, name in _named_models(os.path.join(REPO, key[0]), {key[1]}))
+    ]
     assert not stale, stale
 
 

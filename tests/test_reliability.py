@@ -56,8 +56,7 @@ def test_a_process_that_does_not_write_writes_nothing(tmp_path):
 def test_temporaries_of_a_killed_writer_are_recognised(tmp_path):
     for name in (".best.keras.ab12cd_9.tmp.keras", ".log.csv.x7y8z9aa.tmp", ".hidden", "notes.tmp"):
         (tmp_path / name).write_text("x")
-    assert sorted(remove_temporaries(str(tmp_path))) == [".best.keras.ab12cd_9.tmp.keras",
-                                                          ".log.csv.x7y8z9aa.tmp"]
+    assert sorted(remove_temporaries(str(tmp_path))) == [".best.keras.ab12cd_9.tmp.keras", ".log.csv.x7y8z9aa.tmp"]
     assert sorted(os.listdir(tmp_path)) == [".hidden", "notes.tmp"]
 
 
@@ -85,8 +84,9 @@ KILLING_TRAIN = textwrap.dedent("""
 def _killed_training(out, kill_at, *extra):
     env = {**os.environ, "KILL_AT": kill_at, "PYTHONPATH": REPO + os.pathsep + os.environ.get("PYTHONPATH", "")}
     args = ["train", "quickstart", "--out", out, *TINY, "--set", "validate_every=1", *extra]
-    return subprocess.run([sys.executable, "-c", KILLING_TRAIN, *args], env=env, cwd=REPO,
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-c", KILLING_TRAIN, *args], env=env, cwd=REPO, capture_output=True, text=True, timeout=600
+    )
 
 
 @pytest.mark.slow
@@ -134,8 +134,10 @@ def test_a_broken_best_model_falls_back_to_the_latest_with_a_notice(trained_run,
 
 # learning_rate 1e30: a loss of about 8e30 at step 2 on TensorFlow and PyTorch, not finite on JAX.
 @pytest.mark.backend
-@pytest.mark.parametrize("limit, expected", [("max_loss=0.01", "above max_loss=0.01"),
-                                             ("learning_rate=1e30", "(above max_loss=100|not finite)")])
+@pytest.mark.parametrize(
+    "limit, expected",
+    [("max_loss=0.01", "above max_loss=0.01"), ("learning_rate=1e30", "(above max_loss=100|not finite)")],
+)
 def test_a_diverging_run_fails_and_saves_no_model(tmp_path, capsys, limit, expected):
     out = str(tmp_path / "r")
     # learning_rate 1e30: the first update makes the weights about 1e30, and the
@@ -184,9 +186,16 @@ def test_a_second_training_into_a_directory_in_use_is_refused(tmp_path, capsys):
     try:
         from keras_memnmt.rundir.runs import LOCK_FILE, _process_start
 
-        (out / LOCK_FILE).write_text(json.dumps({"host": os.uname().nodename, "pid": holder.pid,
-                                                 "started": _process_start(holder.pid),
-                                                 "command": "memnmt train quickstart"}))
+        (out / LOCK_FILE).write_text(
+            json.dumps(
+                {
+                    "host": os.uname().nodename,
+                    "pid": holder.pid,
+                    "started": _process_start(holder.pid),
+                    "command": "memnmt train quickstart",
+                }
+            )
+        )
         assert _train(str(out), "--set", "max_steps=1") == 2
         err = capsys.readouterr().err
         assert f"in use by process {holder.pid}" in err and "memnmt train quickstart" in err
@@ -200,8 +209,9 @@ def test_a_lock_whose_pid_was_reused_is_stale(tmp_path):
     from keras_memnmt.rundir.runs import LOCK_FILE, lock_run_dir
 
     # A live pid (the parent) with another start time: the locking process has ended.
-    (tmp_path / LOCK_FILE).write_text(json.dumps({"host": os.uname().nodename, "pid": os.getppid(),
-                                                  "started": "1", "command": "old"}))
+    (tmp_path / LOCK_FILE).write_text(
+        json.dumps({"host": os.uname().nodename, "pid": os.getppid(), "started": "1", "command": "old"})
+    )
     notices = []
     with lock_run_dir(str(tmp_path), notices.append):
         assert json.load(open(tmp_path / LOCK_FILE))["pid"] == os.getpid()
@@ -211,28 +221,34 @@ def test_a_lock_whose_pid_was_reused_is_stale(tmp_path):
 
 def test_max_steps_is_exact_and_validates_at_the_last_step(trained_run):
     """The shared run (validations every 2 steps, at 2 and 4) resumed to 5 steps."""
-    assert main(["train", "quickstart", "--out", trained_run, *SHARED_RUN_ARGS, "--set", "max_steps=5",
-                 "--resume"]) == 0
+    assert (
+        main(["train", "quickstart", "--out", trained_run, *SHARED_RUN_ARGS, "--set", "max_steps=5", "--resume"]) == 0
+    )
     assert [h["step"] for h in json.load(open(os.path.join(trained_run, "validations.json")))] == [2, 4, 5]
 
 
-@pytest.mark.parametrize("override, message", [
-    ("max_steps=-5", "max_steps=-5: expected an int >= 1, or None"),
-    ("epochs=-1", "epochs=-1: expected an int >= 1"),
-    ("epochs=0", "epochs=0: expected an int >= 1"),
-    ("learning_rate=inf", "learning_rate=inf: expected a finite number >= 0"),
-    ("learning_rate=nan", "learning_rate=nan: expected a finite number >= 0"),
-    ("batch_size=0", "batch_size=0: expected an int >= 1"),
-    ("label_smoothing=1", "label_smoothing=1.0: expected a number in [0, 1)"),
-    ("clipnorm=-1", "clipnorm=-1.0: expected a finite number >= 0"),
-    ("validate_every=-2", "validate_every=-2: expected an int >= 0"),
-    ("vocab_size=3", "vocab_size=3: expected an int >= 8"),
-    ("max_loss=0", "max_loss=0.0: expected a finite number > 0, or None"),
-    ("batch_size=10000000000000000000000", "batch_size=10000000000000000000000: expected an int <= 2147483647"),
-    ("seed=99999999999", "seed=99999999999: expected an int <= 2147483647"),
-    ("embedding_dim=10000000000000000000000",
-     "option embedding_dim=10000000000000000000000: expected an int <= 2147483647"),
-])
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("max_steps=-5", "max_steps=-5: expected an int >= 1, or None"),
+        ("epochs=-1", "epochs=-1: expected an int >= 1"),
+        ("epochs=0", "epochs=0: expected an int >= 1"),
+        ("learning_rate=inf", "learning_rate=inf: expected a finite number >= 0"),
+        ("learning_rate=nan", "learning_rate=nan: expected a finite number >= 0"),
+        ("batch_size=0", "batch_size=0: expected an int >= 1"),
+        ("label_smoothing=1", "label_smoothing=1.0: expected a number in [0, 1)"),
+        ("clipnorm=-1", "clipnorm=-1.0: expected a finite number >= 0"),
+        ("validate_every=-2", "validate_every=-2: expected an int >= 0"),
+        ("vocab_size=3", "vocab_size=3: expected an int >= 8"),
+        ("max_loss=0", "max_loss=0.0: expected a finite number > 0, or None"),
+        ("batch_size=10000000000000000000000", "batch_size=10000000000000000000000: expected an int <= 2147483647"),
+        ("seed=99999999999", "seed=99999999999: expected an int <= 2147483647"),
+        (
+            "embedding_dim=10000000000000000000000",
+            "option embedding_dim=10000000000000000000000: expected an int <= 2147483647",
+        ),
+    ],
+)
 def test_out_of_range_values_fail_before_any_work(tmp_path, capsys, override, message):
     out = str(tmp_path / "r")
     assert _train(out, "--set", override) == 2
@@ -250,8 +266,9 @@ def test_every_int_field_and_option_has_an_upper_bound():
     from keras_memnmt.config import ConfigError, TrainConfig, apply_overrides
 
     hints = typing.get_type_hints(TrainConfig)
-    fields = [f.name for f in dataclasses.fields(TrainConfig) if int in (typing.get_args(hints[f.name]) or
-                                                                          (hints[f.name],))]
+    fields = [
+        f.name for f in dataclasses.fields(TrainConfig) if int in (typing.get_args(hints[f.name]) or (hints[f.name],))
+    ]
     assert "batch_size" in fields and "max_steps" in fields and "seed" in fields
     for name in [*fields, "embedding_dim", "decoder_units"]:
         apply_overrides(TrainConfig(), [f"{name}=2147483647"])  # the bound itself is allowed
@@ -279,13 +296,20 @@ def test_every_float_field_and_option_is_finite():
     assert {"learning_rate", "init_noise_std", "encoder_lm_weight"} <= {name for _, name in cases}
     for config, name in cases:
         for value in ("inf", "-inf", "nan"):
-            with pytest.raises(ConfigError, match=rf"{name}={value}: expected (a finite number|a number in|a factor in)"):
+            with pytest.raises(
+                ConfigError, match=rf"{name}={value}: expected (a finite number|a number in|a factor in)"
+            ):
                 apply_overrides(config, [f"{name}={value}"])
 
 
-@pytest.mark.parametrize("recipe, override", [("multi30k_memdec", "init_noise_std=inf"),
-                                              ("multi30k_ylstm", "encoder_lm_weight=inf"),
-                                              ("multi30k_ylstm", "encoder_lm_weight=nan")])
+@pytest.mark.parametrize(
+    "recipe, override",
+    [
+        ("multi30k_memdec", "init_noise_std=inf"),
+        ("multi30k_ylstm", "encoder_lm_weight=inf"),
+        ("multi30k_ylstm", "encoder_lm_weight=nan"),
+    ],
+)
 def test_a_float_option_that_is_not_finite_fails_before_any_work(tmp_path, capsys, recipe, override):
     out = str(tmp_path / "r")
     assert main(["train", recipe, "--out", out, "--set", override]) == 2
@@ -294,16 +318,18 @@ def test_a_float_option_that_is_not_finite_fails_before_any_work(tmp_path, capsy
     assert not os.path.exists(out)
 
 
-@pytest.mark.parametrize("name, content", [("source.model", b"garbage, not a SentencePiece model"),
-                                           ("target.model", b""),
-                                           ("vocab.json", b"not json")])
+@pytest.mark.parametrize(
+    "name, content",
+    [("source.model", b"garbage, not a SentencePiece model"), ("target.model", b""), ("vocab.json", b"not json")],
+)
 def test_a_corrupt_vocabulary_file_is_named_in_one_line(trained_run, capsys, name, content):
     path = os.path.join(trained_run, "vocab", name)
     with open(path, "wb") as f:
         f.write(content)
     capsys.readouterr()
-    assert main(["translate", "--model", trained_run, "--quiet", "--input",
-                 os.path.join(trained_run, "config.json")]) == 2
+    assert (
+        main(["translate", "--model", trained_run, "--quiet", "--input", os.path.join(trained_run, "config.json")]) == 2
+    )
     err = capsys.readouterr().err
     assert "Traceback" not in err and err.count("\n") == 1
     assert err.startswith(f"memnmt: error: {path} is not a"), err
@@ -348,15 +374,22 @@ def test_a_resumed_run_ends_where_an_uninterrupted_run_ends(tmp_path):
     assert _train(resumed, *args, "--set", "max_steps=8", "--resume") == 0  # epochs of 6 steps
 
     def validations(run):
-        return [(h["step"], h["val_bleu"], round(h["loss"], 5))
-                for h in json.load(open(os.path.join(run, "validations.json")))]
+        return [
+            (h["step"], h["val_bleu"], round(h["loss"], 5))
+            for h in json.load(open(os.path.join(run, "validations.json")))
+        ]
 
     assert validations(resumed) == validations(straight)
     assert [s for s, _, _ in validations(straight)] == [2, 4, 6, 8]
     a, b = (keras.saving.load_model(os.path.join(run, "model.keras"), compile=False) for run in (straight, resumed))
     for va, vb in zip(a.weights, b.weights, strict=True):
-        np.testing.assert_allclose(keras.ops.convert_to_numpy(vb.value), keras.ops.convert_to_numpy(va.value),
-                                   rtol=1e-5, atol=1e-6, err_msg=va.path)
+        np.testing.assert_allclose(
+            keras.ops.convert_to_numpy(vb.value),
+            keras.ops.convert_to_numpy(va.value),
+            rtol=1e-5,
+            atol=1e-6,
+            err_msg=va.path,
+        )
 
 
 def test_an_error_before_the_first_step_leaves_no_half_made_run(tmp_path, capsys):
@@ -384,21 +417,39 @@ def test_a_model_file_naming_a_class_outside_keras_is_refused_by_name(trained_ru
         entries = {name: archive.read(name) for name in archive.namelist()}
     marker = os.path.join(trained_run, "ran")
     config = json.loads(entries["config.json"])
-    config.update(module="subprocess", class_name="Popen", registered_name=None,
-                  config={"args": ["touch", marker]})
+    config.update(module="subprocess", class_name="Popen", registered_name=None, config={"args": ["touch", marker]})
     entries["config.json"] = json.dumps(config).encode()
     with zipfile.ZipFile(latest, "w") as archive:
         for name, data in entries.items():
             archive.writestr(name, data)
     capsys.readouterr()
-    assert main(["train", "quickstart", "--out", trained_run, *SHARED_RUN_ARGS, "--set", "max_steps=6",
-                 "--resume"]) == 2
+    assert (
+        main(["train", "quickstart", "--out", trained_run, *SHARED_RUN_ARGS, "--set", "max_steps=6", "--resume"]) == 2
+    )
     err = capsys.readouterr().err
     assert "Traceback" not in err
-    assert err.strip().splitlines()[-1].startswith(
-        f"memnmt: error: cannot resume {trained_run}: {latest} cannot be loaded (Could not locate class 'Popen')")
-    assert main(["translate", "--model", trained_run, "--checkpoint", "model.keras", "--quiet",
-                 "--input", os.path.join(trained_run, "config.json")]) == 2
+    assert (
+        err.strip()
+        .splitlines()[-1]
+        .startswith(
+            f"memnmt: error: cannot resume {trained_run}: {latest} cannot be loaded (Could not locate class 'Popen')"
+        )
+    )
+    assert (
+        main(
+            [
+                "translate",
+                "--model",
+                trained_run,
+                "--checkpoint",
+                "model.keras",
+                "--quiet",
+                "--input",
+                os.path.join(trained_run, "config.json"),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert err.startswith(f"memnmt: error: {latest} cannot be loaded (Could not locate class 'Popen')")
     assert err.count("\n") == 1 and not os.path.exists(marker)
@@ -420,6 +471,6 @@ def test_a_resume_never_writes_into_a_file_with_other_names(trained_run, tmp_pat
     assert run_fingerprint(trained_run) == before
     with open(os.path.join(trained_run, "train.log")) as f, open(os.path.join(copy, "train.log")) as g:
         original, continued = f.read().splitlines(), g.read().splitlines()
-    assert continued[:len(original)] == original and len(continued) > len(original)
+    assert continued[: len(original)] == original and len(continued) > len(original)
     for name in ("train.log", "log.csv"):
         assert os.stat(os.path.join(copy, name)).st_nlink == 1

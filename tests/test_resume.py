@@ -31,24 +31,42 @@ def test_resuming_a_run_that_ended_by_max_steps_changes_nothing(trained_run, cap
     assert run_fingerprint(trained_run) == before
 
 
-@pytest.mark.parametrize("change, named", [
-    ("seed=1", "seed=0 (now 1)"),
-    ("batch_size=7", "batch_size=64 (now 7)"),
-    ("bucket_width=4", "bucket_width=8 (now 4)"),
-    ("max_length=30", "max_length=40 (now 30)"),
-    ("synthetic_size=300", "synthetic_size=200 (now 300)"),
-    ("val_limit=4", "val_limit=8 (now 4)"),
-    ("learning_rate=0.01", "learning_rate=0.002 (now 0.01)"),
-    ("output_dropout=0.5", "output_dropout=0.2 (now 0.5)"),
-])
+@pytest.mark.parametrize(
+    "change, named",
+    [
+        ("seed=1", "seed=0 (now 1)"),
+        ("batch_size=7", "batch_size=64 (now 7)"),
+        ("bucket_width=4", "bucket_width=8 (now 4)"),
+        ("max_length=30", "max_length=40 (now 30)"),
+        ("synthetic_size=300", "synthetic_size=200 (now 300)"),
+        ("val_limit=4", "val_limit=8 (now 4)"),
+        ("learning_rate=0.01", "learning_rate=0.002 (now 0.01)"),
+        ("output_dropout=0.5", "output_dropout=0.2 (now 0.5)"),
+    ],
+)
 def test_resume_refuses_a_change_of_what_the_steps_so_far_were_trained_with(trained_run, capsys, change, named):
     """The data and their order, the batches, the seed, the validation set, and what
     model.keras holds (the optimizer, the model's options): a resume goes on with them as
     they were, so a change is refused by name, with the run's value and the new one."""
     before = run_fingerprint(trained_run)
     capsys.readouterr()
-    assert main(["train", "quickstart", "--out", trained_run, *SHARED_RUN_ARGS, "--set", "max_steps=6",
-                 "--set", change, "--resume"]) == 2
+    assert (
+        main(
+            [
+                "train",
+                "quickstart",
+                "--out",
+                trained_run,
+                *SHARED_RUN_ARGS,
+                "--set",
+                "max_steps=6",
+                "--set",
+                change,
+                "--resume",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"memnmt: error: cannot resume {trained_run}: it was trained with {named};" in err
     assert run_fingerprint(trained_run) == before
@@ -61,18 +79,36 @@ def test_resume_may_change_when_the_run_stops_validates_logs_and_tests():
     fields = {f.name for f in dataclasses.fields(TrainConfig)}
     assert set(RESUME_FIELDS) <= fields
     assert {"epochs", "max_steps", "patience", "validate_every", "log_every"} <= set(RESUME_FIELDS)
-    assert not {"seed", "batch_size", "batch_by", "bucket_width", "max_length", "train_limit", "train_prefix",
-                "val_prefix", "val_limit", "vocab_size", "shuffle_buffer", "learning_rate"} & set(RESUME_FIELDS)
+    assert not {
+        "seed",
+        "batch_size",
+        "batch_by",
+        "bucket_width",
+        "max_length",
+        "train_limit",
+        "train_prefix",
+        "val_prefix",
+        "val_limit",
+        "vocab_size",
+        "shuffle_buffer",
+        "learning_rate",
+    } & set(RESUME_FIELDS)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("ending, args, why", [
-    # 200 pairs make 6 batches an epoch: one epoch, validated at its end.
-    ("epochs", ["--set", "epochs=1", "--set", "max_steps=none", "--set", "validate_every=0"], "step 6 of 6"),
-    # Frozen weights score the same at every validation: the second has no gain.
-    ("patience", ["--set", "learning_rate=0", "--set", "validate_every=1", "--set", "patience=1",
-                  "--set", "max_steps=50"], "early stop at step 2"),
-])
+@pytest.mark.parametrize(
+    "ending, args, why",
+    [
+        # 200 pairs make 6 batches an epoch: one epoch, validated at its end.
+        ("epochs", ["--set", "epochs=1", "--set", "max_steps=none", "--set", "validate_every=0"], "step 6 of 6"),
+        # Frozen weights score the same at every validation: the second has no gain.
+        (
+            "patience",
+            ["--set", "learning_rate=0", "--set", "validate_every=1", "--set", "patience=1", "--set", "max_steps=50"],
+            "early stop at step 2",
+        ),
+    ],
+)
 def test_resuming_a_run_that_ended_by_epochs_or_patience_changes_nothing(tmp_path, capsys, ending, args, why):
     run = str(tmp_path / ending)
     assert main(["train", "quickstart", "--out", run, *TINY_TRAIN_ARGS, *args]) == 0
@@ -109,8 +145,17 @@ def test_a_kill_at_any_write_resumes_to_the_uninterrupted_run(tmp_path, monkeypa
 
     # Validations at steps 1 and 2 of a 6-step epoch (test_reliability's resume test crosses
     # an epoch's end).
-    args = [*TINY_TRAIN_ARGS, "--set", "max_steps=2", "--set", "validate_every=1", "--set", "dropout=0.3",
-            "--set", "keep_checkpoints=true"]
+    args = [
+        *TINY_TRAIN_ARGS,
+        "--set",
+        "max_steps=2",
+        "--set",
+        "validate_every=1",
+        "--set",
+        "dropout=0.3",
+        "--set",
+        "keep_checkpoints=true",
+    ]
     run, copies = str(tmp_path / "run"), []
     real_sync = files._sync
 
@@ -129,13 +174,21 @@ def test_a_kill_at_any_write_resumes_to_the_uninterrupted_run(tmp_path, monkeypa
     assert len(copies) >= 14, copies
     assert [h["step"] for h in json.load(open(os.path.join(run, "validations.json")))] == [1, 2]
     env = {**os.environ, "PYTHONPATH": REPO + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    done = subprocess.run([sys.executable, "-c", RESUME_ALL, json.dumps(args), json.dumps(copies)],
-                          env=env, cwd=REPO, capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-c", RESUME_ALL, json.dumps(args), json.dumps(copies)],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
 
     def validations(path):  # the loss: Keras's running mean over the steps of the epoch so far
-        return [(h["step"], h["val_bleu"], h["val_chrf"], round(h["loss"], 5))
-                for h in json.load(open(os.path.join(path, "validations.json")))]
+        return [
+            (h["step"], h["val_bleu"], h["val_chrf"], round(h["loss"], 5))
+            for h in json.load(open(os.path.join(path, "validations.json")))
+        ]
 
     def weights(path):
         return [keras.ops.convert_to_numpy(w.value) for w in keras.saving.load_model(path, compile=False).weights]

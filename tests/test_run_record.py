@@ -25,12 +25,14 @@ BACKEND_LIBRARIES = {"tensorflow": ["tensorflow"], "jax": ["jax", "jaxlib"], "to
 def _git_head() -> str | None:
     root = os.path.dirname(os.path.dirname(os.path.abspath(keras_memnmt.__file__)))
     try:
-        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=root, capture_output=True,
-                             text=True, check=True).stdout.strip()
+        top = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
         if os.path.realpath(top) != os.path.realpath(root):
             return None
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
-                              check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
 
@@ -61,6 +63,7 @@ def _check_provenance(made: dict) -> None:
 
 # ----- a trained run ------------------------------------------------------------------------
 
+
 @pytest.fixture()
 def trained(shared_run):
     """The shared run, read only (``tests/conftest.py``)."""
@@ -79,21 +82,29 @@ def test_train_records_how_the_run_was_made(trained):
     assert record["train_seconds"] == results["train_seconds"]
     assert record["total_seconds"] == results["total_seconds"]
     best = max(range(2), key=lambda i: results["validations"][i]["val_bleu"])  # the first of equals
-    assert record["best_validation"] == {"index": best, "step": 2 * (best + 1), "val_bleu": results["best_val_bleu"],
-                                         "train_seconds": results["validations"][best]["train_seconds"]}
+    assert record["best_validation"] == {
+        "index": best,
+        "step": 2 * (best + 1),
+        "val_bleu": results["best_val_bleu"],
+        "train_seconds": results["validations"][best]["train_seconds"],
+    }
     # The test evaluation: its hypotheses file, its scores with sacreBLEU's signatures.
     assert record["test"] == "synthetic-test.beam2.gnmt0.6.first4"
     test = record["evaluations"][record["test"]]
-    assert (test["split"], test["beam_size"], test["length_penalty"], test["alpha"], test["limit"]) == \
-        ("synthetic-test", 2, "gnmt", 0.6, 4)
+    assert (test["split"], test["beam_size"], test["length_penalty"], test["alpha"], test["limit"]) == (
+        "synthetic-test",
+        2,
+        "gnmt",
+        0.6,
+        4,
+    )
     assert test["hypotheses"] == "hyps/synthetic-test.beam2.gnmt0.6.first4.txt"
     with open(os.path.join(trained, test["hypotheses"])) as f:
         hyps = f.read().split("\n")[:-1]
     assert len(hyps) == 4 and hyps[:3] == [s["translation"] for s in results["samples"]]
     assert test["model_file"] == "best.keras"
     assert test["model_sha256"] == records.sha256_file(os.path.join(trained, "best.keras"))
-    for key in ("bleu", "bleu_lowercase", "chrf", "ter", "sentences", "bleu_signature",
-                "bleu_lowercase_signature"):
+    for key in ("bleu", "bleu_lowercase", "chrf", "ter", "sentences", "bleu_signature", "bleu_lowercase_signature"):
         assert test["scores"][key] == results[key], key
     assert "nrefs:1|case:lc|tok:tercom" in test["scores"]["ter_signature"]
     assert "nc:6" in test["scores"]["chrf_signature"]
@@ -105,11 +116,16 @@ def test_results_table_shows_the_records_numbers(trained, capsys):
     (row,) = json.loads(capsys.readouterr().out)
     record = records.read_record(trained)
     scores = record["evaluations"][record["test"]]["scores"]
-    assert {k: row[k] for k in ("bleu", "bleu_lowercase", "chrf", "ter")} == \
-        {k: scores[k] for k in ("bleu", "bleu_lowercase", "chrf", "ter")}
-    assert (row["recipe"], row["seed"], row["best_step"], row["best_val_bleu"], row["train_seconds"]) == \
-        ("quickstart", 0, record["best_validation"]["step"], record["best_validation"]["val_bleu"],
-         record["train_seconds"])
+    assert {k: row[k] for k in ("bleu", "bleu_lowercase", "chrf", "ter")} == {
+        k: scores[k] for k in ("bleu", "bleu_lowercase", "chrf", "ter")
+    }
+    assert (row["recipe"], row["seed"], row["best_step"], row["best_val_bleu"], row["train_seconds"]) == (
+        "quickstart",
+        0,
+        record["best_validation"]["step"],
+        record["best_validation"]["val_bleu"],
+        record["train_seconds"],
+    )
     assert row["date"] == record["finished"] and row["missing"] == []
     assert main(["results", trained]) == 0
     table = capsys.readouterr().out
@@ -138,10 +154,12 @@ def test_resume_keeps_the_record_and_adds_the_resuming_command(trained, tmp_path
     assert main(["train", "quickstart", "--out", out, *SHARED_RUN_ARGS, "--set", "max_steps=2", "--overwrite"]) == 0
     record = records.read_record(out)
     assert "resumes" not in record and sorted(os.listdir(os.path.join(out, "hyps"))) == [
-        "synthetic-test.beam2.gnmt0.6.first4.txt"]
+        "synthetic-test.beam2.gnmt0.6.first4.txt"
+    ]
 
 
 # ----- records without training -----------------------------------------------------------
+
 
 @pytest.fixture()
 def tiny(tmp_path):
@@ -155,15 +173,25 @@ def test_start_and_finish_record(tiny, monkeypatch):
     record = records.start_record(tiny, {"model": "rnnsearch", "validate_every": 0, "seed": 0})
     assert record["finished"] is None and record["resumed"] is False
     _check_provenance(record)
-    history = [{"step": 10, "val_bleu": 1.0, "train_seconds": 5.0},
-               {"step": 20, "val_bleu": 3.0, "train_seconds": 9.0},
-               {"step": 30, "val_bleu": 3.0, "train_seconds": 14.0}]
-    results = {"corpus": "synthetic", "beam_size": 2, "bleu": 1.5, "bleu_lowercase": 1.6, "chrf": 20.0,
-               "ter": 90.0, "sentences": 2, "train_seconds": 14.0, "total_seconds": 30.0,
-               "validations": history}
+    history = [
+        {"step": 10, "val_bleu": 1.0, "train_seconds": 5.0},
+        {"step": 20, "val_bleu": 3.0, "train_seconds": 9.0},
+        {"step": 30, "val_bleu": 3.0, "train_seconds": 14.0},
+    ]
+    results = {
+        "corpus": "synthetic",
+        "beam_size": 2,
+        "bleu": 1.5,
+        "bleu_lowercase": 1.6,
+        "chrf": 20.0,
+        "ter": 90.0,
+        "sentences": 2,
+        "train_seconds": 14.0,
+        "total_seconds": 30.0,
+        "validations": history,
+    }
     record = records.finish_record(tiny, results, ["ein hund", "eine katze"], ["x", "y"], "synthetic-test")
-    assert record["best_validation"] == {"index": 1, "step": 20, "epoch": 2, "val_bleu": 3.0,
-                                         "train_seconds": 9.0}
+    assert record["best_validation"] == {"index": 1, "step": 20, "epoch": 2, "val_bleu": 3.0, "train_seconds": 9.0}
     assert record["test"] == "synthetic-test.beam2.gnmt0.6" and record["finished"]
     with open(os.path.join(tiny, "hyps", "synthetic-test.beam2.gnmt0.6.txt")) as f:
         assert f.read() == "ein hund\neine katze\n"
@@ -222,28 +250,51 @@ def test_evaluate_stores_a_single_runs_own_model_only(tiny, capsys):
     # `memnmt results --split` renders the stored evaluation.
     assert main(["results", tiny, "--split", "synthetic-test", "--beam", "1", "--format", "json"]) == 0
     (row,) = json.loads(capsys.readouterr().out)
-    assert {k: row[k] for k in ("bleu", "bleu_lowercase", "chrf", "ter")} == \
-        {k: entry["scores"][k] for k in ("bleu", "bleu_lowercase", "chrf", "ter")}
+    assert {k: row[k] for k in ("bleu", "bleu_lowercase", "chrf", "ter")} == {
+        k: entry["scores"][k] for k in ("bleu", "bleu_lowercase", "chrf", "ter")
+    }
     assert set(row["missing"]) == {"recipe", "best_val_bleu", "train_seconds", "date", "command"}
 
 
 def test_results_of_runs_made_before_records(tmp_path, capsys):
     old, unfinished = tmp_path / "old", tmp_path / "unfinished"
-    history = [{"step": 461, "train_seconds": 300.0, "val_bleu": 15.0},
-               {"step": 922, "train_seconds": 600.0, "val_bleu": 25.85},
-               {"step": 1383, "train_seconds": 900.0, "val_bleu": 25.0}]
+    history = [
+        {"step": 461, "train_seconds": 300.0, "val_bleu": 15.0},
+        {"step": 922, "train_seconds": 600.0, "val_bleu": 25.85},
+        {"step": 1383, "train_seconds": 900.0, "val_bleu": 25.0},
+    ]
     for run in (old, unfinished):
         run.mkdir()
         (run / "config.json").write_text(json.dumps({"model": "rmn", "seed": 2, "validate_every": 0}))
         (run / "validations.json").write_text(json.dumps(history))
-    (old / "results.json").write_text(json.dumps({
-        "test_split": "test_2016_flickr", "beam_size": 5, "bleu": 35.73, "bleu_lowercase": 36.1,
-        "chrf": 60.86, "ter": 51.01, "train_seconds": 960.0, "best_val_bleu": 25.85}))
+    (old / "results.json").write_text(
+        json.dumps(
+            {
+                "test_split": "test_2016_flickr",
+                "beam_size": 5,
+                "bleu": 35.73,
+                "bleu_lowercase": 36.1,
+                "chrf": 60.86,
+                "ter": 51.01,
+                "train_seconds": 960.0,
+                "best_val_bleu": 25.85,
+            }
+        )
+    )
     assert main(["results", str(old), str(unfinished)]) == 0
     table = capsys.readouterr().out
     old_row, unfinished_row = [_cells(line) for line in table.splitlines() if line.startswith("| `")]
-    assert old_row[1:10] == ["—", "2", "epoch 2 (25.85)", "3 epochs, 16.0 min", "test_2016_flickr, beam 5",
-                             "35.73", "36.10", "60.86", "51.01"]
+    assert old_row[1:10] == [
+        "—",
+        "2",
+        "epoch 2 (25.85)",
+        "3 epochs, 16.0 min",
+        "test_2016_flickr, beam 5",
+        "35.73",
+        "36.10",
+        "60.86",
+        "51.01",
+    ]
     assert old_row[10].endswith(" (file)") and old_row[11] == "—"
     assert unfinished_row[4] == "3 epochs, 15.0 min, unfinished"
     assert unfinished_row[5:10] == ["—"] * 5
@@ -277,6 +328,9 @@ def test_the_files_translated_with_hold_no_optimizer_state(shared_run):
     for path in (os.path.join(shared_run, "best.keras"), last):
         assert parts(path) == (False, False)
     assert os.path.getsize(last) < 0.6 * os.path.getsize(os.path.join(shared_run, "model.keras"))
-    for a, b in zip(read_model_file(last).get_weights(),
-                    read_model_file(os.path.join(shared_run, "model.keras")).get_weights(), strict=True):
+    for a, b in zip(
+        read_model_file(last).get_weights(),
+        read_model_file(os.path.join(shared_run, "model.keras")).get_weights(),
+        strict=True,
+    ):
         np.testing.assert_array_equal(a, b)

@@ -9,16 +9,14 @@ import pytest
 # The same on every backend: CI runs it on one (conftest.py).
 pytestmark = pytest.mark.backend_independent
 
-CHECK = ("from keras_memnmt.runtime import tune_malloc; import sys; "
-         "sys.stdout.write(str(tune_malloc()))")
+CHECK = "from keras_memnmt.runtime import tune_malloc; import sys; sys.stdout.write(str(tune_malloc()))"
 
 
 def _run(env_value):
     import os
 
     env = {**os.environ, "MEMNMT_MALLOC_TUNING": env_value}
-    return subprocess.run([sys.executable, "-c", CHECK], env=env, capture_output=True, text=True,
-                          check=True).stdout
+    return subprocess.run([sys.executable, "-c", CHECK], env=env, capture_output=True, text=True, check=True).stdout
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc mallopt")
@@ -62,8 +60,9 @@ def test_tune_malloc_serves_large_blocks_from_the_heap():
         pytest.skip("needs glibc >= 2.33 (mallinfo2)")
     for setting, mmapped in (("1", "0"), ("0", "1")):
         env = {**os.environ, "MEMNMT_MALLOC_TUNING": setting}
-        out = subprocess.run([sys.executable, "-c", MMAP_CHECK], env=env, capture_output=True,
-                             text=True, check=True).stdout
+        out = subprocess.run(
+            [sys.executable, "-c", MMAP_CHECK], env=env, capture_output=True, text=True, check=True
+        ).stdout
         assert out == mmapped, (setting, out)
 
 
@@ -90,8 +89,7 @@ def test_tensorflow_is_imported_without_loading_jax(backend):
     pytest.importorskip("jax")
     pytest.importorskip("tensorflow")
     env = {**os.environ, "KERAS_BACKEND": backend}
-    out = subprocess.run([sys.executable, "-c", JAX_CHECK], env=env, capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-c", JAX_CHECK], env=env, capture_output=True, text=True, check=True).stdout
     assert out == f"True {backend} {backend == 'jax'} False 4.0"
 
 
@@ -127,8 +125,14 @@ print([d.device_type for d in tf.config.list_physical_devices()])
 print("after", file=sys.stderr, flush=True)
 """
 
-STARTUP_LINES = ("absl::InitializeLog", "oneDNN custom operations", "cudart_stub", "cpu_feature_guard",
-                 "To enable the following instructions", "cuInit")
+STARTUP_LINES = (
+    "absl::InitializeLog",
+    "oneDNN custom operations",
+    "cudart_stub",
+    "cpu_feature_guard",
+    "To enable the following instructions",
+    "cuInit",
+)
 
 
 def test_tensorflow_starts_without_its_log_lines():
@@ -137,8 +141,13 @@ def test_tensorflow_starts_without_its_log_lines():
 
     pytest.importorskip("tensorflow")
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
-    done = subprocess.run([sys.executable, "-c", QUIET_CHECK], env={**env, "KERAS_BACKEND": "tensorflow"},
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", QUIET_CHECK],
+        env={**env, "KERAS_BACKEND": "tensorflow"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert "CPU" in done.stdout
     assert not [line for line in done.stderr.splitlines() if any(s in line for s in STARTUP_LINES)], done.stderr
     assert "before" in done.stderr and "after" in done.stderr  # stderr itself still works
@@ -174,8 +183,9 @@ def test_only_the_start_up_lines_are_dropped():
         "machine, GPU will not be used.\n",
         "E0000 00:00:1795752547.669450   12822 cuda_platform.cc:52] failed call to cuInit: CUDA error\n",
     ]
-    done = subprocess.run([sys.executable, "-c", DROP_CHECK], input="".join(lines), capture_output=True,
-                          text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", DROP_CHECK], input="".join(lines), capture_output=True, text=True, check=True
+    )
     assert done.stderr == lines[2] + lines[4] + "a Python line\n"
 
 
@@ -202,8 +212,11 @@ def _cache_run(tmp_path, backend: str = "jax", **variables) -> dict:
     import json
 
     pytest.importorskip(backend)
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("MEMNMT_COMPILATION_CACHE", "JAX_COMPILATION_CACHE_DIR")}
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("MEMNMT_COMPILATION_CACHE", "JAX_COMPILATION_CACHE_DIR")
+    }
     env.update(KERAS_BACKEND=backend, HOME=str(tmp_path / "home"), TF_CPP_MIN_LOG_LEVEL="2", **variables)
     script = CACHE_CHECK if backend == "jax" else CACHE_CHECK.split("import jax")[0] + "print(json.dumps(folder))"
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)

@@ -49,7 +49,7 @@ class TeacherForced:
 
     def step(self, s, token, history):
         history = (*history, int(token))
-        logits = self.model((self.source[s:s + 1], np.array([history], "int32")), training=False)
+        logits = self.model((self.source[s : s + 1], np.array([history], "int32")), training=False)
         return log_softmax_np(keras.ops.convert_to_numpy(logits)[0, -1].astype(np.float64)), history
 
 
@@ -63,8 +63,7 @@ def test_saved_model_gives_the_stored_logits_and_translations(name):
     source = inputs["source"]
     out = model.generate(source, beam_size=3, max_length_a=1.0, max_length_b=3)
     limits = (source != 0).sum(1) + 3  # max_length_a * |x| + max_length_b
-    expected = [ruled_beam(TeacherForced(model, source), s, 3, int(limit), "gnmt")[0]
-                for s, limit in enumerate(limits)]
+    expected = [ruled_beam(TeacherForced(model, source), s, 3, int(limit), "gnmt")[0] for s, limit in enumerate(limits)]
     assert _trim(out["tokens"]) == [tokens for _, _, tokens in expected]
     np.testing.assert_allclose(np.asarray(out["scores"])[:, 0], [score for score, _, _ in expected], atol=1e-4)
     # The rule matters here: the stored best hypothesis of sentence 0 ran into its limit without eos.

@@ -50,8 +50,12 @@ def check_scores(model):
     found = [h for h in beam_hypotheses(model, sources()) if np.isfinite(h[2])]
     assert len(found) >= 3 * BEAM
     scored = score_ids(model, [s for s, _, _ in found], [t for _, t, _ in found], batch_size=7)
-    np.testing.assert_allclose([float(np.sum(x)) for x in scored], [r for _, _, r in found], atol=1e-4,
-                               err_msg="teacher-forced score != beam search's score")
+    np.testing.assert_allclose(
+        [float(np.sum(x)) for x in scored],
+        [r for _, _, r in found],
+        atol=1e-4,
+        err_msg="teacher-forced score != beam search's score",
+    )
 
 
 # The three kinds of decoder the scoring path reaches (a recurrent cell with attention, a

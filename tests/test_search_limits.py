@@ -47,8 +47,10 @@ MODES = {  # generate's arguments, and each sentence's bound with them
     "beam": (dict(beam_size=3, n_best=3, length_penalty="none"), np.full(4, BOUND)),
     "sampling": (dict(sampling="full", keys=np.arange(4, dtype=np.int32)), np.full(4, BOUND)),
     "prefix": (dict(beam_size=2, n_best=2, length_penalty="none", prefix=PREFIX), count(PREFIX) + BOUND),
-    "constraints": (dict(beam_size=3, n_best=2, length_penalty="none", constraints=CONSTRAINTS),
-                    BOUND + count(CONSTRAINTS)),
+    "constraints": (
+        dict(beam_size=3, n_best=2, length_penalty="none", constraints=CONSTRAINTS),
+        BOUND + count(CONSTRAINTS),
+    ),
 }
 
 
@@ -66,8 +68,12 @@ def test_outputs_at_the_bound_end_with_eos_and_score_as_teacher_forcing(name):
             for b, row in enumerate(found):
                 assert len(row) <= bounds[b] and row.index(EOS_ID) == len(row) - 1, (mode, b, j, row)
                 reached[mode] += len(row) == bounds[b]
-                np.testing.assert_allclose(float(np.sum(forced[b])), scores[b, j], atol=1e-4,
-                                           err_msg=f"{mode} sentence {b} hypothesis {j}: {row}")
+                np.testing.assert_allclose(
+                    float(np.sum(forced[b])),
+                    scores[b, j],
+                    atol=1e-4,
+                    err_msg=f"{mode} sentence {b} hypothesis {j}: {row}",
+                )
     assert all(reached.values()), reached  # each mode has hypotheses that reach the bound
 
 
@@ -77,8 +83,11 @@ def test_min_length_and_no_repeat_ngram_through_generate(name):
     before eos (the bound, 8, leaves room)."""
     model = tiny(name)
     changed = 0
-    for kwargs in (dict(beam_size=1), dict(beam_size=3, n_best=2, length_penalty="none"),
-                   dict(beam_size=3, constraints=CONSTRAINTS, length_penalty="none")):
+    for kwargs in (
+        dict(beam_size=1),
+        dict(beam_size=3, n_best=2, length_penalty="none"),
+        dict(beam_size=3, constraints=CONSTRAINTS, length_penalty="none"),
+    ):
         options = dict(max_length_a=0.0, max_length_b=8, **kwargs)
         out = model.generate(SOURCE, min_length=5, no_repeat_ngram_size=1, **options)
         tokens, scores = np.asarray(out["tokens"]), np.asarray(out["scores"])
@@ -95,9 +104,12 @@ def test_min_length_and_no_repeat_ngram_through_generate(name):
 
 def test_generate_checks_the_new_arguments():
     model = tiny("rnnsearch")
-    for kwargs, name in [(dict(min_length=-1), "min_length"), (dict(min_length=1.5), "min_length"),
-                         (dict(no_repeat_ngram_size=-2), "no_repeat_ngram_size"),
-                         (dict(no_repeat_ngram_size="2"), "no_repeat_ngram_size")]:
+    for kwargs, name in [
+        (dict(min_length=-1), "min_length"),
+        (dict(min_length=1.5), "min_length"),
+        (dict(no_repeat_ngram_size=-2), "no_repeat_ngram_size"),
+        (dict(no_repeat_ngram_size="2"), "no_repeat_ngram_size"),
+    ]:
         with pytest.raises(ValueError, match=name) as error:
             model.generate(SOURCE, **kwargs)
         assert "\n" not in str(error.value)

@@ -97,7 +97,9 @@ def test_predict_answers_as_memnmt_translate_in_both_formats(run_client, shared_
     assert rows.status_code == 200
     assert [p["translation"] for p in rows.json()["predictions"]] == expected
     assert rows.json()["predictions"][2] == {"translation": "", "score": 0.0, "log_prob": 0.0}
-    named = run_client.post("/v1/models/m/versions/1:predict", json={"instances": [{"sentences": s} for s in SENTENCES]})
+    named = run_client.post(
+        "/v1/models/m/versions/1:predict", json={"instances": [{"sentences": s} for s in SENTENCES]}
+    )
     assert named.json() == rows.json()
     columns = run_client.post("/v1/models/m:predict", json={"inputs": {"sentences": SENTENCES}})
     assert columns.json()["outputs"]["translation"] == expected
@@ -108,27 +110,37 @@ def test_predict_answers_as_memnmt_translate_in_both_formats(run_client, shared_
     for outputs in (greedy.json()["outputs"], columns.json()["outputs"]):
         for score, log_prob in zip(outputs["score"], outputs["log_prob"]):
             assert log_prob <= score <= 0 and (score == log_prob == 0 or score > log_prob)
-    n_best = run_client.post("/v1/models/m:predict", json={
-        "signature_name": "translate_n_best", "instances": SENTENCES[:2], "options": {"beam": 3, "n_best": 2}})
+    n_best = run_client.post(
+        "/v1/models/m:predict",
+        json={"signature_name": "translate_n_best", "instances": SENTENCES[:2], "options": {"beam": 3, "n_best": 2}},
+    )
     first = n_best.json()["predictions"][0]
     assert len(first["translations"]) == 2 and first["scores"][0] >= first["scores"][1]
     assert run_client.post("/v1/models/m:predict", json={"instances": []}).json() == {"predictions": []}
 
 
 def test_instances_take_a_prefix_and_constraints(run_client):
-    instances = [{"sentences": "the dog runs", "prefix": "le hundo"},
-                 {"sentences": "a big green fish sees the cars", "constraints": ["grande", "le"]}, "the cat"]
+    instances = [
+        {"sentences": "the dog runs", "prefix": "le hundo"},
+        {"sentences": "a big green fish sees the cars", "constraints": ["grande", "le"]},
+        "the cat",
+    ]
     reply = run_client.post("/v1/models/m:predict", json={"instances": instances, "options": {"beam": 3}})
     first, second, third = (p["translation"] for p in reply.json()["predictions"])
     assert first.startswith("le hundo") and "grande" in second and "le" in second and third
     chosen = run_client.post("/v1/models/m:predict", json={"instances": ["the cat", "a dog"], "options": {"mbr": 3}})
     assert chosen.status_code == 200 and len(chosen.json()["predictions"]) == 2, chosen.text
-    for instance, options, message in [({"sentences": "a", "prefix": "漢字"}, {}, "instances[0]: prefix ('漢字') has"),
-                                       ({"sentences": "a", "constraints": ["漢字"]}, {}, "instances[0]: constraints: '漢字'"),
-                                       ({"sentences": "a", "constraints": ["le"]}, {"beam": 1}, "need beam search"),
-                                       ({"sentences": "a", "constraints": ["le"]}, {"mbr": 4},
-                                        "instances[0]: constraints needs beam search: options.beam 2 or more, not the mbr"),
-                                       ({"sentences": "a", "constraints": "le"}, {}, "expected a list of phrases")]:
+    for instance, options, message in [
+        ({"sentences": "a", "prefix": "漢字"}, {}, "instances[0]: prefix ('漢字') has"),
+        ({"sentences": "a", "constraints": ["漢字"]}, {}, "instances[0]: constraints: '漢字'"),
+        ({"sentences": "a", "constraints": ["le"]}, {"beam": 1}, "need beam search"),
+        (
+            {"sentences": "a", "constraints": ["le"]},
+            {"mbr": 4},
+            "instances[0]: constraints needs beam search: options.beam 2 or more, not the mbr",
+        ),
+        ({"sentences": "a", "constraints": "le"}, {}, "expected a list of phrases"),
+    ]:
         reply = run_client.post("/v1/models/m:predict", json={"instances": ["b", instance], "options": options})
         assert reply.status_code == 400 and message in reply.json()["error"].replace("instances[1]", "instances[0]")
 
@@ -137,9 +149,16 @@ def test_strings_may_be_given_as_b64_in_both_formats(run_client):
     """TensorFlow Serving's ``{"b64": "..."}`` for a string: a sentence, a prefix, a
     constraint, in the row format (bare or named) and the columnar one."""
     with fake_client(FakeTranslator()) as client:
-        rows = client.post("/v1/models/m:predict", json={"instances": [
-            b64("der Hund läuft"), {"sentences": b64("a cat"), "prefix": b64("le"), "constraints": [b64("ö"), "x"]},
-            "plain"]}).json()["predictions"]
+        rows = client.post(
+            "/v1/models/m:predict",
+            json={
+                "instances": [
+                    b64("der Hund läuft"),
+                    {"sentences": b64("a cat"), "prefix": b64("le"), "constraints": [b64("ö"), "x"]},
+                    "plain",
+                ]
+            },
+        ).json()["predictions"]
         assert [p["translation"] for p in rows] == ["der Hund läuft||", "a cat|le|ö\tx", "plain||"]
         for inputs in ([b64("a cat"), "plain"], {"sentences": [b64("a cat"), "plain"]}):
             columns = client.post("/v1/models/m:predict", json={"inputs": inputs}).json()["outputs"]
@@ -158,35 +177,52 @@ def test_status_metadata_and_the_models_served(run_client):
     assert model["name"] == "m" and model["kind"] == "run" and "beam" in model["options"]
 
 
-@pytest.mark.parametrize("request_kwargs, status, message", [
-    ({"content": b"{not json"}, 400, "the body is not JSON"),
-    ({"content": b'{"instances": ["\xff\xfe"]}'}, 400, "the body is not UTF-8 (byte 16)"),
-    ({"json": ["a"]}, 400, 'a JSON object with "instances" or "inputs"'),
-    ({"json": {"instances": "a dog"}}, 400, "instances: expected a list of sentences"),
-    ({"json": {"instances": ["a", 3]}}, 400, "instances[1]: expected a string, got 3"),
-    ({"json": {"instances": [{"text": "a"}]}}, 400, "instances[0]: expected a string or"),
-    ({"json": {"instances": [{"sentences": "a", "prefix": 3}]}}, 400, "instances[0].prefix: expected a string"),
-    ({"json": {"instances": ["a", {"b64": "bm90 IGI2NA=="}]}}, 400, "instances[1].b64: not base64"),
-    ({"json": {"instances": [{"b64": "YQ"}]}}, 400, "instances[0].b64: not base64"),  # no padding
-    ({"json": {"instances": [{"b64": "w6k="}, {"b64": "/w=="}]}}, 400, "instances[1].b64: its bytes are not UTF-8"),
-    ({"json": {"instances": [{"b64": "7aCA"}]}}, 400, "instances[0].b64: its bytes are not UTF-8"),  # a surrogate
-    ({"json": {"instances": [{"b64": 3}]}}, 400, "instances[0].b64: expected a base64 string"),
-    ({"json": {"instances": [{"sentences": "a", "prefix": {"b64": "/w=="}}]}}, 400,
-     "instances[0].prefix.b64: its bytes are not UTF-8"),
-    ({"json": {"instances": [{"sentences": "a", "constraints": ["b", {"b64": "é"}]}]}}, 400,
-     "instances[0].constraints[1].b64: not base64"),
-    ({"json": {"inputs": {"sentences": ["a", {"b64": "/w=="}]}}}, 400, "inputs[1].b64: its bytes are not UTF-8"),
-    ({"json": {"instances": [{"b64": "YQ==", "x": 1}]}}, 400, "instances[0]: expected a string or"),
-    ({"json": {"instances": ["a"], "inputs": ["a"]}}, 400, "give exactly one of"),
-    ({"json": {"inputs": {"x": ["a"]}}}, 400, "inputs: expected"),
-    ({"json": {"instances": ["a"], "extra": 1}}, 400, "unknown field(s) extra"),
-    ({"json": {"instances": ["a"], "signature_name": "nope"}}, 400, 'signature_name "nope"'),
-    ({"json": {"instances": ["a"], "options": {"beam": 0}}}, 400, "options.beam must be an integer from 1 to 64, got 0"),
-    ({"json": {"instances": ["a"], "options": {"beam": 2, "n_best": 3}}}, 400, "options.n_best 3 is more than"),
-    ({"json": {"instances": ["a"], "options": {"speed": 1}}}, 400, "options: unknown speed"),
-    ({"json": {"instances": ["a"], "options": {"sampling": "top:3"}}}, 400, "options.sampling 'top:3': expected full"),
-    ({"json": {"instances": ["a " * 3000]}}, 413, "more than this server takes (4096"),
-])
+@pytest.mark.parametrize(
+    "request_kwargs, status, message",
+    [
+        ({"content": b"{not json"}, 400, "the body is not JSON"),
+        ({"content": b'{"instances": ["\xff\xfe"]}'}, 400, "the body is not UTF-8 (byte 16)"),
+        ({"json": ["a"]}, 400, 'a JSON object with "instances" or "inputs"'),
+        ({"json": {"instances": "a dog"}}, 400, "instances: expected a list of sentences"),
+        ({"json": {"instances": ["a", 3]}}, 400, "instances[1]: expected a string, got 3"),
+        ({"json": {"instances": [{"text": "a"}]}}, 400, "instances[0]: expected a string or"),
+        ({"json": {"instances": [{"sentences": "a", "prefix": 3}]}}, 400, "instances[0].prefix: expected a string"),
+        ({"json": {"instances": ["a", {"b64": "bm90 IGI2NA=="}]}}, 400, "instances[1].b64: not base64"),
+        ({"json": {"instances": [{"b64": "YQ"}]}}, 400, "instances[0].b64: not base64"),  # no padding
+        ({"json": {"instances": [{"b64": "w6k="}, {"b64": "/w=="}]}}, 400, "instances[1].b64: its bytes are not UTF-8"),
+        ({"json": {"instances": [{"b64": "7aCA"}]}}, 400, "instances[0].b64: its bytes are not UTF-8"),  # a surrogate
+        ({"json": {"instances": [{"b64": 3}]}}, 400, "instances[0].b64: expected a base64 string"),
+        (
+            {"json": {"instances": [{"sentences": "a", "prefix": {"b64": "/w=="}}]}},
+            400,
+            "instances[0].prefix.b64: its bytes are not UTF-8",
+        ),
+        (
+            {"json": {"instances": [{"sentences": "a", "constraints": ["b", {"b64": "é"}]}]}},
+            400,
+            "instances[0].constraints[1].b64: not base64",
+        ),
+        ({"json": {"inputs": {"sentences": ["a", {"b64": "/w=="}]}}}, 400, "inputs[1].b64: its bytes are not UTF-8"),
+        ({"json": {"instances": [{"b64": "YQ==", "x": 1}]}}, 400, "instances[0]: expected a string or"),
+        ({"json": {"instances": ["a"], "inputs": ["a"]}}, 400, "give exactly one of"),
+        ({"json": {"inputs": {"x": ["a"]}}}, 400, "inputs: expected"),
+        ({"json": {"instances": ["a"], "extra": 1}}, 400, "unknown field(s) extra"),
+        ({"json": {"instances": ["a"], "signature_name": "nope"}}, 400, 'signature_name "nope"'),
+        (
+            {"json": {"instances": ["a"], "options": {"beam": 0}}},
+            400,
+            "options.beam must be an integer from 1 to 64, got 0",
+        ),
+        ({"json": {"instances": ["a"], "options": {"beam": 2, "n_best": 3}}}, 400, "options.n_best 3 is more than"),
+        ({"json": {"instances": ["a"], "options": {"speed": 1}}}, 400, "options: unknown speed"),
+        (
+            {"json": {"instances": ["a"], "options": {"sampling": "top:3"}}},
+            400,
+            "options.sampling 'top:3': expected full",
+        ),
+        ({"json": {"instances": ["a " * 3000]}}, 413, "more than this server takes (4096"),
+    ],
+)
 def test_bad_requests_get_a_json_error_and_a_status(run_client, request_kwargs, status, message):
     reply = run_client.post("/v1/models/m:predict", **request_kwargs)
     assert reply.status_code == status and message in reply.json()["error"], reply.text
@@ -195,11 +231,13 @@ def test_bad_requests_get_a_json_error_and_a_status(run_client, request_kwargs, 
 
 
 def test_unknown_models_paths_and_methods(run_client):
-    for path, method, status, message in [("/v1/models/other:predict", "post", 404, 'no model named "other"'),
-                                          ("/v1/models/other", "get", 404, 'no model named "other"'),
-                                          ("/v1/models/m/versions/2:predict", "post", 404, "version 1 only"),
-                                          ("/etc/passwd", "get", 404, "no such path: /etc/passwd"),
-                                          ("/v1/models/m:predict", "get", 405, "GET is not allowed")]:
+    for path, method, status, message in [
+        ("/v1/models/other:predict", "post", 404, 'no model named "other"'),
+        ("/v1/models/other", "get", 404, 'no model named "other"'),
+        ("/v1/models/m/versions/2:predict", "post", 404, "version 1 only"),
+        ("/etc/passwd", "get", 404, "no such path: /etc/passwd"),
+        ("/v1/models/m:predict", "get", 405, "GET is not allowed"),
+    ]:
         reply = getattr(run_client, method)(path, **({"json": {"instances": ["a"]}} if method == "post" else {}))
         assert reply.status_code == status and message in reply.json()["error"], (path, reply.text)
 
@@ -224,8 +262,10 @@ def test_the_served_export_answers_as_its_signature_in_python(export_dir):
 
     loaded = tf.saved_model.load(export_dir)
     with client_of([export_dir]) as client:
-        for signature, outputs in (("translate", ("translation", "score")),
-                                   ("translate_n_best", ("translations", "scores"))):
+        for signature, outputs in (
+            ("translate", ("translation", "score")),
+            ("translate_n_best", ("translations", "scores")),
+        ):
             body = {"signature_name": signature, "instances": SENTENCES}
             served = client.post("/v1/models/m:predict", json=body).json()["predictions"]
             direct = loaded.signatures[signature](sentences=tf.constant(SENTENCES))
@@ -388,8 +428,12 @@ def wait_until_up(port: int, process, seconds: float = 120.0) -> None:
 def served(shared_run):
     port = free_port()
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    process = subprocess.Popen([sys.executable, "-m", "keras_memnmt.cli", "serve", "--model", shared_run,
-                                "--port", str(port), "--name", "m"], stderr=subprocess.PIPE, text=True, env=env)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "keras_memnmt.cli", "serve", "--model", shared_run, "--port", str(port), "--name", "m"],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         wait_until_up(port, process)
         yield port, process
@@ -403,9 +447,11 @@ def served(shared_run):
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
 def test_the_command_serves_and_stops_cleanly_on_a_signal(served, stop):
     port, process = served
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/models/m:predict",
-                                     data=json.dumps({"instances": ["the dog runs"]}).encode(),
-                                     headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/v1/models/m:predict",
+        data=json.dumps({"instances": ["the dog runs"]}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
     assert json.loads(urllib.request.urlopen(request, timeout=60).read())["predictions"][0]["translation"]
     process.send_signal(stop)
     assert process.wait(timeout=60) == 0
@@ -421,8 +467,11 @@ def test_the_log_has_no_tensorflow_warnings(served):
     port, process = served
     for n in range(1, 10):
         body = {"instances": [" ".join(["the dog runs"] * n)] * n}
-        request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/models/m:predict",
-                                         data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/v1/models/m:predict",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
         assert len(json.loads(urllib.request.urlopen(request, timeout=60).read())["predictions"]) == n
     process.send_signal(signal.SIGTERM)
     assert process.wait(timeout=60) == 0
@@ -439,11 +488,13 @@ def test_a_request_in_flight_at_sigterm_is_finished(served):
 
     port, process = served
     body = json.dumps({"instances": [f"the dog runs {i}" for i in range(48)], "options": {"beam": 4}}).encode()
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/models/m:predict", data=body,
-                                     headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/v1/models/m:predict", data=body, headers={"Content-Type": "application/json"}
+    )
     answers = []
-    thread = threading.Thread(target=lambda: answers.append(json.loads(urllib.request.urlopen(request, timeout=120)
-                                                                        .read())))
+    thread = threading.Thread(
+        target=lambda: answers.append(json.loads(urllib.request.urlopen(request, timeout=120).read()))
+    )
     thread.start()
     time.sleep(1.0)  # sent and being translated (48 sentences of an untrained model run to their limit)
     assert thread.is_alive()
@@ -470,8 +521,11 @@ def chromium() -> tuple[str, str] | None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(chromium() is None, reason="no chromium and chromedriver here (Debian: apt-get install "
-                    "chromium chromium-driver); the HTTP tests above still run")
+@pytest.mark.skipif(
+    chromium() is None,
+    reason="no chromium and chromedriver here (Debian: apt-get install "
+    "chromium chromium-driver); the HTTP tests above still run",
+)
 def test_the_page_in_a_browser_translates_and_draws_the_pictures(served):
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -496,11 +550,17 @@ def test_the_page_in_a_browser_translates_and_draws_the_pictures(served):
         assert text.strip() and driver.find_element(By.ID, "error").text == ""
         pictures = driver.find_elements(By.CSS_SELECTOR, "img.picture")
         assert pictures
-        WebDriverWait(driver, 30).until(lambda d: all(
-            d.execute_script("return arguments[0].complete && arguments[0].naturalWidth > 0", img) for img in pictures))
+        WebDriverWait(driver, 30).until(
+            lambda d: all(
+                d.execute_script("return arguments[0].complete && arguments[0].naturalWidth > 0", img)
+                for img in pictures
+            )
+        )
         driver.find_element(By.ID, "pictures").click()  # unchecked: the page asks for none
         driver.find_element(By.ID, "translate").click()
         WebDriverWait(driver, 120).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".result .translation"))
-        assert not driver.find_elements(By.CSS_SELECTOR, "img.picture") and driver.find_element(By.ID, "error").text == ""
+        assert (
+            not driver.find_elements(By.CSS_SELECTOR, "img.picture") and driver.find_element(By.ID, "error").text == ""
+        )
     finally:
         driver.quit()

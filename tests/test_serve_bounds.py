@@ -22,8 +22,10 @@ pytestmark = pytest.mark.backend_independent
 ALLOWED = "http://allowed.example"
 # 16 phrases of 3 subwords ("hundo" and "do" are one piece each in the shared run's
 # vocabulary): beam 16 x (48 + 1) = 784 candidates, within the bound, and some seconds a batch.
-HEAVY = {"instances": [{"sentences": f"the dog runs {i}", "constraints": ["hundo do hundo"] * 16}
-                       for i in range(64)], "options": {"beam": 16}}
+HEAVY = {
+    "instances": [{"sentences": f"the dog runs {i}", "constraints": ["hundo do hundo"] * 16} for i in range(64)],
+    "options": {"beam": 16},
+}
 
 
 def free_port() -> int:
@@ -37,8 +39,12 @@ def free_port() -> int:
 def start(run: str, *flags: str):
     port = free_port()
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    process = subprocess.Popen([sys.executable, "-m", "keras_memnmt.cli", "serve", "--model", run, "--name", "m",
-                                "--port", str(port), *flags], stderr=subprocess.PIPE, text=True, env=env)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "keras_memnmt.cli", "serve", "--model", run, "--name", "m", "--port", str(port), *flags],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -137,12 +143,19 @@ def test_a_bad_sentence_fails_its_own_request_only(server):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("body, status, message", [
-    (b"[" * 100_000 + b"]" * 100_000, 400, "the body's JSON is nested too deeply"),
-    (b'{"instances": ["a"], "options": {"beam": ' + b"7" * 5000 + b"}}", 400, "the body's JSON has a value out of"),
-    (json.dumps({"instances": ["a"], "signature_name": ["translate"]}).encode(), 400, 'signature_name ["translate"]'),
-    (json.dumps({"instances": ["a"] * 100_000}).encode(), 413, "has 100000 sentences, more than the queue holds"),
-])
+@pytest.mark.parametrize(
+    "body, status, message",
+    [
+        (b"[" * 100_000 + b"]" * 100_000, 400, "the body's JSON is nested too deeply"),
+        (b'{"instances": ["a"], "options": {"beam": ' + b"7" * 5000 + b"}}", 400, "the body's JSON has a value out of"),
+        (
+            json.dumps({"instances": ["a"], "signature_name": ["translate"]}).encode(),
+            400,
+            'signature_name ["translate"]',
+        ),
+        (json.dumps({"instances": ["a"] * 100_000}).encode(), 413, "has 100000 sentences, more than the queue holds"),
+    ],
+)
 def test_malformed_values_of_any_kind_are_a_status_not_a_traceback(server, body, status, message):
     got, reply, _ = predict(server, body)
     assert got == status and message in reply["error"], reply
@@ -151,9 +164,15 @@ def test_malformed_values_of_any_kind_are_a_status_not_a_traceback(server, body,
 @pytest.mark.slow
 def test_browsers_of_other_origins_and_other_host_names_are_refused(server):
     own = f"http://127.0.0.1:{server}"
-    for headers, status in [({"Origin": "http://evil.example"}, 403), ({"Origin": "null"}, 403),
-                            ({"Host": f"evil.example:{server}"}, 403), ({"Host": f"localhost:{server}"}, 200),
-                            ({"Origin": own}, 200), ({"Origin": ALLOWED}, 200), ({}, 200)]:
+    for headers, status in [
+        ({"Origin": "http://evil.example"}, 403),
+        ({"Origin": "null"}, 403),
+        ({"Host": f"evil.example:{server}"}, 403),
+        ({"Host": f"localhost:{server}"}, 200),
+        ({"Origin": own}, 200),
+        ({"Origin": ALLOWED}, 200),
+        ({}, 200),
+    ]:
         got, reply, answer_headers = predict(server, {"instances": ["the dog"]}, headers=headers)
         assert got == status, (headers, reply)
         if status == 403:
@@ -163,8 +182,10 @@ def test_browsers_of_other_origins_and_other_host_names_are_refused(server):
     # A browser's preflight before its JSON POST: answered for --allow-origin, refused otherwise.
     preflight = {"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "content-type"}
     assert call(server, "OPTIONS", "/v1/models/m:predict", headers={"Origin": ALLOWED, **preflight})[0] == 200
-    assert call(server, "OPTIONS", "/v1/models/m:predict",
-                headers={"Origin": "http://evil.example", **preflight})[0] == 403
+    assert (
+        call(server, "OPTIONS", "/v1/models/m:predict", headers={"Origin": "http://evil.example", **preflight})[0]
+        == 403
+    )
 
 
 @pytest.mark.slow
@@ -181,7 +202,7 @@ def test_sigterm_ends_the_server_within_its_grace_whatever_the_model_is_doing(sh
         assert process.wait(timeout=30) == 0
         assert time.monotonic() - sent < 2 + 10
         thread.join(timeout=30)
-        (status, reply), = answers
+        ((status, reply),) = answers
         assert status == 503 and "stopped before this request was translated" in reply["error"]
         # Whether a chunk was still running when the grace ran out depends on the
         # machine's load: either the model thread was abandoned or it had just stopped.

@@ -66,4 +66,5 @@ def test_show_config_says_what_another_setting_makes_moot(capsys):
     out = capsys.readouterr().out
     assert "test_prefix = 'data/test'  #* " in out
     assert [line for line in out.splitlines() if line.startswith("test_split = ")][0].endswith(
-        "(not used: test_prefix gives the test set)")
+        "(not used: test_prefix gives the test set)"
+    )

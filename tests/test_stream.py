@@ -49,13 +49,16 @@ def corpus_files(tmp_path_factory):
 
 def _pairs(batches):
     """The multiset of (source, target) id tuples in ``batches`` (padding and specials dropped)."""
-    return collections.Counter((tuple(s[s > 3]), tuple(t[t > 3])) for (source, _), target in batches
-                               for s, t in zip(source, target))
+    return collections.Counter(
+        (tuple(s[s > 3]), tuple(t[t > 3])) for (source, _), target in batches for s, t in zip(source, target)
+    )
 
 
 def _same(a, b) -> bool:
-    return all(x[0][0].shape == y[0][0].shape and (x[0][0] == y[0][0]).all() and (x[1] == y[1]).all()
-               for x, y in zip(a, b, strict=True))
+    return all(
+        x[0][0].shape == y[0][0].shape and (x[0][0] == y[0][0]).all() and (x[1] == y[1]).all()
+        for x, y in zip(a, b, strict=True)
+    )
 
 
 def test_the_counts_equal_the_in_memory_pipeline(corpus_files):
@@ -67,8 +70,9 @@ def test_the_counts_equal_the_in_memory_pipeline(corpus_files):
     assert (streamed.pairs, streamed.dropped_empty) == (250, 2)
     assert 0 < streamed.dropped_too_long < streamed.pairs  # the length filter is exercised
     for size, by in ((16, "sentences"), (200, "tokens")):
-        assert batches_per_epoch(streamed, size, by, MAX_LENGTH, WIDTH) == \
-            batches_per_epoch(in_memory, size, by, MAX_LENGTH, WIDTH)
+        assert batches_per_epoch(streamed, size, by, MAX_LENGTH, WIDTH) == batches_per_epoch(
+            in_memory, size, by, MAX_LENGTH, WIDTH
+        )
 
 
 @pytest.mark.parametrize("size, by", [(16, "sentences"), (200, "tokens")])
@@ -79,7 +83,7 @@ def test_each_epoch_holds_the_in_memory_pairs_in_its_own_order(corpus_files, siz
     shape = dict(batch_size=size, batch_by=by, max_length=MAX_LENGTH, bucket_width=WIDTH)
     ds = make_stream_dataset(files, vocab, stats, seed=1, shuffle_buffer=50, **shape)
     batches = list(ds.take(3 * per_epoch).as_numpy_iterator())
-    epochs = [batches[i * per_epoch:(i + 1) * per_epoch] for i in range(3)]
+    epochs = [batches[i * per_epoch : (i + 1) * per_epoch] for i in range(3)]
     in_memory, _ = make_dataset(read_parallel(files.source, files.target), vocab, seed=1, start_step=0, **shape)
     expected = _pairs(in_memory.take(per_epoch).as_numpy_iterator())
     assert all(_pairs(epoch) == expected for epoch in epochs)  # an epoch is an epoch
@@ -87,21 +91,25 @@ def test_each_epoch_holds_the_in_memory_pairs_in_its_own_order(corpus_files, siz
     again = make_stream_dataset(files, vocab, stats, seed=1, shuffle_buffer=50, **shape)
     assert _same(list(again.take(per_epoch).as_numpy_iterator()), epochs[0])  # seeded
     # A restart at step per_epoch + 3 gives the batches the uninterrupted stream gave there.
-    resumed = make_stream_dataset(files, vocab, stats, seed=1, shuffle_buffer=50, start_step=per_epoch + 3,
-                                  **shape)
-    assert _same(list(resumed.take(5).as_numpy_iterator()), batches[per_epoch + 3:per_epoch + 8])
+    resumed = make_stream_dataset(files, vocab, stats, seed=1, shuffle_buffer=50, start_step=per_epoch + 3, **shape)
+    assert _same(list(resumed.take(5).as_numpy_iterator()), batches[per_epoch + 3 : per_epoch + 8])
 
 
 def test_the_shuffle_is_within_blocks(corpus_files):
     """With blocks of one pair the order is the files' order."""
     files, vocab = corpus_files
     stats = stream_stats(files, vocab, MAX_LENGTH)
-    ds = make_stream_dataset(files, vocab, stats, batch_size=1, max_length=MAX_LENGTH, bucket_width=WIDTH,
-                             seed=3, shuffle_buffer=1)
+    ds = make_stream_dataset(
+        files, vocab, stats, batch_size=1, max_length=MAX_LENGTH, bucket_width=WIDTH, seed=3, shuffle_buffer=1
+    )
     first = [tuple(t[t > 3]) for (_, _), target in ds.take(stats.kept).as_numpy_iterator() for t in target]
-    kept = [tuple(ids) for s, ids in zip(vocab.source.encode(sample_pairs(files, 1000)[0]),
-                                          vocab.target.encode(sample_pairs(files, 1000)[1]))
-            if len(s) <= MAX_LENGTH and len(ids) <= MAX_LENGTH]
+    kept = [
+        tuple(ids)
+        for s, ids in zip(
+            vocab.source.encode(sample_pairs(files, 1000)[0]), vocab.target.encode(sample_pairs(files, 1000)[1])
+        )
+        if len(s) <= MAX_LENGTH and len(ids) <= MAX_LENGTH
+    ]
     assert first == kept
 
 
@@ -133,8 +141,26 @@ def test_a_run_on_a_prefix_streams_and_records_its_vocabulary_sample(corpus_file
     os.symlink(files.source, prefix + ".en.gz")
     os.symlink(files.target, prefix + ".de")
     out = str(tmp_path / "run")
-    assert main(["train", "quickstart", "--out", out, *TINY_TRAIN_ARGS, "--set", f"train_prefix={prefix}",
-                 "--set", "vocab_sample=120", "--set", "max_steps=2", "--set", "validate_every=2"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "quickstart",
+                "--out",
+                out,
+                *TINY_TRAIN_ARGS,
+                "--set",
+                f"train_prefix={prefix}",
+                "--set",
+                "vocab_sample=120",
+                "--set",
+                "max_steps=2",
+                "--set",
+                "validate_every=2",
+            ]
+        )
+        == 0
+    )
     err = capsys.readouterr().err
     assert "trained on the first 120 pairs" in err and "298 training pairs (2 empty dropped), streamed" in err
     assert json.load(open(os.path.join(out, "vocab", "vocab.json")))["sample_pairs"] == 120
@@ -148,7 +174,7 @@ def test_a_truncated_gz_names_the_broken_file_and_the_line(tmp_path, capsys):
     from keras_memnmt.testing.tiny_runs import TINY_TRAIN_ARGS
 
     whole = gzip.compress("".join(f"the cat number {i} sees a dog\n" for i in range(3000)).encode())
-    cut = whole[:len(whole) // 2]
+    cut = whole[: len(whole) // 2]
     readable = zlib.decompressobj(wbits=31).decompress(cut).count(b"\n")  # whole lines before the cut
     (tmp_path / "train.en.gz").write_bytes(cut)
     (tmp_path / "train.de").write_text("".join(f"le chat {i} voit un chien\n" for i in range(3000)))
@@ -158,17 +184,34 @@ def test_a_truncated_gz_names_the_broken_file_and_the_line(tmp_path, capsys):
     assert str(raised.value).startswith(f"cannot read {files.source} after line {readable}: ")
     assert files.target not in str(raised.value)
     out = tmp_path / "run"
-    assert main(["train", "quickstart", "--out", str(out), *TINY_TRAIN_ARGS,
-                 "--set", f"train_prefix={tmp_path / 'train'}", "--set", "max_steps=1"]) == 2
+    assert (
+        main(
+            [
+                "train",
+                "quickstart",
+                "--out",
+                str(out),
+                *TINY_TRAIN_ARGS,
+                "--set",
+                f"train_prefix={tmp_path / 'train'}",
+                "--set",
+                "max_steps=1",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert err.strip().splitlines()[-1].startswith(f"memnmt: error: cannot read {files.source} after line ")
     assert "Traceback" not in err and f"{files.target}:" not in err and not out.exists()
 
 
-@pytest.mark.parametrize("content, message", [
-    ("", "empty corpus: {source} and {target} are empty"),
-    ("\n \n", "empty corpus: no sentence pair in {source} | {target} (2 pairs with an empty side were dropped)"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("", "empty corpus: {source} and {target} are empty"),
+        ("\n \n", "empty corpus: no sentence pair in {source} | {target} (2 pairs with an empty side were dropped)"),
+    ],
+)
 def test_empty_training_files_are_named_not_the_vocabulary_size(tmp_path, capsys, content, message):
     from keras_memnmt.cli import main
     from keras_memnmt.testing.tiny_runs import TINY_TRAIN_ARGS
@@ -177,8 +220,22 @@ def test_empty_training_files_are_named_not_the_vocabulary_size(tmp_path, capsys
     source.write_text(content)
     target.write_text(content)
     out = tmp_path / "run"
-    assert main(["train", "quickstart", "--out", str(out), *TINY_TRAIN_ARGS,
-                 "--set", f"train_prefix={tmp_path / 'train'}", "--set", "max_steps=1"]) == 2
+    assert (
+        main(
+            [
+                "train",
+                "quickstart",
+                "--out",
+                str(out),
+                *TINY_TRAIN_ARGS,
+                "--set",
+                f"train_prefix={tmp_path / 'train'}",
+                "--set",
+                "max_steps=1",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert err.strip().splitlines()[-1] == "memnmt: error: " + message.format(source=source, target=target)
     assert "vocab_size" not in err and not out.exists()

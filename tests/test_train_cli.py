@@ -31,8 +31,10 @@ def test_translate_keeps_one_line_per_input(trained_run, tmp_path, capsys):
     src = tmp_path / "in.txt"
     src.write_text("the cat sees a dog\n\n   \nthe dogs that sleep like a bird " + "cat " * 300 + "\n\u4e2d\n")
     out = tmp_path / "out.txt"
-    assert main(["translate", "--model", trained_run, "--beam", "2", "--input", str(src),
-                 "--output", str(out), "--quiet"]) == 0
+    assert (
+        main(["translate", "--model", trained_run, "--beam", "2", "--input", str(src), "--output", str(out), "--quiet"])
+        == 0
+    )
     lines = out.read_text().split("\n")
     assert len(lines) == 6 and lines[-1] == ""  # 5 lines, each newline-terminated
     assert lines[1] == "" and lines[2] == ""
@@ -56,8 +58,26 @@ def test_evaluate_length_penalty_reaches_the_search(trained_run, capsys, monkeyp
         return generate(self, source_ids, **kwargs)
 
     monkeypatch.setattr(EncoderDecoder, "generate", spy)
-    assert main(["evaluate", "--model", trained_run, "--split", "test", "--beam", "2", "--limit", "3",
-                 "--length-penalty", "average", "--alpha", "0.9"]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--model",
+                trained_run,
+                "--split",
+                "test",
+                "--beam",
+                "2",
+                "--limit",
+                "3",
+                "--length-penalty",
+                "average",
+                "--alpha",
+                "0.9",
+            ]
+        )
+        == 0
+    )
     scores = json.loads(capsys.readouterr().out)
     assert (scores["length_penalty"], scores["alpha"]) == ("average", 0.9)
     assert seen and set(seen) == {("average", 0.9)}
@@ -67,8 +87,24 @@ def test_evaluate_length_penalty_reaches_the_search(trained_run, capsys, monkeyp
 
 def test_evaluate_a_chosen_checkpoint(trained_run, capsys):
     latest = os.path.join(trained_run, "model.keras")
-    assert main(["evaluate", "--model", trained_run, "--checkpoint", latest, "--split", "test",
-                 "--beam", "1", "--limit", "3"]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--model",
+                trained_run,
+                "--checkpoint",
+                latest,
+                "--split",
+                "test",
+                "--beam",
+                "1",
+                "--limit",
+                "3",
+            ]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["sentences"] == 3
     assert main(["evaluate", "--model", trained_run, "--checkpoint", "step99", "--split", "test"]) == 2
     err = capsys.readouterr().err
@@ -84,31 +120,37 @@ def test_missing_or_incomplete_model_dir(tmp_path, capsys):
     assert "missing vocab/vocab.json" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("override, message", [
-    ("epoch=3", "no such config field"),
-    ("epochs=three", "expected int"),
-    ("model=bert", "expected one of"),
-    ("annotation_dropout=1.0", "annotation_dropout must be in [0, 1)"),
-    ("dropout=-0.1", "dropout must be in [0, 1)"),
-    ("epochs", "KEY=VALUE"),
-    ("pretrain_checkpoint=step1", "needs pretrain_run"),
-    ("learning_rate=-1e-3", "expected a finite number >= 0"),
-    # An option of another model, or of another recipe: named with the chosen model.
-    ("memory_size=4", "model 'rnnsearch' has no such option"),
-    ("pretrain_epochs=3", "model 'rnnsearch' has no such option"),
-])
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("epoch=3", "no such config field"),
+        ("epochs=three", "expected int"),
+        ("model=bert", "expected one of"),
+        ("annotation_dropout=1.0", "annotation_dropout must be in [0, 1)"),
+        ("dropout=-0.1", "dropout must be in [0, 1)"),
+        ("epochs", "KEY=VALUE"),
+        ("pretrain_checkpoint=step1", "needs pretrain_run"),
+        ("learning_rate=-1e-3", "expected a finite number >= 0"),
+        # An option of another model, or of another recipe: named with the chosen model.
+        ("memory_size=4", "model 'rnnsearch' has no such option"),
+        ("pretrain_epochs=3", "model 'rnnsearch' has no such option"),
+    ],
+)
 def test_bad_recipe_fields_are_clear_errors(override, message, capsys):
     assert main(["train", "quickstart", "--set", override]) == 2
     assert message in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("override, message", [
-    ("addressing=both", "must be one of"),
-    ("memory_size=0", "memory_size"),
-    ("pretrain_learning_rate=-1", "expected a number >= 0"),
-    ("pretrain_epochs=-1", "expected an int >= 0"),
-    ("feedback_attention=true", "model 'memdec' has no such option"),
-])
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("addressing=both", "must be one of"),
+        ("memory_size=0", "memory_size"),
+        ("pretrain_learning_rate=-1", "expected a number >= 0"),
+        ("pretrain_epochs=-1", "expected an int >= 0"),
+        ("feedback_attention=true", "model 'memdec' has no such option"),
+    ],
+)
 def test_bad_memdec_options_are_clear_errors(override, message, capsys):
     assert main(["train", "multi30k_memdec", "--set", override]) == 2
     assert message in capsys.readouterr().err
@@ -134,18 +176,46 @@ def test_unknown_recipe(capsys):
 def test_recipe_runs_one_step(recipe, data_dir, tmp_path):
     assert load_recipe(recipe).corpus == "multi30k"
     out = str(tmp_path / recipe)
-    sizes = TINY_SIZE_ARGS if recipe != "multi30k_cho" else \
-        " ".join(TINY_SIZE_ARGS).replace("--set attention_units=8 ", "").split()
-    assert main(["train", recipe, "--data-dir", data_dir, "--out", out, "--set", "train_limit=64",
-                 *sizes, "--set", "val_limit=4", "--set", "test_limit=4", "--set", "beam_size=2", "--set", "max_steps=1", "--set", "validate_every=1"]) == 0
+    sizes = (
+        TINY_SIZE_ARGS
+        if recipe != "multi30k_cho"
+        else " ".join(TINY_SIZE_ARGS).replace("--set attention_units=8 ", "").split()
+    )
+    assert (
+        main(
+            [
+                "train",
+                recipe,
+                "--data-dir",
+                data_dir,
+                "--out",
+                out,
+                "--set",
+                "train_limit=64",
+                *sizes,
+                "--set",
+                "val_limit=4",
+                "--set",
+                "test_limit=4",
+                "--set",
+                "beam_size=2",
+                "--set",
+                "max_steps=1",
+                "--set",
+                "validate_every=1",
+            ]
+        )
+        == 0
+    )
     assert json.load(open(os.path.join(out, "results.json")))["corpus"] == "multi30k en->de"
 
 
 def test_resume_continues_a_run(trained_run):
     """The shared run (validations at steps 2 and 4) resumed to 6 steps. That it goes on with
     the batches and dropout masks of a run in one go: test_reliability."""
-    assert main(["train", "quickstart", "--out", trained_run, *SHARED_RUN_ARGS, "--set", "max_steps=6",
-                 "--resume"]) == 0
+    assert (
+        main(["train", "quickstart", "--out", trained_run, *SHARED_RUN_ARGS, "--set", "max_steps=6", "--resume"]) == 0
+    )
     history = json.load(open(os.path.join(trained_run, "validations.json")))
     assert [h["step"] for h in history] == [2, 4, 6]
     assert history[-1]["train_seconds"] >= history[0]["train_seconds"]
@@ -158,7 +228,24 @@ def test_full_epochs_train_without_keras_false_alarms(tmp_path):
     out = str(tmp_path / "epochs")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        assert main(["train", "quickstart", "--out", out, *TINY, "--set", "max_steps=none", "--set", "validate_every=0", "--set", "epochs=2"]) == 0
+        assert (
+            main(
+                [
+                    "train",
+                    "quickstart",
+                    "--out",
+                    out,
+                    *TINY,
+                    "--set",
+                    "max_steps=none",
+                    "--set",
+                    "validate_every=0",
+                    "--set",
+                    "epochs=2",
+                ]
+            )
+            == 0
+        )
     with open(os.path.join(out, "validations.json")) as f:
         assert len(json.load(f)) == 2  # one per epoch
     messages = [str(w.message) for w in caught]
@@ -168,8 +255,10 @@ def test_full_epochs_train_without_keras_false_alarms(tmp_path):
 def test_resume_refuses_a_different_model(trained_run, capsys):
     names = ("config.json", "model.keras", "log.csv")
     before = {n: os.path.getmtime(os.path.join(trained_run, n)) for n in names}
-    assert main(["train", "quickstart", "--out", trained_run, *SHARED_RUN_ARGS, "--set", "decoder_units=24",
-                 "--resume"]) == 2
+    assert (
+        main(["train", "quickstart", "--out", trained_run, *SHARED_RUN_ARGS, "--set", "decoder_units=24", "--resume"])
+        == 2
+    )
     err = capsys.readouterr().err
     assert "cannot resume" in err and "decoder_units=16 (now 24)" in err
     assert {n: os.path.getmtime(os.path.join(trained_run, n)) for n in before} == before
@@ -190,9 +279,28 @@ def test_train_refuses_to_overwrite_a_run_unless_told(trained_run, capsys):
 @pytest.mark.slow
 def test_memdec_recipe_pretrains_then_fine_tunes(tmp_path):
     out = str(tmp_path / "memdec")
-    assert main(["train", "multi30k_memdec_scratch", "--out", out, *TINY, "--set", "pretrain_epochs=1",
-                 "--set", "memory_size=3", "--set", "address_units=6",
-                 "--set", "pretrain_learning_rate=0.002", "--set", "learning_rate=0.0005"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "multi30k_memdec_scratch",
+                "--out",
+                out,
+                *TINY,
+                "--set",
+                "pretrain_epochs=1",
+                "--set",
+                "memory_size=3",
+                "--set",
+                "address_units=6",
+                "--set",
+                "pretrain_learning_rate=0.002",
+                "--set",
+                "learning_rate=0.0005",
+            ]
+        )
+        == 0
+    )
     assert os.path.isfile(os.path.join(out, "pretrain_rnnsearch", "results.json"))
     assert json.load(open(os.path.join(out, "config.json")))["model"] == "memdec"
     # Each stage trains at its own rate (the first validation improves, so no decay yet).
@@ -213,7 +321,19 @@ def test_memdec_recipe_resumes_an_interrupted_pretraining_stage(tmp_path):
 
     out = str(tmp_path / "memdec")
     stage = os.path.join(out, "pretrain_rnnsearch")
-    args = ["train", "multi30k_memdec", "--out", out, *TINY, "--set", "validate_every=1", "--set", "pretrain_epochs=1", "--set", "memory_size=2"]
+    args = [
+        "train",
+        "multi30k_memdec",
+        "--out",
+        out,
+        *TINY,
+        "--set",
+        "validate_every=1",
+        "--set",
+        "pretrain_epochs=1",
+        "--set",
+        "memory_size=2",
+    ]
     assert main([*args, "--set", "max_steps=1"]) == 0
     # As if the process had been killed after the stage's first validation: the stage
     # has its model.keras but no results.json, and MemDec has not started.
@@ -294,11 +414,12 @@ def test_rnnsearch_warm_starts_from_a_run_of_the_same_model(trained_run, tmp_pat
 
     from keras_memnmt.rundir.runs import load_model
 
-    data = [*TINY, "--set", f"pretrain_run={trained_run}",
-            "--set", "max_steps=1", "--set", "validate_every=1"]
+    data = [*TINY, "--set", f"pretrain_run={trained_run}", "--set", "max_steps=1", "--set", "validate_every=1"]
     out = str(tmp_path / "continued")
-    assert main(["train", "quickstart", "--out", out, *data, "--set", "learning_rate=0",
-                 "--set", "output_dropout=0.35"]) == 0
+    assert (
+        main(["train", "quickstart", "--out", out, *data, "--set", "learning_rate=0", "--set", "output_dropout=0.35"])
+        == 0
+    )
     assert f"rnnsearch warm start from {trained_run} (best.keras; fresh optimizer)" in capsys.readouterr().err
     before, after = load_model(trained_run), load_model(out)
     assert after.output_dropout == 0.35 != before.output_dropout
@@ -307,7 +428,10 @@ def test_rnnsearch_warm_starts_from_a_run_of_the_same_model(trained_run, tmp_pat
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=a.path)  # rate 0: unchanged
     latest = keras.saving.load_model(os.path.join(out, "model.keras"))  # saved with its optimizer
     assert int(keras.ops.convert_to_numpy(latest.optimizer.iterations)) == 1  # not the run's 2 steps carried on
-    with open(os.path.join(trained_run, "vocab", "vocab.json")) as f, open(os.path.join(out, "vocab", "vocab.json")) as g:
+    with (
+        open(os.path.join(trained_run, "vocab", "vocab.json")) as f,
+        open(os.path.join(out, "vocab", "vocab.json")) as g,
+    ):
         assert f.read() == g.read()
     # Another architecture is a clear error before anything trains.
     other = str(tmp_path / "other")
@@ -326,8 +450,24 @@ def test_memdec_warm_starts_from_a_chosen_checkpoint(tmp_path, capsys):
 
     pre = str(tmp_path / "rnnsearch")
     data = TINY
-    assert main(["train", "quickstart", "--out", pre, *data, "--set", "validate_every=1",
-                 "--set", "max_steps=2", "--set", "keep_checkpoints=true"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "quickstart",
+                "--out",
+                pre,
+                *data,
+                "--set",
+                "validate_every=1",
+                "--set",
+                "max_steps=2",
+                "--set",
+                "keep_checkpoints=true",
+            ]
+        )
+        == 0
+    )
 
     def embedding(model):
         return model.get_layer("target_embedding").get_weights()[0]
@@ -337,11 +477,38 @@ def test_memdec_warm_starts_from_a_chosen_checkpoint(tmp_path, capsys):
     # the kept checkpoint that is not best.keras (one of the two differs from it)
     chosen = next(n for n in kept if not np.allclose(kept[n], embedding(load_model(pre))))
     out = str(tmp_path / "memdec")
-    assert main(["train", "multi30k_memdec", "--out", out, *data, "--set", f"pretrain_run={pre}",
-                 "--set", f"pretrain_checkpoint={chosen}", "--set", "memory_size=2",
-                 "--set", "tie_embeddings=false",  # as the quickstart RNNsearch
-                 "--set", "max_steps=1", "--set", "validate_every=1", "--set", "learning_rate=0",
-                 "--set", "dropout=0.1", "--set", "output_dropout=0.3", "--set", "annotation_dropout=0.4"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "multi30k_memdec",
+                "--out",
+                out,
+                *data,
+                "--set",
+                f"pretrain_run={pre}",
+                "--set",
+                f"pretrain_checkpoint={chosen}",
+                "--set",
+                "memory_size=2",
+                "--set",
+                "tie_embeddings=false",  # as the quickstart RNNsearch
+                "--set",
+                "max_steps=1",
+                "--set",
+                "validate_every=1",
+                "--set",
+                "learning_rate=0",
+                "--set",
+                "dropout=0.1",
+                "--set",
+                "output_dropout=0.3",
+                "--set",
+                "annotation_dropout=0.4",
+            ]
+        )
+        == 0
+    )
     assert f"({chosen};" in capsys.readouterr().err
     # The fine-tuning recipe's dropout rates, not the pre-trained model's, train MemDec.
     memdec = load_model(out)
@@ -349,9 +516,26 @@ def test_memdec_warm_starts_from_a_chosen_checkpoint(tmp_path, capsys):
     # learning_rate=0: the fine-tuned embedding is still exactly the chosen checkpoint's.
     np.testing.assert_array_equal(embedding(load_model(out)), kept[chosen])
     # A tied MemDec cannot start from an untied RNNsearch: the output layers differ.
-    assert main(["train", "multi30k_memdec", "--out", str(tmp_path / "tied"), *data, "--set",
-                 f"pretrain_run={pre}", "--set", "tie_embeddings=true", "--set", "readout_units=16",
-                 "--set", "memory_size=2"]) == 2
+    assert (
+        main(
+            [
+                "train",
+                "multi30k_memdec",
+                "--out",
+                str(tmp_path / "tied"),
+                *data,
+                "--set",
+                f"pretrain_run={pre}",
+                "--set",
+                "tie_embeddings=true",
+                "--set",
+                "readout_units=16",
+                "--set",
+                "memory_size=2",
+            ]
+        )
+        == 2
+    )
     assert "tie_embeddings=False, this config tie_embeddings=True" in capsys.readouterr().err
 
 
@@ -374,11 +558,27 @@ def test_a_given_vocabulary_trains_unchanged(shared_run, tmp_path, capsys, sourc
     else:
         src, tgt = _synthetic_files(tmp_path)
         given = str(tmp_path / "vocab")
-        assert main(["vocab", "build", "--src-file", src, "--tgt-file", tgt, "--size", "60", "--out", given,
-                     "--quiet"]) == 0
+        assert (
+            main(["vocab", "build", "--src-file", src, "--tgt-file", tgt, "--size", "60", "--out", given, "--quiet"])
+            == 0
+        )
     run = tmp_path / "run"
-    assert main(["train", "quickstart", "--out", str(run), *TINY_TRAIN_ARGS, "--set", "max_steps=2",
-                 "--set", f"vocab_dir={given}"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "quickstart",
+                "--out",
+                str(run),
+                *TINY_TRAIN_ARGS,
+                "--set",
+                "max_steps=2",
+                "--set",
+                f"vocab_dir={given}",
+            ]
+        )
+        == 0
+    )
     for name in ("source.model", "target.model"):
         with open(os.path.join(given, name), "rb") as a, open(run / "vocab" / name, "rb") as b:
             assert a.read() == b.read()
@@ -389,17 +589,33 @@ def test_a_given_vocabulary_trains_unchanged(shared_run, tmp_path, capsys, sourc
     assert f"vocabulary: {given}, as it is" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("sets, message", [
-    (["vocab_dir=NOWHERE"], "vocab_dir='NOWHERE': no vocabulary there"),
-    (["vocab_dir=RUN", "joint_vocab=true"], "holds two vocabularies (source and target), and joint_vocab=true"),
-])
+@pytest.mark.parametrize(
+    "sets, message",
+    [
+        (["vocab_dir=NOWHERE"], "vocab_dir='NOWHERE': no vocabulary there"),
+        (["vocab_dir=RUN", "joint_vocab=true"], "holds two vocabularies (source and target), and joint_vocab=true"),
+    ],
+)
 def test_a_given_vocabulary_that_cannot_serve_is_one_line(shared_run, tmp_path, capsys, sets, message):
     places = {"NOWHERE": str(tmp_path / "nowhere"), "RUN": os.path.join(shared_run, "vocab")}
     sets = [s.replace(s.split("=")[1], places.get(s.split("=")[1], s.split("=")[1])) for s in sets]
     message = message.replace("NOWHERE", places["NOWHERE"])
     run = tmp_path / "run"
-    assert main(["train", "quickstart", "--out", str(run), *TINY_TRAIN_ARGS, "--set", "max_steps=2",
-                 *[a for s in sets for a in ("--set", s)]]) == 2
+    assert (
+        main(
+            [
+                "train",
+                "quickstart",
+                "--out",
+                str(run),
+                *TINY_TRAIN_ARGS,
+                "--set",
+                "max_steps=2",
+                *[a for s in sets for a in ("--set", s)],
+            ]
+        )
+        == 2
+    )
     lines = capsys.readouterr().err.strip().splitlines()
     assert message in lines[-1] and lines[-1].startswith("memnmt: error: ")
     assert not run.exists()
@@ -412,16 +628,29 @@ def test_a_runs_config_trains_the_same_settings_again(shared_run, tmp_path, caps
     with open(config, encoding="utf-8") as a, open(new / "config.json", encoding="utf-8") as b:
         assert json.load(a) == json.load(b)
     capsys.readouterr()
-    for argv, message in [([config], "names no run directory: give --out NEW"),
-                          ([config, "--out", shared_run, "--overwrite"], "holds config.json, the config it would")]:
+    for argv, message in [
+        ([config], "names no run directory: give --out NEW"),
+        ([config, "--out", shared_run, "--overwrite"], "holds config.json, the config it would"),
+    ]:
         assert main(["train", *argv]) == 2
         assert message in capsys.readouterr().err
 
 
 def test_a_json_config_of_ones_own_trains_and_an_unknown_key_is_one_line(tmp_path, capsys):
-    settings = {"corpus": "synthetic", "synthetic_size": 200, "max_steps": 2, "val_limit": 8, "test_limit": 4,
-                "beam_size": 2, "vocab_size": 200, "embedding_dim": 16, "encoder_units": 8, "decoder_units": 16,
-                "attention_units": 8, "readout_units": 16}
+    settings = {
+        "corpus": "synthetic",
+        "synthetic_size": 200,
+        "max_steps": 2,
+        "val_limit": 8,
+        "test_limit": 4,
+        "beam_size": 2,
+        "vocab_size": 200,
+        "embedding_dim": 16,
+        "encoder_units": 8,
+        "decoder_units": 16,
+        "attention_units": 8,
+        "readout_units": 16,
+    }
     mine = tmp_path / "mine.json"
     mine.write_text(json.dumps(settings), encoding="utf-8")
     assert main(["train", str(mine), "--out", str(tmp_path / "run")]) == 0

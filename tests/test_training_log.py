@@ -49,25 +49,34 @@ def test_validation_lines_name_their_step_and_their_own_clock(log_lines):
     validations = [line for line in log_lines if line.startswith("validation at step ")]
     assert [line.split(":")[0] for line in validations] == ["validation at step 2", "validation at step 4"]
     for line in validations:
-        assert re.match(rf"validation at step \d: BLEU {NUMBER} \(best {NUMBER}\), chrF {NUMBER}; "
-                        rf"validated in \d+ s; e\.g\. ", line), line
+        assert re.match(
+            rf"validation at step \d: BLEU {NUMBER} \(best {NUMBER}\), chrF {NUMBER}; "
+            rf"validated in \d+ s; e\.g\. ",
+            line,
+        ), line
 
 
 def test_the_test_is_announced_and_its_scores_end_the_log(log_lines):
     test = [i for i, line in enumerate(log_lines) if line.startswith("test: translating synthetic-test")]
     assert len(test) == 1 and "(4 sentences, beam 2) with best.keras" in log_lines[test[0]]
-    assert re.fullmatch(rf"test synthetic-test, beam 2: BLEU {NUMBER} \(lowercased {NUMBER}\), "
-                        rf"chrF {NUMBER}, TER {NUMBER}", log_lines[-1])
+    assert re.fullmatch(
+        rf"test synthetic-test, beam 2: BLEU {NUMBER} \(lowercased {NUMBER}\), "
+        rf"chrF {NUMBER}, TER {NUMBER}",
+        log_lines[-1],
+    )
 
 
-@pytest.mark.parametrize("done, last_step, per_epoch, phases", [
-    (0, 12, 4, [(0, 0, 4, 3)]),  # whole epochs: one fit
-    (0, 10, 4, [(0, 0, 4, 2), (8, 2, 2, 3)]),  # max_steps inside the third epoch: its 2 steps alone
-    (0, 3, 4, [(0, 0, 3, 1)]),  # inside the first
-    (5, 12, 4, [(5, 1, 3, 2), (8, 2, 4, 3)]),  # resumed inside the second epoch
-    (5, 7, 4, [(5, 1, 2, 2)]),  # resumed, and the last step in the same epoch
-    (4, 12, 4, [(4, 1, 4, 3)]),  # resumed at an epoch's end
-])
+@pytest.mark.parametrize(
+    "done, last_step, per_epoch, phases",
+    [
+        (0, 12, 4, [(0, 0, 4, 3)]),  # whole epochs: one fit
+        (0, 10, 4, [(0, 0, 4, 2), (8, 2, 2, 3)]),  # max_steps inside the third epoch: its 2 steps alone
+        (0, 3, 4, [(0, 0, 3, 1)]),  # inside the first
+        (5, 12, 4, [(5, 1, 3, 2), (8, 2, 4, 3)]),  # resumed inside the second epoch
+        (5, 7, 4, [(5, 1, 2, 2)]),  # resumed, and the last step in the same epoch
+        (4, 12, 4, [(4, 1, 4, 3)]),  # resumed at an epoch's end
+    ],
+)
 def test_fit_phases_never_count_a_step_that_will_not_run(done, last_step, per_epoch, phases):
     assert fit_phases(done, last_step, per_epoch) == phases
     assert sum(steps * (until - initial) for _, initial, steps, until in phases) == last_step - done

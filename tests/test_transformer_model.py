@@ -21,10 +21,15 @@ SIZES = dict(embedding_dim=8, num_layers=2, num_heads=2, feedforward_units=16, d
 
 # scale_source_embedding changes the source rows' scale only: the test below checks it
 # against an unscaled model, which passes this contract.
-@pytest.mark.parametrize("options, target_vocab", [
-    (dict(), 25), (dict(tie_embeddings=True, num_layers=1, num_heads=4), 25),
-    (dict(tie_embeddings=True, share_embeddings=True), 30)],
-    ids=["untied", "tied_one_layer", "shared"])
+@pytest.mark.parametrize(
+    "options, target_vocab",
+    [
+        (dict(), 25),
+        (dict(tie_embeddings=True, num_layers=1, num_heads=4), 25),
+        (dict(tie_embeddings=True, share_embeddings=True), 30),
+    ],
+    ids=["untied", "tied_one_layer", "shared"],
+)
 def test_the_transformer_passes_the_decoder_contract(options, target_vocab):
     """run_decoder_test: cached stepping equals teacher forcing, the searches score what
     teacher forcing gives their tokens, serialization, a fit step and a .keras round trip."""
@@ -40,6 +45,7 @@ def test_shared_embeddings_are_one_matrix_read_by_the_source_scaled_as_the_targe
     rows E · sqrt(d) computes the same memory."""
     shared = Transformer(30, 30, **SIZES, tie_embeddings=True, share_embeddings=True)
     shared.build_weights()
+
     def path(w):  # a weight's path within its model
         return w.path.split("/", 1)[1]
 
@@ -100,13 +106,21 @@ def test_the_caches_hold_one_slot_per_position_and_pass_the_source_through():
         np.testing.assert_array_equal(numpy(new[2]), t + 1)
         assert new[3].shape[2] == (t + 1 if grows else 5)
         written = np.abs(numpy(new[3])).sum(axis=(1, 3, 4))  # (B, L)
-        assert (written[:, : t + 1] > 0).all() and (written[:, t + 1:] == 0).all()
+        assert (written[:, : t + 1] > 0).all() and (written[:, t + 1 :] == 0).all()
         states = new
 
 
 @pytest.mark.skipif(not shapes_may_change(), reason="JAX's loop keeps its shapes: its caches never grow")
-@pytest.mark.parametrize("search", [dict(beam_size=1), dict(beam_size=3, n_best=2), dict(beam_size=3, prefix=True),
-                                    dict(beam_size=3, constraints=True)], ids=["greedy", "beam", "prefix", "constrained"])
+@pytest.mark.parametrize(
+    "search",
+    [
+        dict(beam_size=1),
+        dict(beam_size=3, n_best=2),
+        dict(beam_size=3, prefix=True),
+        dict(beam_size=3, constraints=True),
+    ],
+    ids=["greedy", "beam", "prefix", "constrained"],
+)
 def test_caches_that_grow_with_the_step_search_as_caches_of_the_whole_bound(monkeypatch, search):
     """Every search over caches that grow a position per step returns the tokens and
     scores of the same search over caches of the whole step bound, masked."""
@@ -170,7 +184,7 @@ def test_the_searches_attention_is_their_steps_and_leaves_their_outputs_as_they_
         states, previous = model.search_states(src, tokens.shape[1]), np.full(len(src), BOS_ID, "int32")
         for t in range(tokens.shape[1]):
             _, states, step = model.decode_step(keras.ops.convert_to_tensor(previous), states)
-            live = (tokens[:, t] != PAD_ID)  # rows still decoding at step t
+            live = tokens[:, t] != PAD_ID  # rows still decoding at step t
             np.testing.assert_allclose(attention[live, t], numpy(step)[live], atol=1e-5)
             previous = tokens[:, t]
 
@@ -194,8 +208,16 @@ def fitted():
     """A one-layer Transformer fitted for a few epochs on 400 synthetic pairs (word ids)."""
     keras.utils.set_random_seed(0)
     vocab, src, tgt_in, tgt_out = word_ids(synthetic_corpus(400, seed=0))
-    model = Transformer(vocab, vocab, embedding_dim=16, num_layers=1, num_heads=2, feedforward_units=32,
-                        dropout=0.0, tie_embeddings=True)
+    model = Transformer(
+        vocab,
+        vocab,
+        embedding_dim=16,
+        num_layers=1,
+        num_heads=2,
+        feedforward_units=32,
+        dropout=0.0,
+        tie_embeddings=True,
+    )
     model.compile(keras.optimizers.Adam(3e-3), MaskedCrossEntropy())
     history = model.fit((src, tgt_in), tgt_out, batch_size=50, epochs=4, verbose=0).history
     return model, history["loss"], src[:6]
@@ -249,14 +271,17 @@ def test_mixed_bfloat16_trains_and_decodes():
         keras.config.set_dtype_policy("float32")
 
 
-@pytest.mark.parametrize("option, value, message", [
-    ("num_layers", 0, "num_layers must be a positive integer"),
-    ("num_heads", 3, "embedding_dim must be a positive multiple of num_heads"),
-    ("feedforward_units", 0, "feedforward_units must be a positive integer"),
-    ("dropout", 1.0, "dropout must be in"),
-    ("decoder_units", 64, "Unrecognized keyword arguments .*decoder_units"),
-    ("share_embeddings", True, "share_embeddings needs tie_embeddings=True"),
-])
+@pytest.mark.parametrize(
+    "option, value, message",
+    [
+        ("num_layers", 0, "num_layers must be a positive integer"),
+        ("num_heads", 3, "embedding_dim must be a positive multiple of num_heads"),
+        ("feedforward_units", 0, "feedforward_units must be a positive integer"),
+        ("dropout", 1.0, "dropout must be in"),
+        ("decoder_units", 64, "Unrecognized keyword arguments .*decoder_units"),
+        ("share_embeddings", True, "share_embeddings needs tie_embeddings=True"),
+    ],
+)
 def test_bad_options_are_errors_naming_them(option, value, message):
     with pytest.raises(ValueError, match=message):
         Transformer(30, 25, **{**SIZES, option: value})
@@ -269,9 +294,9 @@ def test_bad_options_are_errors_naming_them(option, value, message):
 def test_registered_with_the_base_recipes_shape():
     assert get_model("transformer") is Transformer
     options = model_options(Transformer)
-    assert {k: options[k].default for k in ("num_layers", "num_heads", "feedforward_units", "embedding_dim",
-                                            "dropout")} == dict(num_layers=3, num_heads=4, feedforward_units=1024,
-                                                                embedding_dim=256, dropout=0.1)
+    assert {
+        k: options[k].default for k in ("num_layers", "num_heads", "feedforward_units", "embedding_dim", "dropout")
+    } == dict(num_layers=3, num_heads=4, feedforward_units=1024, embedding_dim=256, dropout=0.1)
     assert not {"encoder_units", "decoder_units", "output_dropout", "attention_remat"} & set(options)
     with pytest.raises(ConfigError, match="model 'transformer' has no option 'encoder_units'"):
         validate(TrainConfig(model="transformer", model_options=dict(encoder_units=8)))

@@ -41,7 +41,7 @@ def test_n_best_lists_in_moses_format_with_both_scores(shared_run, sources, caps
     best = translate(capsys, shared_run, "--input", sources, "--beam", "4")
     assert [f[1] for f in fields[::3]] == best  # the first of each list is the translation
     for n in range(len(SOURCES)):
-        normalized = [float(f[3]) for f in fields[3 * n: 3 * n + 3]]
+        normalized = [float(f[3]) for f in fields[3 * n : 3 * n + 3]]
         assert normalized == sorted(normalized, reverse=True)
 
 
@@ -84,8 +84,9 @@ def check_against_teacher_forcing(model, sources, tokens, scores, beam):
 
 @CLI
 def test_n_best_as_json_lines(shared_run, sources, capsys):
-    lines = translate(capsys, shared_run, "--input", sources, "--beam", "3", "--n-best", "2",
-                      "--n-best-format", "jsonl")
+    lines = translate(
+        capsys, shared_run, "--input", sources, "--beam", "3", "--n-best", "2", "--n-best-format", "jsonl"
+    )
     rows = [json.loads(line) for line in lines]
     assert [(r["line"], r["rank"]) for r in rows] == [(n, r) for n in range(len(SOURCES)) for r in range(2)]
     assert all(set(r) == {"line", "rank", "translation", "log_prob", "score", "finished"} for r in rows)
@@ -99,23 +100,27 @@ def test_batch_size_and_the_length_bound(shared_run, sources, capsys):
     short = translate(capsys, shared_run, "--input", sources, "--beam", "1", "--max-length", "3")
     assert all(len(line.split()) <= 3 for line in short)  # 3 subwords at most, eos included
     assert sum(map(len, short)) < sum(map(len, translate(capsys, shared_run, "--input", sources, "--beam", "1")))
-    relative = translate(capsys, shared_run, "--input", sources, "--beam", "1", "--max-length-a", "0",
-                         "--max-length-b", "3")
+    relative = translate(
+        capsys, shared_run, "--input", sources, "--beam", "1", "--max-length-a", "0", "--max-length-b", "3"
+    )
     assert relative == short
 
 
 @CLI
-@pytest.mark.parametrize("flags, message", [
-    (("--beam", "2", "--n-best", "3"), "--n-best 3 is more than --beam 2"),
-    (("--n-best-format", "jsonl"), "--n-best-format"),
-    (("--beam", "2", "--n-best", "2", "--alignments"), "not with --alignments"),
-    (("--max-length", "5", "--max-length-b", "4"), "--max-length N"),
-    (("--max-length-a", "-1"), "--max-length-a must be >= 0, got -1.0"),
-    (("--mbr", "4", "--n-best", "2"), "--mbr outputs one translation per sentence; not with --n-best"),
-    (("--mbr", "4", "--alignments"), "--alignments shows the search's best translation: not with the mbr mode"),
-    (("--mbr-utility", "bleu"), "--mbr-utility sets how --mbr compares candidates; give --mbr N"),
-    (("--mode", "greedy", "--beam", "4"), "the greedy mode keeps one hypothesis: not with --beam 4"),
-])
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (("--beam", "2", "--n-best", "3"), "--n-best 3 is more than --beam 2"),
+        (("--n-best-format", "jsonl"), "--n-best-format"),
+        (("--beam", "2", "--n-best", "2", "--alignments"), "not with --alignments"),
+        (("--max-length", "5", "--max-length-b", "4"), "--max-length N"),
+        (("--max-length-a", "-1"), "--max-length-a must be >= 0, got -1.0"),
+        (("--mbr", "4", "--n-best", "2"), "--mbr outputs one translation per sentence; not with --n-best"),
+        (("--mbr", "4", "--alignments"), "--alignments shows the search's best translation: not with the mbr mode"),
+        (("--mbr-utility", "bleu"), "--mbr-utility sets how --mbr compares candidates; give --mbr N"),
+        (("--mode", "greedy", "--beam", "4"), "the greedy mode keeps one hypothesis: not with --beam 4"),
+    ],
+)
 def test_bad_flags_are_one_line_errors_naming_the_flag(shared_run, sources, capsys, flags, message):
     capsys.readouterr()
     code = main(["translate", "--model", shared_run, "--input", sources, "--quiet", *flags])
@@ -124,12 +129,15 @@ def test_bad_flags_are_one_line_errors_naming_the_flag(shared_run, sources, caps
 
 
 @CLI
-@pytest.mark.parametrize("flags, message", [
-    (("--min-length", "-2"), "argument --min-length: must be an integer >= 0, got -2"),
-    (("--no-repeat-ngram-size", "x"), "argument --no-repeat-ngram-size: expected an integer, got 'x'"),
-    (("--max-tokens", "0"), "argument --max-tokens: must be an integer >= 1, got 0"),
-    (("--mbr-utility", "ter"), "argument --mbr-utility: must be one of chrf, bleu, got 'ter'"),
-])
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (("--min-length", "-2"), "argument --min-length: must be an integer >= 0, got -2"),
+        (("--no-repeat-ngram-size", "x"), "argument --no-repeat-ngram-size: expected an integer, got 'x'"),
+        (("--max-tokens", "0"), "argument --max-tokens: must be an integer >= 1, got 0"),
+        (("--mbr-utility", "ter"), "argument --mbr-utility: must be one of chrf, bleu, got 'ter'"),
+    ],
+)
 def test_bad_numbers_and_choices_are_usage_errors_naming_the_flag(shared_run, sources, capsys, flags, message):
     capsys.readouterr()
     with pytest.raises(SystemExit) as caught:
@@ -144,16 +152,35 @@ def test_mbr_picks_the_candidate_of_highest_expected_utility(shared_run, sources
     ``--sampling`` among the N samples ``--samples N`` draws with the same seed."""
     from keras_memnmt.decoding.mbr import mbr_select
 
-    lists = [json.loads(line) for line in translate(capsys, shared_run, "--input", sources, "--beam", "4",
-                                                    "--n-best", "4", "--n-best-format", "jsonl")]
+    lists = [
+        json.loads(line)
+        for line in translate(
+            capsys, shared_run, "--input", sources, "--beam", "4", "--n-best", "4", "--n-best-format", "jsonl"
+        )
+    ]
     candidates = [[r["translation"] for r in lists if r["line"] == n] for n in range(len(SOURCES))]
     expected = [c[mbr_select(c, utility)[0]] if SOURCES[n] else "" for n, c in enumerate(candidates)]
     assert translate(capsys, shared_run, "--input", sources, "--mbr", "4", "--mbr-utility", utility) == expected
     drawn = translate(capsys, shared_run, "--input", sources, "--sampling", "full", "--samples", "5", "--seed", "7")
-    samples = [drawn[5 * n: 5 * n + 5] for n in range(len(SOURCES))]
+    samples = [drawn[5 * n : 5 * n + 5] for n in range(len(SOURCES))]
     expected = [c[mbr_select(c, utility)[0]] if SOURCES[n] else "" for n, c in enumerate(samples)]
-    assert translate(capsys, shared_run, "--input", sources, "--mbr", "5", "--sampling", "full", "--seed", "7",
-                     "--mbr-utility", utility) == expected
+    assert (
+        translate(
+            capsys,
+            shared_run,
+            "--input",
+            sources,
+            "--mbr",
+            "5",
+            "--sampling",
+            "full",
+            "--seed",
+            "7",
+            "--mbr-utility",
+            utility,
+        )
+        == expected
+    )
 
 
 @CLI
@@ -168,8 +195,7 @@ def test_the_search_limits_reach_the_search_and_max_tokens_cuts_batches(shared_r
         return real(self, source_ids, **kwargs)
 
     monkeypatch.setattr(Generator, "generate", spy)
-    translate(capsys, shared_run, "--input", sources, "--beam", "2", "--min-length", "4",
-              "--no-repeat-ngram-size", "2")
+    translate(capsys, shared_run, "--input", sources, "--beam", "2", "--min-length", "4", "--no-repeat-ngram-size", "2")
     assert {(k["min_length"], k["no_repeat_ngram_size"], k["beam_size"]) for _, k in calls} == {(4, 2, 2)}
     default = translate(capsys, shared_run, "--input", sources, "--beam", "2")
     calls.clear()

@@ -91,8 +91,7 @@ def test_save_load(small_vocab, tmp_path):
 
 
 def test_joint_and_bpe(val_corpus):
-    v = SubwordVocab.train(val_corpus.source[:300], val_corpus.target[:300], size=300,
-                           model_type="bpe", joint=True)
+    v = SubwordVocab.train(val_corpus.source[:300], val_corpus.target[:300], size=300, model_type="bpe", joint=True)
     assert v.source is v.target
     assert v.source.decode(v.source.encode(["A dog."])) == ["A dog."]
     with pytest.raises(ValueError, match="model_type"):

@@ -15,6 +15,7 @@ MAX_INT = 2**31 - 1
 
 def int_at_least(minimum: int, why: str = ""):
     """An argparse ``type``: an integer >= ``minimum`` (``why``: a reason shown with the bound)."""
+
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -69,8 +70,11 @@ def read_stdin() -> list[str]:
 
 
 def add_corpus_args(p: argparse.ArgumentParser, split_default: str = "train") -> None:
-    p.add_argument("--data-dir", help="folder with Multi30k-style {split}.{lang}.gz files "
-                   "(default: $MEMNMT_DATA, else the cache, else download)")
+    p.add_argument(
+        "--data-dir",
+        help="folder with Multi30k-style {split}.{lang}.gz files "
+        "(default: $MEMNMT_DATA, else the cache, else download)",
+    )
     p.add_argument("--src", help="source language, e.g. en")
     p.add_argument("--tgt", help="target language, e.g. de")
     p.add_argument("--split", default=split_default, help=f"split name (default: {split_default})")
@@ -86,8 +90,7 @@ def load_corpus(args):
             raise ValueError("--src-file and --tgt-file must be given together")
         return read_parallel(args.src_file, args.tgt_file)
     if not (args.src and args.tgt):
-        raise ValueError("give --src and --tgt (with --data-dir or $MEMNMT_DATA), "
-                         "or --src-file and --tgt-file")
+        raise ValueError("give --src and --tgt (with --data-dir or $MEMNMT_DATA), or --src-file and --tgt-file")
     return load_multi30k(args.src, args.tgt, args.split, data_dir=args.data_dir)
 
 
@@ -105,9 +108,11 @@ def members_of(args) -> list[tuple[str, str | None]]:
         return list(zip(runs, checkpoints))
     if len(runs) == 1:
         return [(runs[0], checkpoint) for checkpoint in checkpoints]
-    raise ValueError(f"{len(runs)} --model and {len(checkpoints)} --checkpoint: give no --checkpoint, "
-                     "one per --model (in the same order; `best` names a run's best.keras), or "
-                     "several with a single --model")
+    raise ValueError(
+        f"{len(runs)} --model and {len(checkpoints)} --checkpoint: give no --checkpoint, "
+        "one per --model (in the same order; `best` names a run's best.keras), or "
+        "several with a single --model"
+    )
 
 
 class EnsembleSpec(str):
@@ -156,22 +161,30 @@ def search_options(args) -> tuple[int, dict]:
     return settings.beam_size, {"length_penalty": settings.length_penalty, "alpha": settings.alpha}
 
 
-CHECKPOINT_HELP = ("another model file of the run instead of best.keras: a name in "
-                   "MODEL/checkpoints (e.g. step3199) or a path to a .keras file")
+CHECKPOINT_HELP = (
+    "another model file of the run instead of best.keras: a name in "
+    "MODEL/checkpoints (e.g. step3199) or a path to a .keras file"
+)
 
 
-ENSEMBLE_CHECKPOINT_HELP = (CHECKPOINT_HELP + ". Repeatable: with several --model, give none (each run's "
-                            "best.keras) or one per --model, paired in order (`best` names a run's "
-                            "best.keras); with one --model, several --checkpoint translate with an "
-                            "ensemble of those checkpoints of that run")
+ENSEMBLE_CHECKPOINT_HELP = (
+    CHECKPOINT_HELP + ". Repeatable: with several --model, give none (each run's "
+    "best.keras) or one per --model, paired in order (`best` names a run's "
+    "best.keras); with one --model, several --checkpoint translate with an "
+    "ensemble of those checkpoints of that run"
+)
 
 
-SPLIT_HELP = ("Multi30k split (default test_2016_flickr), or `all`: every test split the loader "
-              "knows, skipping with a note those whose files are not available (a synthetic run "
-              "has its own test set; a run trained with test_prefix is tested on its files)")
+SPLIT_HELP = (
+    "Multi30k split (default test_2016_flickr), or `all`: every test split the loader "
+    "knows, skipping with a note those whose files are not available (a synthetic run "
+    "has its own test set; a run trained with test_prefix is tested on its files)"
+)
 
 
-MODEL_HELP = ("run directory written by `memnmt train`. Repeat it (--model A --model B) to translate "
-              "with an ensemble: at every step the models' log-probabilities are averaged and "
-              "renormalized. The runs must have the same source and target vocabularies (the "
-              "first run's encode and decode)")
+MODEL_HELP = (
+    "run directory written by `memnmt train`. Repeat it (--model A --model B) to translate "
+    "with an ensemble: at every step the models' log-probabilities are averaged and "
+    "renormalized. The runs must have the same source and target vocabularies (the "
+    "first run's encode and decode)"
+)

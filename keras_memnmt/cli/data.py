@@ -1,5 +1,4 @@
-"""``memnmt data check`` and ``memnmt vocab build``: corpora and subword vocabularies.
-"""
+"""``memnmt data check`` and ``memnmt vocab build``: corpora and subword vocabularies."""
 
 from __future__ import annotations
 
@@ -50,19 +49,34 @@ def cmd_vocab_build(args) -> int:
     check_output("--out", args.out, directory=True, make_parents=True)
     held = [n for n in VOCAB_NAMES if os.path.lexists(os.path.join(args.out, n))]
     if held and not is_saved_vocabulary(args.out):  # an earlier vocabulary is replaced, a user's files never
-        raise ValueError(f"--out {args.out}: holds {held[0]}, which is not part of a vocabulary that "
-                         "`memnmt vocab build` saved; choose another --out")
+        raise ValueError(
+            f"--out {args.out}: holds {held[0]}, which is not part of a vocabulary that "
+            "`memnmt vocab build` saved; choose another --out"
+        )
     corpus = load_corpus(args)
     t0 = time.perf_counter()
-    vocab = _train_vocab("--size", corpus.source, corpus.target, args.size, model_type=args.model_type,
-                         joint=args.joint, progress=progress(args))
+    vocab = _train_vocab(
+        "--size",
+        corpus.source,
+        corpus.target,
+        args.size,
+        model_type=args.model_type,
+        joint=args.joint,
+        progress=progress(args),
+    )
     vocab.save(args.out, made_by="memnmt vocab build")
-    print(as_json({
-        "out": args.out, "pairs": len(corpus), "dropped_empty": corpus.dropped_empty,
-        "source_vocab_size": vocab.source.vocab_size,
-        "target_vocab_size": vocab.target.vocab_size,
-        "seconds": round(time.perf_counter() - t0, 2),
-    }))
+    print(
+        as_json(
+            {
+                "out": args.out,
+                "pairs": len(corpus),
+                "dropped_empty": corpus.dropped_empty,
+                "source_vocab_size": vocab.source.vocab_size,
+                "target_vocab_size": vocab.target.vocab_size,
+                "seconds": round(time.perf_counter() - t0, 2),
+            }
+        )
+    )
     return 0
 
 
@@ -70,14 +84,20 @@ def add_parsers(sub) -> None:
     """The ``data`` and ``vocab`` commands."""
     data = sub.add_parser("data", help="inspect corpora")
     data_sub = data.add_subparsers(dest="data_command", required=True, metavar="ACTION")
-    check = data_sub.add_parser("check", help="pair count, token counts, length percentiles, "
-                                "dropped pairs; exits non-zero on any error")
+    check = data_sub.add_parser(
+        "check", help="pair count, token counts, length percentiles, dropped pairs; exits non-zero on any error"
+    )
     add_corpus_args(check)
-    check.add_argument("--vocab", help="vocabulary folder from `memnmt vocab build` "
-                       "(default: a quick one trained on the corpus)")
+    check.add_argument(
+        "--vocab", help="vocabulary folder from `memnmt vocab build` (default: a quick one trained on the corpus)"
+    )
     check.add_argument("--vocab-size", type=vocab_size_int, default=8000)
-    check.add_argument("--max-length", type=positive_int, default=80,
-                       help="pairs longer than this many subword tokens count as dropped")
+    check.add_argument(
+        "--max-length",
+        type=positive_int,
+        default=80,
+        help="pairs longer than this many subword tokens count as dropped",
+    )
     check.set_defaults(func=cmd_data_check)
 
     vocab = sub.add_parser("vocab", help="subword vocabularies")

@@ -1,5 +1,4 @@
-"""``memnmt evaluate`` and ``memnmt compare``: scores of test splits, and systems tested against a baseline.
-"""
+"""``memnmt evaluate`` and ``memnmt compare``: scores of test splits, and systems tested against a baseline."""
 
 from __future__ import annotations
 
@@ -57,11 +56,26 @@ def cmd_evaluate(args) -> int:
     for test, split, name in sets:
         # A single run's own model keeps its translations of a whole split (translate_split).
         # Given files belong to no run: translated every time, stored nowhere.
-        got = translate_split(members, test, split, beam, limit=args.limit, corpus_name=name,
-                              store=not given, reuse=not given, models=models, progress=progress(args),
-                              **search)
-        report = {"corpus": name, "beam_size": beam, **search, **(ensemble if len(members) > 1 else {}),
-                  **(got["scores"] or score(got["hypotheses"], got["references"]))}
+        got = translate_split(
+            members,
+            test,
+            split,
+            beam,
+            limit=args.limit,
+            corpus_name=name,
+            store=not given,
+            reuse=not given,
+            models=models,
+            progress=progress(args),
+            **search,
+        )
+        report = {
+            "corpus": name,
+            "beam_size": beam,
+            **search,
+            **(ensemble if len(members) > 1 else {}),
+            **(got["scores"] or score(got["hypotheses"], got["references"])),
+        }
         if got["file"]:
             report["hypotheses"] = got["file"]
         reports.append(report)
@@ -79,11 +93,13 @@ def _given_pairs(args, note):
     if args.source is None and args.reference is None:
         return None
     if args.source is None or args.reference is None:
-        raise ValueError("--source and --reference go together: the file to translate and its "
-                         "reference translations, line by line")
+        raise ValueError(
+            "--source and --reference go together: the file to translate and its reference translations, line by line"
+        )
     if args.split is not None:
-        raise ValueError(f"--split {args.split} and --source: give a split of the run's corpus or "
-                         "your own files, not both")
+        raise ValueError(
+            f"--split {args.split} and --source: give a split of the run's corpus or your own files, not both"
+        )
     corpus = read_parallel(args.source, args.reference)
     if corpus.dropped_empty:
         note(f"{corpus.dropped_empty} pairs with an empty side left out")
@@ -99,8 +115,9 @@ def cmd_compare(args) -> int:
     )
 
     beam, search = search_options(args)
-    systems = parse_systems(args.runs, [ensemble_system(s) if isinstance(s, EnsembleSpec) else s
-                                        for s in args.system or []])
+    systems = parse_systems(
+        args.runs, [ensemble_system(s) if isinstance(s, EnsembleSpec) else s for s in args.system or []]
+    )
     keep = None
     if args.json:
         from keras_memnmt.rundir.outputs import check_output
@@ -110,11 +127,23 @@ def cmd_compare(args) -> int:
         if members:  # an ensemble's translations beside the JSON: no run stores them
             keep = os.path.splitext(args.json)[0] + ".hyps"
             check_output("--json", keep, directory=True)
-    log = (lambda msg: None) if args.quiet else \
-        (lambda msg: print(f"memnmt compare: {msg}", file=sys.stderr, flush=True))
-    result = compare(systems, split=args.split, beam_size=beam, data_dir=args.data_dir,
-                     limit=args.limit, seed=args.seed, bootstrap=args.bootstrap, trials=args.trials,
-                     log=log, keep=keep, length_width=args.by_length, **search)
+    log = (
+        (lambda msg: None) if args.quiet else (lambda msg: print(f"memnmt compare: {msg}", file=sys.stderr, flush=True))
+    )
+    result = compare(
+        systems,
+        split=args.split,
+        beam_size=beam,
+        data_dir=args.data_dir,
+        limit=args.limit,
+        seed=args.seed,
+        bootstrap=args.bootstrap,
+        trials=args.trials,
+        log=log,
+        keep=keep,
+        length_width=args.by_length,
+        **search,
+    )
     text = as_json({**result, **_remade_by()})
     if args.json:
         try:
@@ -122,8 +151,7 @@ def cmd_compare(args) -> int:
                 f.write(text + "\n")
         except OSError as e:  # the comparison is not lost: its JSON goes to stdout
             print(text)
-            raise OSError(f"cannot write --json {args.json}: {e.strerror or e}; "
-                          "the JSON went to stdout instead") from e
+            raise OSError(f"cannot write --json {args.json}: {e.strerror or e}; the JSON went to stdout instead") from e
         print_table(result)
     else:  # the JSON on stdout, the table on stderr
         print_table(result, file=sys.stderr)
@@ -137,47 +165,89 @@ def add_parsers(sub) -> None:
     ev.add_argument("--model", required=True, action="append", help=MODEL_HELP)
     ev.add_argument("--checkpoint", action="append", help=ENSEMBLE_CHECKPOINT_HELP)
     ev.add_argument("--split", help=SPLIT_HELP)
-    ev.add_argument("--source", metavar="FILE", help="translate this file (plain or .gz, one sentence "
-                    "per line) instead of a split, and score it against --reference; nothing is stored")
-    ev.add_argument("--reference", metavar="FILE", help="the reference translations of --source, "
-                    "line by line")
+    ev.add_argument(
+        "--source",
+        metavar="FILE",
+        help="translate this file (plain or .gz, one sentence "
+        "per line) instead of a split, and score it against --reference; nothing is stored",
+    )
+    ev.add_argument("--reference", metavar="FILE", help="the reference translations of --source, line by line")
     ev.add_argument("--data-dir")
     add_search_args(ev)
     ev.add_argument("--limit", type=positive_int, help="score only the first N sentences")
     ev.add_argument("--quiet", action="store_true", help="no progress bar (drawn only on a terminal)")
     ev.set_defaults(func=cmd_evaluate)
+    _add_compare_parser(sub)
 
-    cp = sub.add_parser("compare", help="test systems against a baseline on a split: sacreBLEU "
-                        "scores, 95%% confidence intervals, paired bootstrap and approximate "
-                        "randomization p-values")
-    cp.add_argument("runs", nargs="*", metavar="RUN", help="run directories, each a system; the "
-                    "first system (these, then each --system) is the baseline")
-    cp.add_argument("--system", action="append", metavar="NAME=RUN1,RUN2,...",
-                    help="a system of several runs (seeds): mean and standard deviation over them, "
-                         "and a test of each run against the baseline's run of the same position "
-                         "(or against the baseline's single run). Repeatable")
-    cp.add_argument("--ensemble", action="append", dest="system", type=EnsembleSpec,
-                    metavar="NAME=RUN[:CHECKPOINT],...",
-                    help="a system that is one ensemble of these runs' models (each run's best.keras, "
-                         "or the CHECKPOINT named: a name in RUN/checkpoints, `best`, or a path to a "
-                         ".keras file such as `memnmt average` writes), translating "
-                         "as `memnmt evaluate --model ... --checkpoint ...` does; with --json F.json its "
-                         "translations are written to F.hyps/NAME.SPLIT.beamK.txt. Repeatable; "
-                         "systems are taken in the order given")
+
+def _add_compare_parser(sub) -> None:
+    """The ``compare`` command."""
+    cp = sub.add_parser(
+        "compare",
+        help="test systems against a baseline on a split: sacreBLEU "
+        "scores, 95%% confidence intervals, paired bootstrap and approximate "
+        "randomization p-values",
+    )
+    cp.add_argument(
+        "runs",
+        nargs="*",
+        metavar="RUN",
+        help="run directories, each a system; the first system (these, then each --system) is the baseline",
+    )
+    cp.add_argument(
+        "--system",
+        action="append",
+        metavar="NAME=RUN1,RUN2,...",
+        help="a system of several runs (seeds): mean and standard deviation over them, "
+        "and a test of each run against the baseline's run of the same position "
+        "(or against the baseline's single run). Repeatable",
+    )
+    cp.add_argument(
+        "--ensemble",
+        action="append",
+        dest="system",
+        type=EnsembleSpec,
+        metavar="NAME=RUN[:CHECKPOINT],...",
+        help="a system that is one ensemble of these runs' models (each run's best.keras, "
+        "or the CHECKPOINT named: a name in RUN/checkpoints, `best`, or a path to a "
+        ".keras file such as `memnmt average` writes), translating "
+        "as `memnmt evaluate --model ... --checkpoint ...` does; with --json F.json its "
+        "translations are written to F.hyps/NAME.SPLIT.beamK.txt. Repeatable; "
+        "systems are taken in the order given",
+    )
     cp.add_argument("--split", default="test_2016_flickr", help=SPLIT_HELP)
     cp.add_argument("--data-dir")
     add_search_args(cp)
     cp.add_argument("--limit", type=positive_int, help="compare on the first N sentences only")
-    cp.add_argument("--seed", type=int, default=12345,
-                    help="seed of the resampling (sacreBLEU's SACREBLEU_SEED; default 12345, its own)")
-    cp.add_argument("--bootstrap", type=positive_int, default=1000, metavar="N",
-                    help="paired bootstrap resamples (default 1000)")
-    cp.add_argument("--trials", type=positive_int, default=10000, metavar="N",
-                    help="approximate randomization trials (default 10000)")
-    cp.add_argument("--by-length", nargs="?", const=5, type=positive_int, metavar="WORDS",
-                    help="also BLEU and chrF of each run by source length, in buckets of WORDS source "
-                         "words (default 5): the JSON's by_length and a second table")
-    cp.add_argument("--json", metavar="FILE", help="write the JSON here and the table to stdout "
-                    "(default: the JSON to stdout, the table to stderr)")
+    cp.add_argument(
+        "--seed",
+        type=int,
+        default=12345,
+        help="seed of the resampling (sacreBLEU's SACREBLEU_SEED; default 12345, its own)",
+    )
+    cp.add_argument(
+        "--bootstrap", type=positive_int, default=1000, metavar="N", help="paired bootstrap resamples (default 1000)"
+    )
+    cp.add_argument(
+        "--trials",
+        type=positive_int,
+        default=10000,
+        metavar="N",
+        help="approximate randomization trials (default 10000)",
+    )
+    cp.add_argument(
+        "--by-length",
+        nargs="?",
+        const=5,
+        type=positive_int,
+        metavar="WORDS",
+        help="also BLEU and chrF of each run by source length, in buckets of WORDS source "
+        "words (default 5): the JSON's by_length and a second table",
+    )
+    cp.add_argument(
+        "--json",
+        metavar="FILE",
+        help="write the JSON here and the table to stdout (default: the JSON to stdout, the table to stderr)",
+    )
     cp.add_argument("--quiet", action="store_true", help="no progress messages")
     cp.set_defaults(func=cmd_compare)

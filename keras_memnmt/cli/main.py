@@ -49,8 +49,10 @@ def _setup_process() -> None:
 GROUPS = (data, train, translate, score, evaluate, plot, results, runfiles, export, serve)
 
 
-DESCRIPTION = ("Memory-augmented recurrent neural machine translation in Keras 3: train, translate, "
-               "score, evaluate, compare, export and serve. `memnmt COMMAND --help` describes a command.")
+DESCRIPTION = (
+    "Memory-augmented recurrent neural machine translation in Keras 3: train, translate, "
+    "score, evaluate, compare, export and serve. `memnmt COMMAND --help` describes a command."
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,5 +1,4 @@
-"""``memnmt results``: tables rendered from runs' records, and the marked tables of Markdown files.
-"""
+"""``memnmt results``: tables rendered from runs' records, and the marked tables of Markdown files."""
 
 from __future__ import annotations
 
@@ -59,10 +58,17 @@ def cmd_results(args) -> int:
     if args.update:
         if args.runs:
             raise ValueError("give run directories or --update FILE, not both")
-        given = [flag for flag, value, default in (
-            ("--format", args.format, "markdown"), ("--split", args.split, None), ("--beam", args.search_beam, None),
-            ("--length-penalty", args.search_length_penalty, None), ("--alpha", args.search_alpha, None))
-            if value != default]
+        given = [
+            flag
+            for flag, value, default in (
+                ("--format", args.format, "markdown"),
+                ("--split", args.split, None),
+                ("--beam", args.search_beam, None),
+                ("--length-penalty", args.search_length_penalty, None),
+                ("--alpha", args.search_alpha, None),
+            )
+            if value != default
+        ]
         if given:
             raise ValueError(f"--update takes each table's options from its marker; remove {given[0]}")
         from keras_memnmt.rundir.outputs import check_output
@@ -77,8 +83,7 @@ def cmd_results(args) -> int:
                 from keras_memnmt.files import write_text
 
                 write_text(os.path.realpath(path), new)  # a symbolic link stays one: its file is written
-            print(f"{path}: {count} marked table{'s' * (count != 1)}, "
-                  f"{'updated' if new != old else 'unchanged'}")
+            print(f"{path}: {count} marked table{'s' * (count != 1)}, {'updated' if new != old else 'unchanged'}")
         return 0
     if not args.runs:
         raise ValueError("give run directories, or --update FILE")
@@ -91,11 +96,18 @@ def add_parsers(sub) -> None:
     rs = sub.add_parser("results", help="a results table rendered from run directories' records")
     rs.add_argument("runs", nargs="*", metavar="RUN", help="run directories")
     rs.add_argument("--format", choices=("markdown", "json"), default="markdown")
-    rs.add_argument("--update", nargs="+", metavar="FILE",
-                    help="render again every table these Markdown files mark with "
-                    "`<!-- memnmt results ARGS -->` ... `<!-- end memnmt results -->` "
-                    "(run paths relative to the file's folder)")
-    rs.add_argument("--split", help="the scores stored for this split by `memnmt evaluate` or "
-                    "`memnmt compare` with the search options below (default: the training's own test)")
+    rs.add_argument(
+        "--update",
+        nargs="+",
+        metavar="FILE",
+        help="render again every table these Markdown files mark with "
+        "`<!-- memnmt results ARGS -->` ... `<!-- end memnmt results -->` "
+        "(run paths relative to the file's folder)",
+    )
+    rs.add_argument(
+        "--split",
+        help="the scores stored for this split by `memnmt evaluate` or "
+        "`memnmt compare` with the search options below (default: the training's own test)",
+    )
     add_search_args(rs)
     rs.set_defaults(func=cmd_results)

@@ -1,5 +1,4 @@
-"""``memnmt average`` and ``memnmt archive``: files made from a run's own.
-"""
+"""``memnmt average`` and ``memnmt archive``: files made from a run's own."""
 
 from __future__ import annotations
 
@@ -23,8 +22,7 @@ def cmd_average(args) -> int:
         if not os.path.isdir(args.model):
             raise FileNotFoundError(f"model directory not found: {args.model}")
         paths = [checkpoint_path(args.model, c) for c in args.checkpoint]
-    check_output("--out", args.out, make_parents=True,
-                 inputs=[("one of the checkpoints to average", p) for p in paths])
+    check_output("--out", args.out, make_parents=True, inputs=[("one of the checkpoints to average", p) for p in paths])
     average_checkpoints(paths, args.out)
     print(as_json({"out": args.out, "averaged": paths}))
     return 0
@@ -38,15 +36,20 @@ def cmd_archive(args) -> int:
         names = [os.path.basename(os.path.normpath(run)) for run in args.runs]
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
-            raise ValueError(f"two runs named {twice[0]!r} would share one folder of --out; "
-                             "archive them one at a time")
+            raise ValueError(f"two runs named {twice[0]!r} would share one folder of --out; archive them one at a time")
         targets = [os.path.join(args.out, name) for name in names]
         check_output("--out", args.out, directory=True, make_parents=True, replaces="archive")
     else:
         targets = [args.out]
     for target in targets:  # an earlier archive may be replaced, never a run
-        check_output("--out", target, directory=True, make_parents=True, replaces="archive",
-                     inputs=[("a run to archive", run) for run in args.runs])
+        check_output(
+            "--out",
+            target,
+            directory=True,
+            make_parents=True,
+            replaces="archive",
+            inputs=[("a run to archive", run) for run in args.runs],
+        )
     for run, target in zip(args.runs, targets):  # every refusal before the first copy
         archive_files(run, target, overwrite=args.overwrite)
     archived = {}
@@ -60,24 +63,42 @@ def cmd_archive(args) -> int:
 def add_parsers(sub) -> None:
     """The ``average`` and ``archive`` commands."""
     av = sub.add_parser("average", help="average the weights of a run's checkpoints into one .keras file")
-    av.add_argument("--model", required=True, help="run directory written by `memnmt train` "
-                    "(with --set keep_checkpoints=true for --last)")
+    av.add_argument(
+        "--model",
+        required=True,
+        help="run directory written by `memnmt train` (with --set keep_checkpoints=true for --last)",
+    )
     which = av.add_mutually_exclusive_group(required=True)
-    which.add_argument("--last", type=int, metavar="K",
-                       help="the last K kept checkpoints, MODEL/checkpoints/step{N}.keras by N")
-    which.add_argument("--checkpoint", action="append",
-                       help="a checkpoint to average, repeatable: a name in MODEL/checkpoints "
-                            "(e.g. step3199) or a path to a .keras file")
-    av.add_argument("--out", required=True, help="the averaged model, a .keras file (float weights: "
-                    "the mean; integer state: the newest's; no optimizer state); translate with "
-                    "--checkpoint OUT")
+    which.add_argument(
+        "--last", type=int, metavar="K", help="the last K kept checkpoints, MODEL/checkpoints/step{N}.keras by N"
+    )
+    which.add_argument(
+        "--checkpoint",
+        action="append",
+        help="a checkpoint to average, repeatable: a name in MODEL/checkpoints "
+        "(e.g. step3199) or a path to a .keras file",
+    )
+    av.add_argument(
+        "--out",
+        required=True,
+        help="the averaged model, a .keras file (float weights: "
+        "the mean; integer state: the newest's; no optimizer state); translate with "
+        "--checkpoint OUT",
+    )
     av.set_defaults(func=cmd_average)
 
-    ar = sub.add_parser("archive", help="copy runs' records and translations, without weights, "
-                        "to a folder that can be kept with the code (`results` and `compare` read it)")
+    ar = sub.add_parser(
+        "archive",
+        help="copy runs' records and translations, without weights, "
+        "to a folder that can be kept with the code (`results` and `compare` read it)",
+    )
     ar.add_argument("runs", nargs="+", metavar="RUN", help="run directories written by `memnmt train`")
-    ar.add_argument("--out", required=True, help="the archive folder of one RUN; with several RUNs "
-                    "(or --into), the folder that receives OUT/<RUN's folder name> for each")
+    ar.add_argument(
+        "--out",
+        required=True,
+        help="the archive folder of one RUN; with several RUNs "
+        "(or --into), the folder that receives OUT/<RUN's folder name> for each",
+    )
     ar.add_argument("--into", action="store_true", help="one RUN too goes to OUT/<its folder name>")
     ar.add_argument("--overwrite", action="store_true", help="replace an earlier archive in --out")
     ar.set_defaults(func=cmd_archive)

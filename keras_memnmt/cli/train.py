@@ -1,5 +1,4 @@
-"""``memnmt train``: a recipe, its overrides and its run directory.
-"""
+"""``memnmt train``: a recipe, its overrides and its run directory."""
 
 from __future__ import annotations
 
@@ -62,28 +61,42 @@ def _check_config_out(config_file: str, out: str | None) -> None:
         raise ValueError(f"{config_file} names no run directory: give --out NEW")
     folder = os.path.realpath(os.path.dirname(os.path.abspath(config_file)))
     if os.path.realpath(out) == folder:
-        raise ValueError(f"--out {out} holds {os.path.basename(config_file)}, the config it would train from: "
-                         "give another --out (--resume continues a run: memnmt train RECIPE --out RUN --resume)")
+        raise ValueError(
+            f"--out {out} holds {os.path.basename(config_file)}, the config it would train from: "
+            "give another --out (--resume continues a run: memnmt train RECIPE --out RUN --resume)"
+        )
 
 
 def add_parsers(sub) -> None:
     """The ``train`` command."""
     tr = sub.add_parser("train", help="train a model from a recipe")
-    tr.add_argument("recipe", help="a recipe's name (e.g. multi30k_rnnsearch; an unknown name "
-                    "lists them), the path of a recipe .py file, or a JSON file of settings (a run's "
-                    "config.json trains the same settings again, with --out NEW)")
+    tr.add_argument(
+        "recipe",
+        help="a recipe's name (e.g. multi30k_rnnsearch; an unknown name "
+        "lists them), the path of a recipe .py file, or a JSON file of settings (a run's "
+        "config.json trains the same settings again, with --out NEW)",
+    )
     tr.add_argument("--data-dir", help="local Multi30k folder (default: $MEMNMT_DATA, cache, download)")
     tr.add_argument("--out", help="run directory (default: runs/RECIPE)")
-    tr.add_argument("--set", action="append", metavar="KEY=VALUE",
-                    help="override a config field or an option of the model (or of the recipe), "
-                         "e.g. --set epochs=2 --set train_limit=1000 --set memory_size=4")
-    tr.add_argument("--resume", action="store_true",
-                    help="continue from OUT/model.keras (weights and optimizer state)")
-    tr.add_argument("--overwrite", action="store_true",
-                    help="OUT already holds a run: remove its files and start over "
-                         "(without --resume or --overwrite that is an error)")
-    tr.add_argument("--show-config", action="store_true",
-                    help="print the recipe's settings as they resolve (with --set), each with its "
-                         "meaning (docs/config.md; * marks a value other than the default), and exit "
-                         "without training")
+    tr.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a config field or an option of the model (or of the recipe), "
+        "e.g. --set epochs=2 --set train_limit=1000 --set memory_size=4",
+    )
+    tr.add_argument("--resume", action="store_true", help="continue from OUT/model.keras (weights and optimizer state)")
+    tr.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="OUT already holds a run: remove its files and start over "
+        "(without --resume or --overwrite that is an error)",
+    )
+    tr.add_argument(
+        "--show-config",
+        action="store_true",
+        help="print the recipe's settings as they resolve (with --set), each with its "
+        "meaning (docs/config.md; * marks a value other than the default), and exit "
+        "without training",
+    )
     tr.set_defaults(func=cmd_train)

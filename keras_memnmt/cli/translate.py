@@ -1,5 +1,4 @@
-"""``memnmt translate``: text through a run or an ensemble, a chunk at a time.
-"""
+"""``memnmt translate``: text through a run or an ensemble, a chunk at a time."""
 
 from __future__ import annotations
 
@@ -34,8 +33,9 @@ def _partial_output(path: str) -> tuple[int, int, int]:
     except UnicodeDecodeError as e:
         bad = e.start if bad < 0 else min(bad, e.start)
     if bad >= 0:
-        raise ValueError(f"--resume: {path} is not UTF-8 text (byte {bad}), so not a translation "
-                         "to continue; nothing was changed")
+        raise ValueError(
+            f"--resume: {path} is not UTF-8 text (byte {bad}), so not a translation to continue; nothing was changed"
+        )
     return data.count(b"\n"), data.rfind(b"\n") + 1, len(data)
 
 
@@ -62,12 +62,20 @@ def cmd_translate(args) -> int:
         # is written at once, so a long run's output grows as it goes and --resume can
         # continue it.
         number = done
-        for chunk in translate_chunks(model, vocab, lines[done:], chunk_size=args.chunk_size, settings=settings,
-                                      progress=progress(args), log_probs=bool(n_best),
-                                      alignments=args.show_attention, word_alignment=args.alignments,
-                                      line_offset=done,
-                                      prefixes=None if prefixes is None else prefixes[done:],
-                                      constraints=None if constraints is None else constraints[done:]):
+        for chunk in translate_chunks(
+            model,
+            vocab,
+            lines[done:],
+            chunk_size=args.chunk_size,
+            settings=settings,
+            progress=progress(args),
+            log_probs=bool(n_best),
+            alignments=args.show_attention,
+            word_alignment=args.alignments,
+            line_offset=done,
+            prefixes=None if prefixes is None else prefixes[done:],
+            constraints=None if constraints is None else constraints[done:],
+        ):
             if n_best:
                 write(out, "".join(_n_best_lines(number, chunk, args.n_best_format)), name)
                 number += len(chunk)
@@ -106,8 +114,15 @@ class _Output:
         if self.path:
             from keras_memnmt.rundir.outputs import check_output
 
-            inputs = [(f"the {flag} file", path) for flag, path in (("--input", args.input), ("--prefix", args.prefix),
-                                                                     ("--constraints", args.constraints)) if path]
+            inputs = [
+                (f"the {flag} file", path)
+                for flag, path in (
+                    ("--input", args.input),
+                    ("--prefix", args.prefix),
+                    ("--constraints", args.constraints),
+                )
+                if path
+            ]
             inputs += [("a model file to translate with", f) for f in model_files]
             for path in dict.fromkeys((self.path, self.writing)):
                 check_output("--output", path, inputs=inputs)
@@ -121,16 +136,16 @@ class _Output:
         if self.partial:
             done, end, size = self.partial
             if done > lines:
-                raise ValueError(f"--resume: {self.continued} has {done} lines, more than the input's "
-                                 f"{lines}; nothing was changed")
+                raise ValueError(
+                    f"--resume: {self.continued} has {done} lines, more than the input's {lines}; nothing was changed"
+                )
             if self.continued != self.writing:  # the finished lines go on in OUTPUT.partial; OUTPUT is kept
                 _copy_head(self.continued, self.writing, end)
             elif end < size:
                 with open(self.writing, "r+b") as f:
                     f.truncate(end)
             if not quiet:
-                print(f"resume: {self.continued} holds {done} of {lines} lines; translating the rest",
-                      file=sys.stderr)
+                print(f"resume: {self.continued} holds {done} of {lines} lines; translating the rest", file=sys.stderr)
         if self.path:
             try:
                 self.stream = open(self.writing, "a" if self.partial else "w", encoding="utf-8")
@@ -145,8 +160,11 @@ class _Output:
         with contextlib.suppress(OSError):  # the error on its way is the one to report
             self.stream.close()
         if self.whole:
-            print(f"memnmt translate: {self.path} is unchanged; the lines translated so far are in "
-                  f"{self.writing} (--resume continues them)", file=sys.stderr)
+            print(
+                f"memnmt translate: {self.path} is unchanged; the lines translated so far are in "
+                f"{self.writing} (--resume continues them)",
+                file=sys.stderr,
+            )
 
     def finish(self) -> None:
         if not self.path:
@@ -184,8 +202,10 @@ def _read_inputs(args) -> tuple[list[str] | None, list[str] | None, list[str]]:
     lines = read_lines(args.input) if args.input else read_stdin()
     for flag, path, given in (("--prefix", args.prefix, prefixes), ("--constraints", args.constraints, constraints)):
         if given is not None and len(given) != len(lines):
-            raise ValueError(f"{flag} {path} has {len(given)} lines but the input has {len(lines)}: "
-                             "one line (empty for none) per input line")
+            raise ValueError(
+                f"{flag} {path} has {len(given)} lines but the input has {len(lines)}: "
+                "one line (empty for none) per input line"
+            )
     return prefixes, constraints, lines
 
 
@@ -205,8 +225,10 @@ def _settings(args):
         raise ValueError("--resume continues an --output file; give --output")
     aligned = "--show-attention" if args.show_attention else "--alignments" if args.alignments else None
     if settings.samples > 1 and (args.resume or aligned):
-        raise ValueError(f"--samples {settings.samples} writes several lines per input line; "
-                         f"{'--resume' if args.resume else aligned} needs one")
+        raise ValueError(
+            f"--samples {settings.samples} writes several lines per input line; "
+            f"{'--resume' if args.resume else aligned} needs one"
+        )
     mode = settings.mode_object()
     if aligned and (mode.picks or mode.rows(settings) > 1):
         raise ValueError(f"{aligned} shows the search's best translation: not with the {mode.name} mode")
@@ -219,8 +241,11 @@ def _n_best(args, settings) -> int | None:
         if args.n_best_format is not None:
             raise ValueError("--n-best-format sets how --n-best lists are written; give --n-best N")
         return None
-    for flag, given in (("--resume", args.resume), ("--show-attention", args.show_attention),
-                        ("--alignments", args.alignments)):
+    for flag, given in (
+        ("--resume", args.resume),
+        ("--show-attention", args.show_attention),
+        ("--alignments", args.alignments),
+    ):
         if given:
             raise ValueError(f"--n-best writes --n-best lines per input line; not with {flag}")
     return settings.n_best
@@ -239,9 +264,20 @@ def _n_best_lines(first: int, chunk: list, kind: str | None) -> list[str]:
     for offset, hypotheses in enumerate(chunk):
         for rank, (text, score, log_prob, finished) in enumerate(hypotheses):
             if kind == "jsonl":
-                lines.append(json.dumps({"line": first + offset, "rank": rank, "translation": text,
-                                         "log_prob": round(log_prob, 4), "score": round(score, 4),
-                                         "finished": finished}, ensure_ascii=False) + "\n")
+                lines.append(
+                    json.dumps(
+                        {
+                            "line": first + offset,
+                            "rank": rank,
+                            "translation": text,
+                            "log_prob": round(log_prob, 4),
+                            "score": round(score, 4),
+                            "finished": finished,
+                        },
+                        ensure_ascii=False,
+                    )
+                    + "\n"
+                )
             else:
                 lines.append(f"{first + offset} ||| {text} ||| log_prob= {log_prob:.4f} ||| {score:.4f}\n")
     return lines
@@ -264,31 +300,58 @@ def add_parsers(sub) -> None:
     tl.add_argument("--checkpoint", action="append", help=ENSEMBLE_CHECKPOINT_HELP)
     add_search_args(tl, "translate")
     tl.add_argument("--input", help="input file, one sentence per line (default: stdin)")
-    tl.add_argument("--output", help="output file (default: stdout); written to OUTPUT.partial a chunk at a "
-                    "time, in input order, as the translation goes, and moved to OUTPUT when it is whole "
-                    "(a failed or stopped translation leaves OUTPUT as it was)")
-    tl.add_argument("--resume", action="store_true",
-                    help="continue a partly written OUTPUT.partial (or OUTPUT): keep its complete lines "
-                         "and translate the input from the next line on")
-    tl.add_argument("--chunk-size", type=positive_int, default=4096,
-                    help="input lines translated (sorted by length) and written together (default 4096)")
+    tl.add_argument(
+        "--output",
+        help="output file (default: stdout); written to OUTPUT.partial a chunk at a "
+        "time, in input order, as the translation goes, and moved to OUTPUT when it is whole "
+        "(a failed or stopped translation leaves OUTPUT as it was)",
+    )
+    tl.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue a partly written OUTPUT.partial (or OUTPUT): keep its complete lines "
+        "and translate the input from the next line on",
+    )
+    tl.add_argument(
+        "--chunk-size",
+        type=positive_int,
+        default=4096,
+        help="input lines translated (sorted by length) and written together (default 4096)",
+    )
     tl.add_argument("--quiet", action="store_true", help="no progress bar (drawn only on a terminal)")
-    tl.add_argument("--show-attention", action="store_true",
-                    help="after each translated line, print on stderr each target subword with the "
-                         "source subword it attends to most and that weight (models with source "
-                         "attention); the translations themselves are unchanged")
-    tl.add_argument("--alignments", nargs="?", const="hard", choices=("hard", "soft"),
-                    help="after each translation, ' ||| ' and its word alignment from the source attention: "
-                         "Pharaoh pairs i-j (hard, the default) or each target word's weights over the "
-                         "source words (soft); models with source attention")
-    tl.add_argument("--prefix", help="target prefixes, one per input line (an empty line: none): each "
-                    "translation starts with its line's prefix, and the search goes on from there")
-    tl.add_argument("--constraints", help="target phrases each translation must contain, one line per input "
-                    "line, phrases separated by tabs (an empty line: none); lexically constrained beam search "
-                    "(dynamic beam allocation), --beam 2 or more and at most --beam phrases a line")
-    tl.add_argument("--n-best-format", choices=("moses", "jsonl"),
-                    help="with --n-best: moses, 'LINE ||| TRANSLATION ||| log_prob= LOGP ||| SCORE' (the default; "
-                         "LINE counted from 0, LOGP the model's log-probability, eos included, as memnmt score "
-                         "gives it, SCORE the length-normalized one the beam ranks by), or jsonl (one JSON object a "
-                         "line: line, rank, translation, log_prob, score, finished)")
+    tl.add_argument(
+        "--show-attention",
+        action="store_true",
+        help="after each translated line, print on stderr each target subword with the "
+        "source subword it attends to most and that weight (models with source "
+        "attention); the translations themselves are unchanged",
+    )
+    tl.add_argument(
+        "--alignments",
+        nargs="?",
+        const="hard",
+        choices=("hard", "soft"),
+        help="after each translation, ' ||| ' and its word alignment from the source attention: "
+        "Pharaoh pairs i-j (hard, the default) or each target word's weights over the "
+        "source words (soft); models with source attention",
+    )
+    tl.add_argument(
+        "--prefix",
+        help="target prefixes, one per input line (an empty line: none): each "
+        "translation starts with its line's prefix, and the search goes on from there",
+    )
+    tl.add_argument(
+        "--constraints",
+        help="target phrases each translation must contain, one line per input "
+        "line, phrases separated by tabs (an empty line: none); lexically constrained beam search "
+        "(dynamic beam allocation), --beam 2 or more and at most --beam phrases a line",
+    )
+    tl.add_argument(
+        "--n-best-format",
+        choices=("moses", "jsonl"),
+        help="with --n-best: moses, 'LINE ||| TRANSLATION ||| log_prob= LOGP ||| SCORE' (the default; "
+        "LINE counted from 0, LOGP the model's log-probability, eos included, as memnmt score "
+        "gives it, SCORE the length-normalized one the beam ranks by), or jsonl (one JSON object a "
+        "line: line, rank, translation, log_prob, score, finished)",
+    )
     tl.set_defaults(func=cmd_translate)

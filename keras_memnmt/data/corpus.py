@@ -120,7 +120,7 @@ def decode_lines(raw: bytes, name: str) -> list[str]:
             text = line.decode("utf-8")
         except UnicodeDecodeError as e:
             raise CorpusError(
-                f"{name}, line {i}: invalid UTF-8 (byte {e.start}: {line[e.start:e.start + 1]!r})"
+                f"{name}, line {i}: invalid UTF-8 (byte {e.start}: {line[e.start : e.start + 1]!r})"
             ) from e
         out.append(text.rstrip("\r"))
     return out
@@ -160,8 +160,10 @@ def empty_corpus(source_name: str, target_name: str, dropped: int) -> CorpusErro
     side (none: both files are empty)."""
     if not dropped:
         return CorpusError(f"empty corpus: {source_name} and {target_name} are empty")
-    return CorpusError(f"empty corpus: no sentence pair in {source_name} | {target_name} "
-                       f"({dropped} pairs with an empty side were dropped)")
+    return CorpusError(
+        f"empty corpus: no sentence pair in {source_name} | {target_name} "
+        f"({dropped} pairs with an empty side were dropped)"
+    )
 
 
 def prefix_files(prefix: str, src: str, tgt: str) -> tuple[str, str]:

@@ -51,9 +51,7 @@ class ChecksumError(DownloadError):
 
 
 def default_cache_dir() -> str:
-    root = os.environ.get("MEMNMT_CACHE") or os.path.join(
-        os.path.expanduser("~"), ".cache", "keras_memnmt"
-    )
+    root = os.environ.get("MEMNMT_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "keras_memnmt")
     return os.path.join(root, "multi30k")
 
 
@@ -106,7 +104,11 @@ def download(
                 from tqdm.auto import tqdm
 
                 with tqdm(
-                    total=total, unit="B", unit_scale=True, desc=name, file=sys.stderr,
+                    total=total,
+                    unit="B",
+                    unit_scale=True,
+                    desc=name,
+                    file=sys.stderr,
                     disable=True if quiet else (None if quiet is None else False),
                 ) as bar:
                     for block in iter(lambda: resp.read(1 << 16), b""):
@@ -179,4 +181,3 @@ def load_multi30k(
         raise ValueError(f"source and target language are both {src!r}")
     paths = [multi30k_file(split, lang, data_dir, cache_dir, base_url) for lang in (src, tgt)]
     return read_parallel(*paths)
-

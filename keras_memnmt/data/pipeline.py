@@ -90,8 +90,9 @@ def _short_enough(src_len: np.ndarray, tgt_len: np.ndarray, max_length: int) -> 
     return (src_len <= max_length) & (tgt_len <= max_length)
 
 
-def corpus_stats(corpus: ParallelCorpus, vocab: SubwordVocab, max_length: int,
-                 lengths: tuple[np.ndarray, np.ndarray] | None = None) -> PipelineStats:
+def corpus_stats(
+    corpus: ParallelCorpus, vocab: SubwordVocab, max_length: int, lengths: tuple[np.ndarray, np.ndarray] | None = None
+) -> PipelineStats:
     """What :func:`make_dataset` keeps and drops; ``lengths``: precomputed :func:`token_lengths`."""
     src_len, tgt_len = lengths if lengths is not None else token_lengths(corpus, vocab)
     keep = _short_enough(src_len, tgt_len, max_length)
@@ -165,9 +166,7 @@ def make_dataset(
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if batch_by == "tokens" and batch_size < max_length + 1:
-        raise ValueError(
-            f"batch_size={batch_size} tokens cannot hold one sentence of max_length={max_length}"
-        )
+        raise ValueError(f"batch_size={batch_size} tokens cannot hold one sentence of max_length={max_length}")
     encoded = _encode(corpus, vocab)
     (_, src_len), (_, tgt_len) = encoded
     stats = stats or corpus_stats(corpus, vocab, max_length, (src_len, tgt_len))
@@ -183,6 +182,7 @@ def make_dataset(
 
     buffer = min(stats.kept, 100_000)
     if start_step is not None:
+
         def epoch(e):  # a permutation drawn from (seed, e): epoch e's order depends on nothing else
             if not shuffle:
                 return _bucketed(ds, **shape)
@@ -227,8 +227,9 @@ def bucketed(pairs, batch_size: int = 64, batch_by: str = "sentences", max_lengt
     batches of ``(source + eos, bos + target, target + eos)``."""
     import tensorflow as tf
 
-    return _bucketed(pairs.map(_add_specials, num_parallel_calls=tf.data.AUTOTUNE), batch_size, batch_by,
-                     max_length, bucket_width)
+    return _bucketed(
+        pairs.map(_add_specials, num_parallel_calls=tf.data.AUTOTUNE), batch_size, batch_by, max_length, bucket_width
+    )
 
 
 def epochs_from(epoch, start_step: int, per_epoch: int):
@@ -258,8 +259,9 @@ def _buckets(batch_size: int, batch_by: str, max_length: int, bucket_width: int)
     return bounds, [max(1, batch_size // (b - 1)) for b in bounds] + [1]
 
 
-def batches_per_epoch(stats: PipelineStats, batch_size: int = 64, batch_by: str = "sentences",
-                      max_length: int = 80, bucket_width: int = 8) -> int:
+def batches_per_epoch(
+    stats: PipelineStats, batch_size: int = 64, batch_by: str = "sentences", max_length: int = 80, bucket_width: int = 8
+) -> int:
     """How many batches one epoch of :func:`make_dataset` (same arguments) holds, from the
     pairs' lengths alone: each bucket (by the longer side, bos/eos included) gives
     ``ceil(pairs / its batch size)`` batches, whatever the order."""
@@ -271,6 +273,9 @@ def batches_per_epoch(stats: PipelineStats, batch_size: int = 64, batch_by: str 
         keys = np.maximum(src_len[keep], tgt_len[keep]) + 1  # eos on the source, bos on target_in
         counts = np.bincount(np.searchsorted(bounds, keys, side="right"), minlength=len(bounds) + 1)
     else:
-        counts = np.bincount(np.searchsorted(bounds, np.arange(len(histogram)), side="right"),
-                             weights=histogram, minlength=len(bounds) + 1)
+        counts = np.bincount(
+            np.searchsorted(bounds, np.arange(len(histogram)), side="right"),
+            weights=histogram,
+            minlength=len(bounds) + 1,
+        )
     return int(sum(-(-int(n) // size) for n, size in zip(counts, sizes, strict=True)))

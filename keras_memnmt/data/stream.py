@@ -58,8 +58,9 @@ class CorpusFiles:
         """Itself, once both files are known to exist (else a ``CorpusError`` naming the file)."""
         for path in (self.source, self.target):
             if not os.path.isfile(path):
-                raise CorpusError(f"expected a file, got a directory: {path}" if os.path.isdir(path)
-                                  else f"file not found: {path}")
+                raise CorpusError(
+                    f"expected a file, got a directory: {path}" if os.path.isdir(path) else f"file not found: {path}"
+                )
         return self
 
     def take(self, n: int | None) -> CorpusFiles:
@@ -94,8 +95,9 @@ def _decode(lines: list[bytes], path: str, first: int) -> list[str]:
             try:
                 line.decode("utf-8")
             except UnicodeDecodeError as e:
-                raise CorpusError(f"{path}, line {number}: invalid UTF-8 (byte {e.start}: "
-                                  f"{line[e.start:e.start + 1]!r})") from None
+                raise CorpusError(
+                    f"{path}, line {number}: invalid UTF-8 (byte {e.start}: {line[e.start : e.start + 1]!r})"
+                ) from None
         raise
 
 
@@ -114,10 +116,11 @@ def read_chunks(files: CorpusFiles, chunk: int = CHUNK) -> Iterator[tuple[list[s
             src = _next_lines(fs, files.source, number, chunk)
             tgt = _next_lines(ft, files.target, number, chunk)
             if len(src) != len(tgt):
-                short, long_ = (files.source, files.target) if len(src) < len(tgt) else (files.target,
-                                                                                      files.source)
-                raise CorpusError(f"source and target line counts differ: {short} ends at line "
-                                  f"{number + min(len(src), len(tgt)) - 1}, {long_} goes on")
+                short, long_ = (files.source, files.target) if len(src) < len(tgt) else (files.target, files.source)
+                raise CorpusError(
+                    f"source and target line counts differ: {short} ends at line "
+                    f"{number + min(len(src), len(tgt)) - 1}, {long_} goes on"
+                )
             if not src:
                 return
             yield _decode(src, files.source, number), _decode(tgt, files.target, number)
@@ -171,8 +174,10 @@ class StreamStats:
             for q in qs:
                 position = q / 100 * (int(cumulative[-1]) - 1)  # numpy's linear interpolation
                 # the lengths of ranks floor(position) and ceil(position), 0-based
-                low, high = (int(np.searchsorted(cumulative, rank, side="right"))
-                             for rank in (np.floor(position), np.ceil(position)))
+                low, high = (
+                    int(np.searchsorted(cumulative, rank, side="right"))
+                    for rank in (np.floor(position), np.ceil(position))
+                )
                 out[side][f"p{q}"] = int(low + (high - low) * (position - np.floor(position)))
         return out
 
@@ -195,7 +200,7 @@ def stream_stats(files: CorpusFiles, vocab: SubwordVocab, max_length: int, log=N
     def add(histogram: np.ndarray, counts: np.ndarray) -> np.ndarray:
         if len(counts) > len(histogram):
             histogram = np.pad(histogram, (0, len(counts) - len(histogram)))
-        histogram[:len(counts)] += counts
+        histogram[: len(counts)] += counts
         return histogram
 
     pairs = empty = tokens_s = tokens_t = 0
@@ -204,7 +209,7 @@ def stream_stats(files: CorpusFiles, vocab: SubwordVocab, max_length: int, log=N
         empty += int((~full).sum())
         rows = np.flatnonzero(full)
         if files.limit is not None:
-            rows = rows[:files.limit - pairs]
+            rows = rows[: files.limit - pairs]
         s_len = _lengths(vocab.source, [src[i] for i in rows])
         t_len = _lengths(vocab.target, [tgt[i] for i in rows])
         before, pairs = pairs, pairs + len(rows)
@@ -220,14 +225,31 @@ def stream_stats(files: CorpusFiles, vocab: SubwordVocab, max_length: int, log=N
     if pairs == 0:
         raise empty_corpus(files.source, files.target, empty)
     kept = int(hists[2].sum())
-    return StreamStats(pairs=pairs, kept=kept, dropped_too_long=pairs - kept, dropped_empty=empty,
-                       source_tokens=tokens_s, target_tokens=tokens_t, source_histogram=hists[0],
-                       target_histogram=hists[1], key_histogram=hists[2])
+    return StreamStats(
+        pairs=pairs,
+        kept=kept,
+        dropped_too_long=pairs - kept,
+        dropped_empty=empty,
+        source_tokens=tokens_s,
+        target_tokens=tokens_t,
+        source_histogram=hists[0],
+        target_histogram=hists[1],
+        key_histogram=hists[2],
+    )
 
 
-def make_stream_dataset(files: CorpusFiles, vocab: SubwordVocab, stats: StreamStats, batch_size: int = 64,
-                        batch_by: str = "sentences", max_length: int = 80, bucket_width: int = 8,
-                        seed: int = 0, start_step: int = 0, shuffle_buffer: int = 100_000):
+def make_stream_dataset(
+    files: CorpusFiles,
+    vocab: SubwordVocab,
+    stats: StreamStats,
+    batch_size: int = 64,
+    batch_by: str = "sentences",
+    max_length: int = 80,
+    bucket_width: int = 8,
+    seed: int = 0,
+    start_step: int = 0,
+    shuffle_buffer: int = 100_000,
+):
     """The endless training dataset of ``files``: epoch after epoch, each the pairs in file
     order shuffled within blocks of ``shuffle_buffer`` pairs (seeded by ``(seed, epoch)``),
     filtered and batched as :func:`~keras_memnmt.data.pipeline.make_dataset` does, starting
@@ -249,13 +271,16 @@ def make_stream_dataset(files: CorpusFiles, vocab: SubwordVocab, stats: StreamSt
         out = []
         for side, texts in ((vocab.source, src), (vocab.target, tgt)):
             ids = side.encode([texts[i] for i in rows])
-            out += [np.fromiter(itertools.chain.from_iterable(ids), np.int32),
-                    np.fromiter(map(len, ids), np.int64, len(ids))]
+            out += [
+                np.fromiter(itertools.chain.from_iterable(ids), np.int32),
+                np.fromiter(map(len, ids), np.int64, len(ids)),
+            ]
         return out
 
     def ragged(src, tgt):
-        s, s_len, t, t_len = tf.numpy_function(tokenize, [src, tgt], [tf.int32, tf.int64, tf.int32, tf.int64],
-                                               stateful=False)
+        s, s_len, t, t_len = tf.numpy_function(
+            tokenize, [src, tgt], [tf.int32, tf.int64, tf.int32, tf.int64], stateful=False
+        )
         for tensor in (s, s_len, t, t_len):
             tensor.set_shape([None])
         return tf.RaggedTensor.from_row_lengths(s, s_len), tf.RaggedTensor.from_row_lengths(t, t_len)
@@ -275,8 +300,10 @@ def make_stream_dataset(files: CorpusFiles, vocab: SubwordVocab, stats: StreamSt
         ds = ds.filter(short_enough).batch(shuffle_buffer).enumerate()
         # Each block of shuffle_buffer pairs in the order of a permutation drawn from (seed, e,
         # the block): stateless, so that the order does not depend on the global seed either.
-        ds = ds.map(lambda block, pairs: permuted(pairs, tf.stack([seed * 1_000_003 + e, block])),
-                    num_parallel_calls=tf.data.AUTOTUNE).unbatch()
+        ds = ds.map(
+            lambda block, pairs: permuted(pairs, tf.stack([seed * 1_000_003 + e, block])),
+            num_parallel_calls=tf.data.AUTOTUNE,
+        ).unbatch()
         return bucketed(ds, batch_size, batch_by, max_length, bucket_width)
 
     per_epoch = batches_per_epoch(stats, batch_size, batch_by, max_length, bucket_width)

@@ -25,22 +25,49 @@ import random
 from keras_memnmt.data.corpus import ParallelCorpus
 
 _NOUNS = {
-    "cat": "kat", "dog": "hundo", "bird": "fogel", "man": "viro", "woman": "frau",
-    "child": "infa", "horse": "caval", "fish": "pesko", "tree": "arbo", "car": "auto",
-    "house": "domo", "boat": "navo", "girl": "knabina", "boy": "knabo", "ball": "balo",
+    "cat": "kat",
+    "dog": "hundo",
+    "bird": "fogel",
+    "man": "viro",
+    "woman": "frau",
+    "child": "infa",
+    "horse": "caval",
+    "fish": "pesko",
+    "tree": "arbo",
+    "car": "auto",
+    "house": "domo",
+    "boat": "navo",
+    "girl": "knabina",
+    "boy": "knabo",
+    "ball": "balo",
 }
 _ADJS = {
-    "big": "grando", "small": "smala", "red": "rodo", "blue": "blua", "old": "malnova",
-    "young": "juna", "happy": "felica", "sad": "trista", "fast": "rapida", "green": "verda",
+    "big": "grando",
+    "small": "smala",
+    "red": "rodo",
+    "blue": "blua",
+    "old": "malnova",
+    "young": "juna",
+    "happy": "felica",
+    "sad": "trista",
+    "fast": "rapida",
+    "green": "verda",
 }
 # singular source form: (plural source form, target stem)
 _VERBS = {
-    "sees": ("see", "vidi"), "likes": ("like", "ami"), "follows": ("follow", "sekvi"),
-    "finds": ("find", "trovi"), "pushes": ("push", "pusi"), "watches": ("watch", "rigardi"),
-    "holds": ("hold", "teni"), "carries": ("carry", "porti"),
+    "sees": ("see", "vidi"),
+    "likes": ("like", "ami"),
+    "follows": ("follow", "sekvi"),
+    "finds": ("find", "trovi"),
+    "pushes": ("push", "pusi"),
+    "watches": ("watch", "rigardi"),
+    "holds": ("hold", "teni"),
+    "carries": ("carry", "porti"),
 }
 _INTRANSITIVE = {
-    "sleeps": ("sleep", "dormi"), "runs": ("run", "kuri"), "sings": ("sing", "kanti"),
+    "sleeps": ("sleep", "dormi"),
+    "runs": ("run", "kuri"),
+    "sings": ("sing", "kanti"),
     "waits": ("wait", "atendi"),
 }
 _DETS = {"the": "le", "a": "un"}
@@ -113,5 +140,8 @@ def synthetic_splits(train_size: int = 10000, seed: int = 0) -> tuple[ParallelCo
     """``(train, val, test)`` synthetic corpora: ``train_size`` pairs, then 500 and 500,
     drawn with seeds ``seed``, ``seed + 1`` and ``seed + 2`` (a run's test set can be
     drawn again from its seed alone)."""
-    return (synthetic_corpus(train_size, seed=seed), synthetic_corpus(500, seed=seed + 1),
-            synthetic_corpus(500, seed=seed + 2))
+    return (
+        synthetic_corpus(train_size, seed=seed),
+        synthetic_corpus(500, seed=seed + 1),
+        synthetic_corpus(500, seed=seed + 2),
+    )

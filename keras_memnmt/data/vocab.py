@@ -70,10 +70,11 @@ class SentencePieceVocab:
                 return tf_text.SentencepieceTokenizer(model=proto, out_type=tf.int32)
 
             self._graph_ops = (
-                tf.function(lambda text: make().tokenize(text),
-                            input_signature=[tf.TensorSpec([None], tf.string)]),
-                tf.function(lambda ids: make().detokenize(ids),
-                            input_signature=[tf.RaggedTensorSpec([None, None], tf.int32, ragged_rank=1)]),
+                tf.function(lambda text: make().tokenize(text), input_signature=[tf.TensorSpec([None], tf.string)]),
+                tf.function(
+                    lambda ids: make().detokenize(ids),
+                    input_signature=[tf.RaggedTensorSpec([None, None], tf.int32, ragged_rank=1)],
+                ),
             )
         return self._graph_ops
 
@@ -139,10 +140,13 @@ def train_sentencepiece(
         message = str(e)
         needed = re.search(r"smaller than required_chars\. \d+ vs (\d+)", message)
         if needed:
-            raise ValueError(f"vocabulary size {size} is too small for this text: its characters and "
-                             f"the reserved ids need {needed.group(1)} pieces") from e
-        raise ValueError(f"vocabulary size {size}: SentencePiece cannot train on this text: "
-                         f"{message.split('] ', 1)[-1]}") from e
+            raise ValueError(
+                f"vocabulary size {size} is too small for this text: its characters and "
+                f"the reserved ids need {needed.group(1)} pieces"
+            ) from e
+        raise ValueError(
+            f"vocabulary size {size}: SentencePiece cannot train on this text: {message.split('] ', 1)[-1]}"
+        ) from e
     return buf.getvalue()
 
 
@@ -205,8 +209,11 @@ class SubwordVocab:
         with tqdm(sides, desc="vocabulary", unit="side", disable=disable, file=sys.stderr) as bar:
             for side in bar:
                 bar.set_postfix_str(side)
-                text = {"joint": [*source_sentences, *target_sentences], "source": source_sentences,
-                        "target": target_sentences}[side]
+                text = {
+                    "joint": [*source_sentences, *target_sentences],
+                    "source": source_sentences,
+                    "target": target_sentences,
+                }[side]
                 trained.append(SentencePieceVocab(train_sentencepiece(text, size, model_type)))
         if joint:
             return cls(trained[0], trained[0], config)
@@ -224,7 +231,10 @@ class SubwordVocab:
             **self.config,
             "source_vocab_size": self.source.vocab_size,
             "target_vocab_size": self.target.vocab_size,
-            "pad_id": PAD_ID, "unk_id": UNK_ID, "bos_id": BOS_ID, "eos_id": EOS_ID,
+            "pad_id": PAD_ID,
+            "unk_id": UNK_ID,
+            "bos_id": BOS_ID,
+            "eos_id": EOS_ID,
             **({"made_by": made_by} if made_by else {}),
         }
         write_json(os.path.join(directory, "vocab.json"), info)  # last: its presence marks a whole vocabulary
@@ -244,8 +254,7 @@ class SubwordVocab:
         except ValueError as e:  # not JSON, or not UTF-8
             raise VocabularyError(f"{paths['vocab.json']} is not a saved vocabulary's vocab.json ({e})") from None
         if not isinstance(config, dict):
-            raise VocabularyError(f"{paths['vocab.json']} is not a saved vocabulary's vocab.json "
-                                  "(not a JSON object)")
+            raise VocabularyError(f"{paths['vocab.json']} is not a saved vocabulary's vocab.json (not a JSON object)")
         protos = {}
         for side in ("source", "target"):
             with open(paths[f"{side}.model"], "rb") as f:
@@ -266,8 +275,10 @@ def _read_model(path: str, proto: bytes) -> SentencePieceVocab:
     try:
         return SentencePieceVocab(proto)
     except (RuntimeError, ValueError):  # SentencePiece's C++ parse error is a RuntimeError
-        raise VocabularyError(f"{path} is not a SentencePiece model (SentencePiece cannot read its "
-                              f"{len(proto)} bytes): the vocabulary is truncated or corrupt") from None
+        raise VocabularyError(
+            f"{path} is not a SentencePiece model (SentencePiece cannot read its "
+            f"{len(proto)} bytes): the vocabulary is truncated or corrupt"
+        ) from None
 
 
 VOCAB_NAMES = ("source.model", "target.model", "vocab.json")  # what :meth:`SubwordVocab.save` writes
@@ -322,15 +333,17 @@ def is_vocabulary_in_progress(directory: str) -> bool:
 MAX_INPUT_TOKENS = 200  # longer inputs are truncated (with a warning on stderr)
 
 
-def encode_sources(vocab: SubwordVocab, sentences: Sequence[str],
-                   max_tokens: int = MAX_INPUT_TOKENS) -> list[list[int]]:
+def encode_sources(
+    vocab: SubwordVocab, sentences: Sequence[str], max_tokens: int = MAX_INPUT_TOKENS
+) -> list[list[int]]:
     """Subword ids of each source sentence plus eos; over-long ones truncated with a warning."""
     ids = vocab.source.encode([s.strip() for s in sentences])
     out = []
     for i, row in enumerate(ids):
         if len(row) > max_tokens:
-            print(f"warning: input line {i + 1} has {len(row)} subword tokens; "
-                  f"truncated to {max_tokens}", file=sys.stderr)
+            print(
+                f"warning: input line {i + 1} has {len(row)} subword tokens; truncated to {max_tokens}", file=sys.stderr
+            )
             row = row[:max_tokens]
         out.append(row + [EOS_ID])
     return out

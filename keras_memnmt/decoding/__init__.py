@@ -26,8 +26,13 @@ import importlib
 
 # Loaded on first use (PEP 562), so that `keras_memnmt.decoding.settings` and `.modes`, which
 # the command line reads to make its flags, import no backend.
-_EXPORTS = {"beam_search": "beam", "LENGTH_PENALTIES": "common", "length_penalty": "common",
-            "constrained_beam_search": "constrained", "greedy_search": "greedy"}
+_EXPORTS = {
+    "beam_search": "beam",
+    "LENGTH_PENALTIES": "common",
+    "length_penalty": "common",
+    "constrained_beam_search": "constrained",
+    "greedy_search": "greedy",
+}
 
 __all__ = sorted(_EXPORTS)
 

@@ -60,8 +60,14 @@ def block_size(vocab: int, count: int) -> int | None:
     return min(sizes, key=lambda d: abs(d - target)) if sizes else None
 
 
-def candidates(logits: Tensor, alive_raw: Tensor, count: int, banned_ids: tuple[int, ...],
-               forced: Tensor | None = None, blocked: Tensor | None = None) -> tuple[Tensor, Tensor]:
+def candidates(
+    logits: Tensor,
+    alive_raw: Tensor,
+    count: int,
+    banned_ids: tuple[int, ...],
+    forced: Tensor | None = None,
+    blocked: Tensor | None = None,
+) -> tuple[Tensor, Tensor]:
     """The ``count`` best continuations of each sentence's beams: step 2a-b of `beam_search`.
 
     `logits (A*K, V)`, `alive_raw (A, K)` -> `(raw (A, C), index (A, C))`: the `C = count`
@@ -92,6 +98,7 @@ def candidates(logits: Tensor, alive_raw: Tensor, count: int, banned_ids: tuple[
     blocks = vocab // width
     x, top, log_sum = normalizer(logits, banned_ids, forced, blocked)  # (A*K, V), (A*K, 1), (A*K, 1)
     offset = ops.reshape(alive_raw, (-1, 1))  # (A*K, 1)
+
     def score(values, offset, top, log_sum):  # alive_raw + log p, in log_probs' own steps
         return offset + ((values - top) - log_sum)
 
@@ -307,9 +314,7 @@ def beam_search(
         if return_attention:
             step_attention = ops.reshape(ops.cast(attention, "float32"), (-1, k, tx))  # (A, K, Tx)
             cand_attention = _gather(carry["alive_attention"], cand_beam)  # (A, C, L, Tx)
-            cand_attention = write_step(
-                cand_attention, _gather(step_attention, cand_beam), step, time_axis=2
-            )
+            cand_attention = write_step(cand_attention, _gather(step_attention, cand_beam), step, time_axis=2)
         # c. Final candidates: eos, or the sentence's limit reached (where eos is the only
         # live token, 2a, unless a prefix fills the buffer).
         final = (cand_token == eos_id) | (length >= limit)[:, None]  # (A, C)
@@ -327,8 +332,7 @@ def beam_search(
             # States that next_fn passed through untouched (the encoder memory, about
             # 30 MB at B*K = 320 rows) equal across a sentence's beams: left in place.
             "states": [
-                s if s is old else ops.take(s, rows, axis=0)
-                for s, old in zip(new_states, carry["states"], strict=True)
+                s if s is old else ops.take(s, rows, axis=0) for s, old in zip(new_states, carry["states"], strict=True)
             ],  # (A*K, ·)
             "alive_tokens": _gather(cand_tokens, keep),  # (A, K, L)
             "alive_raw": alive_raw,

@@ -100,9 +100,7 @@ def test_fixture_exercises_length_penalties():
     assert disagree >= 2 and beats_greedy >= 2
 
 
-@pytest.mark.parametrize(
-    "kind, early_stopping", [("gnmt", True), ("gnmt", False), ("average", True), ("none", True)]
-)
+@pytest.mark.parametrize("kind, early_stopping", [("gnmt", True), ("gnmt", False), ("average", True), ("none", True)])
 def test_exhaustive_beam_equals_brute_force(kind, early_stopping):
     """A beam wide enough to keep every candidate finds the exact n best.
 
@@ -179,8 +177,10 @@ def test_candidates_equal_one_top_k(vocab, ties):
     alive[2] = np.round(alive[2])  # equal sums across beams, too
     logits, alive = keras.ops.convert_to_tensor(logits), keras.ops.convert_to_tensor(alive)
     full = keras.ops.convert_to_numpy(
-        keras.ops.reshape(alive[:, :, None] + keras.ops.reshape(log_probs(logits, (0, 2)), (a, k, vocab)),
-                          (a, k * vocab)))
+        keras.ops.reshape(
+            alive[:, :, None] + keras.ops.reshape(log_probs(logits, (0, 2)), (a, k, vocab)), (a, k * vocab)
+        )
+    )
     want_raw, want_index = (keras.ops.convert_to_numpy(t) for t in keras.ops.top_k(full, count))
     raw, index = (keras.ops.convert_to_numpy(t) for t in candidates(logits, alive, count, (0, 2)))
     assert (block_size(vocab, count) is None) == (vocab in (9001, 300))  # both paths are covered
@@ -263,11 +263,7 @@ def test_early_stopping_false_searches_on():
     states = initial_states([0, 1])  # sentence 1 keeps the loop running
 
     def top(early_stopping, kind="gnmt"):
-        out = to_numpy(
-            beam_search(
-                next_fn, states, 2, 1, 5, length_penalty=kind, early_stopping=early_stopping
-            )
-        )
+        out = to_numpy(beam_search(next_fn, states, 2, 1, 5, length_penalty=kind, early_stopping=early_stopping))
         return unpad(out["tokens"][0, 0], out["lengths"][0, 0]), out["scores"][0, 0]
 
     assert top(True) == ([EOS], pytest.approx(-1.0, abs=1e-5))
@@ -335,8 +331,9 @@ def test_compaction_drops_done_sentences(many):
     for compact in (True, False):
         rows.clear()
         limits = keras.ops.convert_to_tensor(LIMITS)
-        out = to_numpy(beam_search(next_fn, model.initial_states(MANY), 6, max_length=limits,
-                                   compact=compact, **MANY_KWARGS))
+        out = to_numpy(
+            beam_search(next_fn, model.initial_states(MANY), 6, max_length=limits, compact=compact, **MANY_KWARGS)
+        )
         for key in ("tokens", "lengths"):
             np.testing.assert_array_equal(out[key], many[key])
         for key in ("scores", "raw_scores", "attention"):
@@ -467,8 +464,13 @@ def reference_rules(rules: dict) -> dict:
     return dict(min_length=rules.get("min_length", 0), ngram=rules.get("no_repeat_ngram_size", 0))
 
 
-RULES = [dict(min_length=3), dict(no_repeat_ngram_size=1), dict(no_repeat_ngram_size=2),
-         dict(min_length=2, no_repeat_ngram_size=2), dict(min_length=7)]
+RULES = [
+    dict(min_length=3),
+    dict(no_repeat_ngram_size=1),
+    dict(no_repeat_ngram_size=2),
+    dict(min_length=2, no_repeat_ngram_size=2),
+    dict(min_length=7),
+]
 
 
 @pytest.mark.parametrize("rules", RULES, ids=lambda r: ",".join(f"{k}={v}" for k, v in r.items()))
@@ -493,13 +495,21 @@ def test_exhaustive_beam_with_bans_equals_brute_force():
     """Beam 48 keeps every allowed candidate: the n best allowed hypotheses, exactly. At
     limit 3, `min_length=2` leaves 4 hypotheses: the 5th entry is empty."""
     model = FakeDecoder(seed=SEED, num_sentences=6)
-    out = run_beam(model, MANY, beam_size=48, max_length=keras.ops.convert_to_tensor(LIMITS), n_best=5,
-                   early_stopping=False, min_length=2, no_repeat_ngram_size=2)
+    out = run_beam(
+        model,
+        MANY,
+        beam_size=48,
+        max_length=keras.ops.convert_to_tensor(LIMITS),
+        n_best=5,
+        early_stopping=False,
+        min_length=2,
+        no_repeat_ngram_size=2,
+    )
     for row, (s, limit) in enumerate(zip(MANY, LIMITS, strict=True)):
         expected = ruled_brute_force(model, s, limit, "gnmt", min_length=2, ngram=2)[:5]
         found = hypotheses(out, row)
         assert_same_hypotheses(found[: len(expected)], expected)
-        for score, _, tokens in found[len(expected):]:
+        for score, _, tokens in found[len(expected) :]:
             assert score == -np.inf and tokens == []
     assert len(ruled_brute_force(model, 3, 3, "gnmt", min_length=2, ngram=2)) == 4
 
@@ -509,8 +519,7 @@ def test_no_repeat_ngram_follows_the_beams_reordering():
     is reordered. Guard: the reference meets steps where a hypothesis the previous step
     moved to another slot has a ban that changes the `2K` best candidates."""
     model = FakeDecoder(seed=7, vocab_size=7, num_sentences=6)
-    out = run_beam(model, MANY, beam_size=3, max_length=6, n_best=3, no_repeat_ngram_size=2,
-                   early_stopping=False)
+    out = run_beam(model, MANY, beam_size=3, max_length=6, n_best=3, no_repeat_ngram_size=2, early_stopping=False)
     moved = []
     for row, s in enumerate(MANY):
         expected = ruled_beam(model, s, 3, 6, "gnmt", n_best=3, early_stopping=False, moved_bans=moved, ngram=2)
@@ -533,9 +542,18 @@ def test_compaction_keeps_each_hypothesis_bans():
     outs = {}
     for compact in (True, False):
         rows.clear()
-        outs[compact] = to_numpy(beam_search(next_fn, model.initial_states(MANY), 6, 3,
-                                             keras.ops.convert_to_tensor(limits), n_best=2, compact=compact,
-                                             **rules))
+        outs[compact] = to_numpy(
+            beam_search(
+                next_fn,
+                model.initial_states(MANY),
+                6,
+                3,
+                keras.ops.convert_to_tensor(limits),
+                n_best=2,
+                compact=compact,
+                **rules,
+            )
+        )
         assert (rows[-1] < 6 * 3) == compact  # done sentences left the loop
     for key in ("tokens", "lengths"):
         np.testing.assert_array_equal(outs[True][key], outs[False][key])

@@ -118,8 +118,7 @@ def check_length_penalty(kind: str) -> None:
 def check_ids(bos_id: int, eos_id: int, pad_id: int) -> None:
     if eos_id in (bos_id, pad_id):
         raise ValueError(
-            f"eos_id must differ from bos_id and pad_id; received: eos_id={eos_id}, "
-            f"bos_id={bos_id}, pad_id={pad_id}"
+            f"eos_id must differ from bos_id and pad_id; received: eos_id={eos_id}, bos_id={bos_id}, pad_id={pad_id}"
         )
 
 
@@ -140,9 +139,7 @@ def check_search_limits(min_length: int, no_repeat_ngram_size: int) -> None:
             raise ValueError(f"{name} must be an int >= 0; received: {value!r}")
 
 
-def resolve_max_length(
-    max_length: int | Tensor, batch_size: int, max_steps: int | None
-) -> tuple[int, Tensor]:
+def resolve_max_length(max_length: int | Tensor, batch_size: int, max_steps: int | None) -> tuple[int, Tensor]:
     """Turn `max_length` into a static loop bound and a per-sentence limit.
 
     Args:
@@ -169,8 +166,7 @@ def resolve_max_length(
                 steps = int(np.max(ops.convert_to_numpy(limit)))
             except Exception as error:  # a traced tensor has no value
                 raise ValueError(
-                    "max_length is a traced tensor; pass max_steps (the static buffer "
-                    "width) as well"
+                    "max_length is a traced tensor; pass max_steps (the static buffer width) as well"
                 ) from error
         else:
             steps = int(max_steps)
@@ -180,8 +176,9 @@ def resolve_max_length(
     return steps, limit
 
 
-def normalizer(logits: Tensor, banned_ids: tuple[int, ...], forced: Tensor | None = None,
-               blocked: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
+def normalizer(
+    logits: Tensor, banned_ids: tuple[int, ...], forced: Tensor | None = None, blocked: Tensor | None = None
+) -> tuple[Tensor, Tensor, Tensor]:
     """`(N, V)` logits -> float32 logits with `-inf` at `banned_ids` `(N, V)`, and the
     row maximum `(N, 1)` and `log(sum(exp(logits - max)))` `(N, 1)` of the logits as given.
 
@@ -214,8 +211,9 @@ def normalizer(logits: Tensor, banned_ids: tuple[int, ...], forced: Tensor | Non
     return ops.where(banned, NEG_INF, x), top, log_sum
 
 
-def log_probs(logits: Tensor, banned_ids: tuple[int, ...], forced: Tensor | None = None,
-              blocked: Tensor | None = None) -> Tensor:
+def log_probs(
+    logits: Tensor, banned_ids: tuple[int, ...], forced: Tensor | None = None, blocked: Tensor | None = None
+) -> Tensor:
     """`(N, V)` logits -> `(N, V)` float32 log-probabilities, `-inf` at `banned_ids`
     (and, in a row with a `forced` token, at every other token, in a free row at its
     `blocked` tokens; see `normalizer`)."""
@@ -255,8 +253,8 @@ def repeated_ngrams(history: Tensor, step: Tensor, size: int, vocab: int) -> Ten
     hit = ops.arange(count, dtype="int32")[None, :] + size <= step  # (1, W): within the first `step` tokens
     for t in range(size - 1):
         at = ops.zeros_like(history[:, :1]) + ops.clip(step - size + 1 + t, 0, width - 1)  # (N, 1)
-        hit = hit & (history[:, t:t + count] == ops.take_along_axis(history, at, axis=1))  # (N, W)
-    column = ops.where(hit, history[:, size - 1:], vocab)  # (N, W): the token to ban, or the spare column V
+        hit = hit & (history[:, t : t + count] == ops.take_along_axis(history, at, axis=1))  # (N, W)
+    column = ops.where(hit, history[:, size - 1 :], vocab)  # (N, W): the token to ban, or the spare column V
     row = ops.cumsum(ops.ones_like(column), axis=0) - 1  # (N, W) each entry's row
     indices = ops.reshape(ops.stack([row, column], axis=-1), (-1, 2))  # (N*W, 2)
     marks = ops.zeros_like(history[:, :1]) + ops.zeros((1, vocab + 1), dtype="int32")  # (N, V+1)
@@ -264,8 +262,9 @@ def repeated_ngrams(history: Tensor, step: Tensor, size: int, vocab: int) -> Ten
     return marks[:, :vocab] > 0
 
 
-def step_bans(history: Tensor, step: Tensor, vocab: int, eos_id: int, min_length: int,
-              no_repeat_ngram_size: int) -> Tensor | None:
+def step_bans(
+    history: Tensor, step: Tensor, vocab: int, eos_id: int, min_length: int, no_repeat_ngram_size: int
+) -> Tensor | None:
     """The tokens `min_length` and `no_repeat_ngram_size` ban at this step, `(N, V)` (or
     `(1, V)`) bool, for the rows whose tokens so far are the first `step` of `history`
     `(N, L)`; `None` with both off. `normalizer` applies them to the free rows only."""
@@ -327,8 +326,7 @@ def gumbel_noise(keys: Tensor, step: Tensor, vocab: int) -> Tensor:
     return -ops.log(-ops.log(uniform))
 
 
-def sample_tokens(logp: Tensor, sampling: tuple[str, float], temperature: float, keys: Tensor,
-                  step: Tensor) -> Tensor:
+def sample_tokens(logp: Tensor, sampling: tuple[str, float], temperature: float, keys: Tensor, step: Tensor) -> Tensor:
     """`(N,)` tokens drawn from `softmax(logp / temperature)` restricted to the `K` most
     probable tokens (`topk`) or to the fewest whose probability reaches `P` (`topp`,
     nucleus sampling, Holtzman et al. 2020), by the Gumbel-max trick with `gumbel_noise`.
@@ -448,8 +446,9 @@ def compact_done(carry: dict, store: dict, hypotheses: int) -> tuple[dict, dict]
     return ops.cond(due, drop, lambda: (carry, store))
 
 
-def while_loop(cond, body, carry: dict, store: dict, varying: bool,
-               grown: list[tuple[int, ...]] | None = None) -> tuple[dict, dict]:
+def while_loop(
+    cond, body, carry: dict, store: dict, varying: bool, grown: list[tuple[int, ...]] | None = None
+) -> tuple[dict, dict]:
     """`ops.while_loop` over `(carry, store)` (see `results_store`); with `varying`, the carry's batch
     dimension may change between iterations, and `carry["states"][i]` may change along
     the axes `grown[i]` (`growing_axes`) (TensorFlow: shape invariants; PyTorch: always;
@@ -464,8 +463,12 @@ def while_loop(cond, body, carry: dict, store: dict, varying: bool,
                 dims[axis] = None
             return tf.TensorShape(dims)
 
-        relaxed = {name: [relax(s, axes) for s, axes in zip(value, grown + [()] * len(value))]
-                   if name == "states" else tf.nest.map_structure(relax, value) for name, value in carry.items()}
+        relaxed = {
+            name: [relax(s, axes) for s, axes in zip(value, grown + [()] * len(value))]
+            if name == "states"
+            else tf.nest.map_structure(relax, value)
+            for name, value in carry.items()
+        }
         fixed = tf.nest.map_structure(lambda x: x.shape, store)
         return tf.while_loop(cond, body, (carry, store), shape_invariants=(relaxed, fixed))
     return ops.while_loop(cond, body, (carry, store))

@@ -106,8 +106,12 @@ def advance(tables: dict, met: Tensor, current: Tensor, token: Tensor) -> tuple[
     met = met | (extend[..., None] & (position == current[..., None]))
     current = ops.where(extend, ops.where(at("last", current), -1, current + 1), -1)
     # Otherwise the token may start a phrase not yet started (the first such in the row).
-    starts = (ops.logical_not(extend)[..., None] & tables["first"][:, None, :]
-              & (tables["token"][:, None, :] == token[..., None]) & ops.logical_not(met))  # (A, N, M)
+    starts = (
+        ops.logical_not(extend)[..., None]
+        & tables["first"][:, None, :]
+        & (tables["token"][:, None, :] == token[..., None])
+        & ops.logical_not(met)
+    )  # (A, N, M)
     start = ops.cast(ops.argmax(ops.cast(starts, "int32"), axis=-1), "int32")  # (A, N)
     started = ops.any(starts, axis=-1)
     met = met | (started[..., None] & (position == start[..., None]))
@@ -121,7 +125,8 @@ def _ranks(raw: Tensor, bank: Tensor, mask: Tensor) -> Tensor:
     n = raw.shape[1]
     index = ops.arange(n, dtype="int32")
     ahead = (raw[:, :, None] > raw[:, None, :]) | (
-        (raw[:, :, None] == raw[:, None, :]) & (index[:, None] < index[None, :])[None])  # (A, N, N): i ahead of j
+        (raw[:, :, None] == raw[:, None, :]) & (index[:, None] < index[None, :])[None]
+    )  # (A, N, N): i ahead of j
     ahead = ahead & mask[:, :, None] & (bank[:, :, None] == bank[:, None, :])
     return ops.sum(ops.cast(ahead, "int32"), axis=1)  # (A, N)
 
@@ -261,20 +266,25 @@ def constrained_beam_search(
         # every constraint.
         unmet = met_count(carry["met"]) < tables["total"][:, None]  # (A, K)
         blocked = ops.reshape(unmet[:, :, None] & (ops.arange(vocab) == eos_id)[None, None, :], (-1, vocab))
-        bans = step_bans(ops.reshape(carry["alive_tokens"], (-1, steps)), step, vocab, eos_id, min_length,
-                         no_repeat_ngram_size)  # (A*K, V), (1, V) or None
+        bans = step_bans(
+            ops.reshape(carry["alive_tokens"], (-1, steps)), step, vocab, eos_id, min_length, no_repeat_ngram_size
+        )  # (A*K, V), (1, V) or None
         blocked = blocked if bans is None else blocked | bans  # (A*K, V)
         logp = ops.reshape(log_probs(logits, (pad_id, bos_id), forced, blocked), (-1, k, vocab))  # (A, K, V)
         cand = carry["alive_raw"][:, :, None] + logp  # (A, K, V)
         # 2. The candidates, as flat indices k*V + v.
         top_raw, top_index = ops.top_k(ops.reshape(cand, (-1, k * vocab)), c)  # (A, C)
-        allowed = valid & ops.where(carry["current"][:, :, None] >= 0, position == carry["current"][:, :, None],
-                                    tables["first"][:, None, :] & ops.logical_not(carry["met"]))  # (A, K, M)
+        allowed = valid & ops.where(
+            carry["current"][:, :, None] >= 0,
+            position == carry["current"][:, :, None],
+            tables["first"][:, None, :] & ops.logical_not(carry["met"]),
+        )  # (A, K, M)
         want_raw = ops.where(allowed, ops.take_along_axis(cand, wanted, axis=2), NEG_INF)  # (A, K, M)
         best = ops.cast(ops.argmax(cand, axis=-1), "int32")  # (A, K)
         raw = ops.concatenate([top_raw, ops.reshape(want_raw, (-1, k * m)), ops.max(cand, axis=-1)], axis=1)
-        index = ops.concatenate([
-            ops.cast(top_index, "int32"), ops.reshape(wanted + beams, (-1, k * m)), best + beams[:, :, 0]], axis=1)
+        index = ops.concatenate(
+            [ops.cast(top_index, "int32"), ops.reshape(wanted + beams, (-1, k * m)), best + beams[:, :, 0]], axis=1
+        )
         n = raw.shape[1]
         earlier = ops.arange(n)[:, None] < ops.arange(n)[None, :]  # (N, N)
         same = (index[:, :, None] == index[:, None, :]) & earlier[None] & (raw > NEG_INF)[:, :, None]  # (A, N, N)
@@ -282,16 +292,18 @@ def constrained_beam_search(
         raw = ops.where(repeated, NEG_INF, raw)  # (A, N)
         beam, token = index // vocab, index % vocab  # (A, N)
         # 3. Constraint states and banks.
-        met, current = advance(tables, _gather(carry["met"], beam),
-                               ops.take_along_axis(carry["current"], beam, axis=1), token)
+        met, current = advance(
+            tables, _gather(carry["met"], beam), ops.take_along_axis(carry["current"], beam, axis=1), token
+        )
         bank = met_count(met)  # (A, N)
         tokens = write_step(_gather(carry["alive_tokens"], beam), token, step, time_axis=-1)  # (A, N, L)
         # 4. Alive.
         live = raw > NEG_INF
         final = (token == eos_id) | (length >= limit)[:, None]
         eligible = live & ops.logical_not(final)
-        counts = ops.sum(ops.cast(eligible[:, :, None] & (bank[:, :, None] == ops.arange(m + 1)[None, None, :]),
-                                  "int32"), axis=1)  # (A, M+1)
+        counts = ops.sum(
+            ops.cast(eligible[:, :, None] & (bank[:, :, None] == ops.arange(m + 1)[None, None, :]), "int32"), axis=1
+        )  # (A, M+1)
         slots = ops.take_along_axis(bank_slots(counts, tables["total"], k), bank, axis=1)  # (A, N)
         admitted = eligible & (_ranks(raw, bank, eligible) < slots)
         alive_raw, keep = ops.top_k(ops.where(admitted, raw, NEG_INF), k)  # (A, K)
@@ -302,8 +314,9 @@ def constrained_beam_search(
             **carry,
             "step": length,
             "last": ops.reshape(ops.take_along_axis(token, keep, axis=1), (-1,)),
-            "states": [s if s is old else ops.take(s, rows, axis=0)
-                       for s, old in zip(new_states, carry["states"], strict=True)],
+            "states": [
+                s if s is old else ops.take(s, rows, axis=0) for s, old in zip(new_states, carry["states"], strict=True)
+            ],
             "alive_tokens": _gather(tokens, keep),
             "alive_raw": alive_raw,
             "met": _gather(met, keep),
@@ -313,15 +326,17 @@ def constrained_beam_search(
             step_attention = ops.reshape(ops.cast(attention, "float32"), (-1, k, tx))  # (A, K, Tx)
 
             def attention_of(beams):  # (A, X) source beams -> (A, X, L, Tx) with this step written
-                return write_step(_gather(carry["alive_attention"], beams), _gather(step_attention, beams),
-                                  step, time_axis=2)
+                return write_step(
+                    _gather(carry["alive_attention"], beams), _gather(step_attention, beams), step, time_axis=2
+                )
 
             new["alive_attention"] = attention_of(source)
         # 5. Finished: final candidates within the K best of their bank.
         finishing = final & live & (_ranks(raw, bank, live) < k) & ops.logical_not(done)[:, None]
         score = raw / lp(length)
-        key = ops.where(finishing, score - UNMET_PENALTY * ops.cast(tables["total"][:, None] - bank, "float32"),
-                        NEG_INF)
+        key = ops.where(
+            finishing, score - UNMET_PENALTY * ops.cast(tables["total"][:, None] - bank, "float32"), NEG_INF
+        )
         new_key, fresh = ops.top_k(key, k)  # (A, K): at most K enter the buffer
         fresh = ops.cast(fresh, "int32")
         fin_key, pick = ops.top_k(ops.concatenate([carry["fin_key"], new_key], axis=1), k)
@@ -337,8 +352,9 @@ def constrained_beam_search(
         new["fin_tokens"] = merge(carry["fin_tokens"], tokens)
         if return_attention:
             fresh_beams = ops.take_along_axis(beam, fresh, axis=1)  # (A, K)
-            new["fin_attention"] = _gather(ops.concatenate([carry["fin_attention"], attention_of(fresh_beams)],
-                                                           axis=1), pick)
+            new["fin_attention"] = _gather(
+                ops.concatenate([carry["fin_attention"], attention_of(fresh_beams)], axis=1), pick
+            )
         # 6. Done.
         nth = fin_key[:, n_best - 1]
         stop = (length >= limit) | (alive_raw[:, 0] == NEG_INF)

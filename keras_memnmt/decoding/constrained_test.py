@@ -83,7 +83,7 @@ def track(phrases: list[list[int]], tokens: list[int]) -> tuple[list[list[bool]]
 
 def contains(tokens: list[int], phrase: list[int]) -> bool:
     n = len(phrase)
-    return any(tokens[i:i + n] == phrase for i in range(len(tokens) - n + 1))
+    return any(tokens[i : i + n] == phrase for i in range(len(tokens) - n + 1))
 
 
 def get_bank_sizes(total: int, beam: int, counts: list[int]) -> list[int]:
@@ -115,7 +115,7 @@ def test_bank_slots_match_the_list_reference():
         for row, total in enumerate(totals):
             expected = get_bank_sizes(int(total), beam, counts[row, : total + 1].tolist())
             assert got[row, : total + 1].tolist() == expected, (beam, total, counts[row])
-            assert not got[row, total + 1:].any()
+            assert not got[row, total + 1 :].any()
             assert got[row].sum() == min(beam, counts[row].sum())
 
 
@@ -135,7 +135,7 @@ def test_advance_matches_the_list_reference():
                 want_met, want_current = track(sentence, seqs[a, n, : step + 1].tolist())
                 flat = [False] * 8
                 for p, flags in enumerate(want_met):
-                    flat[starts[p]: starts[p] + len(flags)] = flags
+                    flat[starts[p] : starts[p] + len(flags)] = flags
                 assert got_met[a, n].tolist() == flat
                 want = -1 if want_current is None else starts[want_current[0]] + want_current[1]
                 assert got_current[a, n] == want
@@ -152,13 +152,17 @@ def test_a_wide_beam_finds_the_best_hypothesis_that_meets_the_constraints(rules)
     model = FakeDecoder(seed=4, num_sentences=len(PHRASES))
     sentences = list(range(len(PHRASES)))
     limit = 3
-    out = search(model, sentences, 64, limit, PHRASES, length_penalty="gnmt", early_stopping=False,
-                 max_steps=limit + 3, **rules)
+    out = search(
+        model, sentences, 64, limit, PHRASES, length_penalty="gnmt", early_stopping=False, max_steps=limit + 3, **rules
+    )
     ref = dict(min_length=rules.get("min_length", 0), ngram=rules.get("no_repeat_ngram_size", 0))
     for s, phrases in enumerate(PHRASES):
         total = sum(map(len, phrases))
-        hyps = [h for h in ruled_brute_force(model, s, limit + total, "gnmt", **ref)
-                if all(contains(h[2], p) for p in phrases)]
+        hyps = [
+            h
+            for h in ruled_brute_force(model, s, limit + total, "gnmt", **ref)
+            if all(contains(h[2], p) for p in phrases)
+        ]
         score, raw, tokens = hyps[0]
         assert unpad(out["tokens"][s, 0], out["lengths"][s, 0]) == tokens, s
         np.testing.assert_allclose(out["scores"][s, 0], score, rtol=1e-5)
@@ -179,7 +183,7 @@ def test_every_constraint_is_met_with_a_small_beam():
             assert all(contains(tokens, p) for p in phrases), (s, j, phrases, tokens)
             assert tokens.index(EOS) == len(tokens) - 1 and len(tokens) <= 6 + sum(map(len, phrases))
             np.testing.assert_allclose(out["attention"][s, j, : len(tokens)].sum(-1), 1.0, rtol=1e-5)
-            assert not out["attention"][s, j, len(tokens):].any()
+            assert not out["attention"][s, j, len(tokens) :].any()
     assert (out["scores"][:, 0] >= out["scores"][:, 1]).all()
 
 
@@ -201,8 +205,7 @@ def test_the_limit_ends_every_hypothesis_with_eos():
     the sentence's constraint tokens) and take eos there, met or not (sentence 4's
     second has not met `[1, 4, 1]`), and every score counts eos's log-probability."""
     model = FakeDecoder(seed=4, num_sentences=len(PHRASES), eos_bias=-30.0)
-    out = search(model, list(range(len(PHRASES))), 4, 3, PHRASES, n_best=2, length_penalty="none",
-                 max_steps=6)
+    out = search(model, list(range(len(PHRASES))), 4, 3, PHRASES, n_best=2, length_penalty="none", max_steps=6)
     at_limit = 0
     for s, phrases in enumerate(PHRASES):
         limit = 3 + sum(map(len, phrases))
@@ -222,8 +225,18 @@ def test_a_small_beam_meets_the_constraints_under_the_bans():
     phrases needs a repeated trigram), and the scores stay the model's."""
     model = FakeDecoder(seed=7, vocab_size=9, num_sentences=6, eos_bias=1.0)
     rows = [[[5, 5]], [[4], [6, 7]], [[8]], [], [[5, 6], [6, 5]], [[7, 7], [4]]]
-    out = search(model, list(range(6)), 4, 7, rows, n_best=2, max_steps=12, min_length=4,
-                 no_repeat_ngram_size=3, length_penalty="none")
+    out = search(
+        model,
+        list(range(6)),
+        4,
+        7,
+        rows,
+        n_best=2,
+        max_steps=12,
+        min_length=4,
+        no_repeat_ngram_size=3,
+        length_penalty="none",
+    )
     for s, phrases in enumerate(rows):
         for j in range(2):
             tokens = unpad(out["tokens"][s, j], out["lengths"][s, j])

@@ -163,8 +163,9 @@ def greedy_search(
         # 2. One step: choose, score, finish, write (B rows below; fewer once
         # compaction has dropped finished sentences).
         step, done, limit = carry["step"], carry["done"], carry["limit"]
-        blocked = step_bans(carry["tokens"], step, logits.shape[-1], eos_id, min_length,
-                            no_repeat_ngram_size)  # (B, V), (1, V) or None
+        blocked = step_bans(
+            carry["tokens"], step, logits.shape[-1], eos_id, min_length, no_repeat_ngram_size
+        )  # (B, V), (1, V) or None
         logp = log_probs(logits, banned, forced_tokens(carry, eos_id), blocked)  # (B, V)
         if sampling is None:
             cand = carry["scores"][:, None] + logp  # (B, V), as beam search ranks them

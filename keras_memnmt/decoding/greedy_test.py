@@ -104,9 +104,7 @@ def test_attention_required():
     with pytest.raises(ValueError, match="attention"):
         greedy_search(no_attention, states, 6, 5, return_attention=True)
     out = greedy_search(no_attention, states, 6, 5)  # fine without attention
-    np.testing.assert_array_equal(
-        keras.ops.convert_to_numpy(out["tokens"]), run_greedy(model, max_length=5)["tokens"]
-    )
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(out["tokens"]), run_greedy(model, max_length=5)["tokens"])
 
 
 def test_invalid_arguments():
@@ -129,9 +127,7 @@ def test_compiled():
     states = model.initial_states(SENTENCES)
 
     def search(limits, *states):
-        return greedy_search(
-            model.next_fn, list(states), 6, limits, max_steps=5, return_attention=True
-        )
+        return greedy_search(model.next_fn, list(states), 6, limits, max_steps=5, return_attention=True)
 
     if backend == "tensorflow":
         import tensorflow as tf
@@ -169,8 +165,7 @@ def test_compaction_drops_finished_sentences():
     outs = {}
     for compact in (True, False):
         rows.clear()
-        out = greedy_search(next_fn, model.initial_states(SENTENCES), 6, limits,
-                            return_attention=True, compact=compact)
+        out = greedy_search(next_fn, model.initial_states(SENTENCES), 6, limits, return_attention=True, compact=compact)
         outs[compact] = {key: keras.ops.convert_to_numpy(value) for key, value in out.items()}
         if compact:
             assert rows[0] == 6 and rows[-1] < 6 and rows == sorted(rows, reverse=True)
@@ -190,9 +185,16 @@ def rules_of(kwargs: dict) -> dict:
 WIDE_LIMITS = np.array([8, 3, 7, 1, 8, 4], "int32")
 
 
-@pytest.mark.parametrize("rules", [dict(min_length=4), dict(no_repeat_ngram_size=1), dict(no_repeat_ngram_size=2),
-                                   dict(min_length=3, no_repeat_ngram_size=3)],
-                         ids=lambda r: ",".join(f"{k}={v}" for k, v in r.items()))
+@pytest.mark.parametrize(
+    "rules",
+    [
+        dict(min_length=4),
+        dict(no_repeat_ngram_size=1),
+        dict(no_repeat_ngram_size=2),
+        dict(min_length=3, no_repeat_ngram_size=3),
+    ],
+    ids=lambda r: ",".join(f"{k}={v}" for k, v in r.items()),
+)
 def test_min_length_and_no_repeat_ngram_follow_the_reference(rules):
     """Sentence 3's limit (1) is below `min_length`: its eos at the limit wins."""
     model = FakeDecoder(seed=4, vocab_size=7, num_sentences=6, eos_bias=0.5)
@@ -218,8 +220,14 @@ def test_a_prefix_counts_for_min_length_and_no_repeat_ngram():
     prefix = np.zeros((6, 3), "int32")
     for row, p in enumerate(prefixes):
         prefix[row, : len(p)] = p
-    out = run_greedy(model, max_length=keras.ops.convert_to_tensor(limits), prefix=prefix, max_steps=8,
-                     min_length=3, no_repeat_ngram_size=2)
+    out = run_greedy(
+        model,
+        max_length=keras.ops.convert_to_tensor(limits),
+        prefix=prefix,
+        max_steps=8,
+        min_length=3,
+        no_repeat_ngram_size=2,
+    )
     for s in SENTENCES:
         limit = max(int(limits[s]), len(prefixes[s]) + 1)  # raised to fit the prefix and one token
         tokens, raw = ruled_greedy(model, s, limit, min_length=3, ngram=2, prefix=tuple(prefixes[s]))
@@ -236,8 +244,14 @@ def test_samples_obey_the_rules():
     draws = []
     for seed in range(3):
         keys = np.arange(6, dtype="int32") + 10 * seed
-        out = run_greedy(model, max_length=keras.ops.convert_to_tensor(WIDE_LIMITS), sampling=("full", 0.0),
-                         keys=keys, min_length=2, no_repeat_ngram_size=2)
+        out = run_greedy(
+            model,
+            max_length=keras.ops.convert_to_tensor(WIDE_LIMITS),
+            sampling=("full", 0.0),
+            keys=keys,
+            min_length=2,
+            no_repeat_ngram_size=2,
+        )
         for s in SENTENCES:
             tokens = unpad(out["tokens"][s], out["lengths"][s])
             assert tokens.index(EOS) == len(tokens) - 1 and len(tokens) >= min(3, WIDE_LIMITS[s])
@@ -260,8 +274,14 @@ def test_compaction_keeps_each_sentence_bans():
     outs = {}
     for compact in (True, False):
         rows.clear()
-        out = greedy_search(next_fn, model.initial_states(SENTENCES), 6, keras.ops.convert_to_tensor(WIDE_LIMITS),
-                            compact=compact, **rules)
+        out = greedy_search(
+            next_fn,
+            model.initial_states(SENTENCES),
+            6,
+            keras.ops.convert_to_tensor(WIDE_LIMITS),
+            compact=compact,
+            **rules,
+        )
         outs[compact] = {key: keras.ops.convert_to_numpy(value) for key, value in out.items()}
         assert (rows[-1] < 6) == compact
     for key in ("tokens", "lengths"):

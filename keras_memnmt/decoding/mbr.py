@@ -114,7 +114,8 @@ def mbr_select_batch(
     if weights is not None and len(weights) != len(candidate_lists):
         raise ValueError(
             f"`weights` has {len(weights)} entries for {len(candidate_lists)} sentences: "
-            "give one per sentence (None for uniform)")
+            "give one per sentence (None for uniform)"
+        )
     from tqdm import tqdm
 
     chosen, indices = [], []
@@ -169,12 +170,12 @@ def _check_weights(weights: Sequence[float] | None, n: int) -> list[float] | Non
     if n >= 2 and sum(w > 0 for w in weights) < 2:
         raise ValueError(
             f"`weights` needs at least two positive entries (every candidate needs a "
-            f"pseudo-reference of positive weight besides itself), got {weights}")
+            f"pseudo-reference of positive weight besides itself), got {weights}"
+        )
     return weights
 
 
-def _select(candidates: Sequence[str], utility: str,
-            weights: Sequence[float] | None) -> tuple[int, list[float]]:
+def _select(candidates: Sequence[str], utility: str, weights: Sequence[float] | None) -> tuple[int, list[float]]:
     candidates = _as_candidates(candidates)
     n = len(candidates)
     weights = _check_weights(weights, n)
@@ -187,8 +188,7 @@ def _select(candidates: Sequence[str], utility: str,
         if weights is None:
             expected.append(sum(u[i][j] for j in others) / (n - 1))
         else:
-            expected.append(sum(weights[j] * u[i][j] for j in others)
-                            / sum(weights[j] for j in others))
+            expected.append(sum(weights[j] * u[i][j] for j in others) / sum(weights[j] for j in others))
     best = max(range(n), key=lambda i: (expected[i], -i))
     return best, expected
 

@@ -46,8 +46,7 @@ def direct_expected(candidates, utility, weights=None):
     out = []
     for i in range(n):
         others = [j for j in range(n) if j != i]
-        total = sum(weights[j] * metric.sentence_score(candidates[i], [candidates[j]]).score
-                    for j in others)
+        total = sum(weights[j] * metric.sentence_score(candidates[i], [candidates[j]]).score for j in others)
         out.append(total / sum(weights[j] for j in others))
     return out
 
@@ -70,9 +69,11 @@ def test_hand_made_case():
 def test_hand_made_pairs():
     u = utility_matrix(["abcd", "abce", "exyz"], "chrf")
     off_diagonal = [[x for j, x in enumerate(row) if j != i] for i, row in enumerate(u)]
-    assert off_diagonal == [pytest.approx([NEAR, 0.0], rel=1e-12),
-                            pytest.approx([NEAR, 6.25], rel=1e-12),
-                            pytest.approx([0.0, 6.25], rel=1e-12)]
+    assert off_diagonal == [
+        pytest.approx([NEAR, 0.0], rel=1e-12),
+        pytest.approx([NEAR, 6.25], rel=1e-12),
+        pytest.approx([0.0, 6.25], rel=1e-12),
+    ]
     assert all(math.isnan(u[i][i]) for i in range(3))
 
 
@@ -112,8 +113,7 @@ def test_expected_utilities_equal_direct_computation(utility):
 def test_weighted_expected_utilities_equal_direct_computation(utility):
     weights = [0.3, 0.05, 0.2, 0.01, 0.1, 0.02, 0.08, 0.04, 0.0, 0.06, 0.09, 0.05]
     _, expected = mbr_select(CANDIDATES, utility, weights)
-    assert expected == pytest.approx(direct_expected(CANDIDATES, utility, weights),
-                                     rel=1e-12, abs=1e-12)
+    assert expected == pytest.approx(direct_expected(CANDIDATES, utility, weights), rel=1e-12, abs=1e-12)
 
 
 def test_weights_choose_between_clusters():
@@ -138,13 +138,16 @@ def test_weights_scale_and_uniform():
     assert ones == pytest.approx(plain, rel=1e-12) and scaled == pytest.approx(plain, rel=1e-12)
 
 
-@pytest.mark.parametrize("weights, message", [
-    ([1.0, 1.0], "2 entries for 3"),
-    ([1.0, -1.0, 1.0], "non-negative"),
-    ([1.0, math.nan, 1.0], "finite"),
-    ([1.0, math.inf, 1.0], "finite"),
-    ([0.0, 1.0, 0.0], "at least two positive"),
-])
+@pytest.mark.parametrize(
+    "weights, message",
+    [
+        ([1.0, 1.0], "2 entries for 3"),
+        ([1.0, -1.0, 1.0], "non-negative"),
+        ([1.0, math.nan, 1.0], "finite"),
+        ([1.0, math.inf, 1.0], "finite"),
+        ([0.0, 1.0, 0.0], "at least two positive"),
+    ],
+)
 def test_bad_weights(weights, message):
     with pytest.raises(ValueError, match="`weights`") as error:
         mbr_select(["a b", "a c", "b c"], weights=weights)
@@ -197,9 +200,11 @@ def test_no_candidates():
 
 
 def test_bad_utility():
-    for call in (lambda: mbr_select(["a", "b"], "ter"),
-                 lambda: mbr_select_batch([["a", "b"]], utility="CHRF"),
-                 lambda: utility_matrix(["a", "b"], "meteor")):
+    for call in (
+        lambda: mbr_select(["a", "b"], "ter"),
+        lambda: mbr_select_batch([["a", "b"]], utility="CHRF"),
+        lambda: utility_matrix(["a", "b"], "meteor"),
+    ):
         with pytest.raises(ValueError, match="`utility`"):
             call()
 
@@ -214,8 +219,7 @@ def test_batch_matches_one_by_one(utility):
 
 def test_batch_weights():
     lists = [["abcd", "abce", "wxyz", "wxyv"]] * 3
-    chosen, indices = mbr_select_batch(lists, weights=[None, [1, 1, 1, 3], [3, 1, 1, 1]],
-                                       progress=False)
+    chosen, indices = mbr_select_batch(lists, weights=[None, [1, 1, 1, 3], [3, 1, 1, 1]], progress=False)
     assert indices == [0, 2, 1] and chosen == ["abcd", "wxyz", "abce"]
     with pytest.raises(ValueError, match="`weights`"):
         mbr_select_batch(lists, weights=[None, None])

@@ -72,9 +72,16 @@ class Mode:
     def search(self, settings) -> dict:
         """``generate``'s search arguments (the caller adds ``prefix``, ``keys``, ``constraints``)."""
         a, b = settings.length_bound
-        return {"beam_size": settings.beam_size, "n_best": settings.n_best or 1, "max_length_a": a,
-                "max_length_b": b, "length_penalty": settings.length_penalty, "alpha": settings.alpha,
-                "min_length": settings.min_length, "no_repeat_ngram_size": settings.no_repeat_ngram_size}
+        return {
+            "beam_size": settings.beam_size,
+            "n_best": settings.n_best or 1,
+            "max_length_a": a,
+            "max_length_b": b,
+            "length_penalty": settings.length_penalty,
+            "alpha": settings.alpha,
+            "min_length": settings.min_length,
+            "no_repeat_ngram_size": settings.no_repeat_ngram_size,
+        }
 
     def choose(self, candidates: list[Hypothesis], settings) -> list[Hypothesis]:
         return candidates
@@ -100,8 +107,9 @@ class Sampling(Mode):
 
     def check(self, settings) -> None:
         if settings.sampling is None:
-            raise SettingError("the sampling mode draws as {sampling} says: give it (full, topk:K or topp:P)",
-                               "sampling")
+            raise SettingError(
+                "the sampling mode draws as {sampling} says: give it (full, topk:K or topp:P)", "sampling"
+            )
 
     def default_beam(self, settings) -> int:
         return 1
@@ -121,8 +129,11 @@ class Constrained(Mode):
     def check(self, settings) -> None:
         super().check(settings)
         if settings.beam_size < 2:
-            raise SettingError(f"{{constraints}} needs beam search: {{beam}} 2 or more (got {{beam}} "
-                               f"{settings.beam_size})", "constraints", "beam")
+            raise SettingError(
+                f"{{constraints}} needs beam search: {{beam}} 2 or more (got {{beam}} {settings.beam_size})",
+                "constraints",
+                "beam",
+            )
 
 
 class MinimumBayesRisk(Mode):
@@ -153,7 +164,7 @@ class MinimumBayesRisk(Mode):
         from keras_memnmt.decoding.mbr import mbr_select
 
         best, _ = mbr_select([c.text for c in candidates], settings.mbr_utility)
-        return [candidates[best]] + candidates[:best] + candidates[best + 1:]
+        return [candidates[best]] + candidates[:best] + candidates[best + 1 :]
 
 
 _MODES: dict[str, Mode] = {}

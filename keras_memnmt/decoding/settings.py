@@ -61,12 +61,14 @@ def parse_sampling(text: str) -> tuple[str, float]:
 
 # --- checks of one value: each returns the value (normalized) or raises SettingError ---------
 
+
 def _integer(low: int, high: int = MAX_INT):
     def check(value, name):
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
             bound = f">= {low}" if high == MAX_INT else f"from {low} to {high}"
             raise SettingError(f"{{{name}}} must be an integer {bound}, got {value!r}", name)
         return int(value)
+
     check.parse = int
     return check
 
@@ -80,6 +82,7 @@ def _number(low: float, high: float = math.inf, above: bool = False):
             bound += "" if high == math.inf else f" and <= {high:g}"
             raise SettingError(f"{{{name}}} must be {bound}, got {value!r}", name)
         return float(value)
+
     check.parse = float
     return check
 
@@ -90,6 +93,7 @@ def _choice(choices: Callable[[], tuple[str, ...]] | tuple[str, ...]):
         if value not in known:
             raise SettingError(f"{{{name}}} must be one of {', '.join(known)}, got {value!r}", name)
         return value
+
     check.parse = str
     check.choices = choices
     return check
@@ -99,22 +103,29 @@ def _sampling(value, name):
     try:
         parse_sampling(value if isinstance(value, str) else repr(value))
     except ValueError:
-        raise SettingError(f"{{{name}}} {value!r}: expected full, topk:K (an int >= 1) or topp:P "
-                           "(0 < P <= 1)", name) from None
+        raise SettingError(
+            f"{{{name}}} {value!r}: expected full, topk:K (an int >= 1) or topp:P (0 < P <= 1)", name
+        ) from None
     return value
 
 
 _sampling.parse = str
 
 
-def setting(default, check, help: str, fronts: tuple[str, ...], *, metavar: str | None = None,
-            serve_check=None):
+def setting(default, check, help: str, fronts: tuple[str, ...], *, metavar: str | None = None, serve_check=None):
     """A field of :class:`SearchSettings`: its default and check, its help text (the flag's
     and the doc's), and the front ends that offer it (``serve_check``: a narrower range for a
     request of the server)."""
-    return dataclasses.field(default=default, metadata={
-        "check": check, "help": help, "fronts": fronts, "metavar": metavar,
-        "serve_check": serve_check or check})
+    return dataclasses.field(
+        default=default,
+        metadata={
+            "check": check,
+            "help": help,
+            "fronts": fronts,
+            "metavar": metavar,
+            "serve_check": serve_check or check,
+        },
+    )
 
 
 ALL = (TRANSLATE, EVALUATE, EXPORT, SERVE)
@@ -131,55 +142,137 @@ class SearchSettings:
     """
 
     mode: str | None = setting(
-        None, _choice(mode_names), "the search, by name: greedy, beam, sampling, constrained, mbr "
-        "(default: beam, or what --sampling, --mbr or --constraints ask for)", (TRANSLATE, SERVE),
-        metavar="NAME")
-    beam: int | None = setting(None, _integer(1), "beam size (1 = greedy; default 5)", ALL, metavar="K",
-                               serve_check=_integer(1, SERVE_MAX_BEAM))
+        None,
+        _choice(mode_names),
+        "the search, by name: greedy, beam, sampling, constrained, mbr "
+        "(default: beam, or what --sampling, --mbr or --constraints ask for)",
+        (TRANSLATE, SERVE),
+        metavar="NAME",
+    )
+    beam: int | None = setting(
+        None,
+        _integer(1),
+        "beam size (1 = greedy; default 5)",
+        ALL,
+        metavar="K",
+        serve_check=_integer(1, SERVE_MAX_BEAM),
+    )
     n_best: int | None = setting(
-        None, _integer(1), "the N best translations of each sentence (N <= the beam)", (TRANSLATE, EXPORT, SERVE),
-        metavar="N", serve_check=_integer(1, SERVE_MAX_BEAM))
+        None,
+        _integer(1),
+        "the N best translations of each sentence (N <= the beam)",
+        (TRANSLATE, EXPORT, SERVE),
+        metavar="N",
+        serve_check=_integer(1, SERVE_MAX_BEAM),
+    )
     length_penalty: str = setting(
-        "gnmt", _choice(LENGTH_PENALTIES), "beam scores: log P / ((5+|Y|)/6)^alpha (gnmt, default), / |Y| "
-        "(average), or plain log P (none)", ALL)
-    alpha: float = setting(0.6, _number(0.0), "GNMT length-penalty exponent (default 0.6)", ALL, metavar="A",
-                           serve_check=_number(0.0, 10.0))
+        "gnmt",
+        _choice(LENGTH_PENALTIES),
+        "beam scores: log P / ((5+|Y|)/6)^alpha (gnmt, default), / |Y| (average), or plain log P (none)",
+        ALL,
+    )
+    alpha: float = setting(
+        0.6,
+        _number(0.0),
+        "GNMT length-penalty exponent (default 0.6)",
+        ALL,
+        metavar="A",
+        serve_check=_number(0.0, 10.0),
+    )
     sampling: str | None = setting(
-        None, _sampling, "draw each output token instead of searching: from the whole distribution, the K "
-        "most probable tokens, or the fewest whose probability reaches P (not with a beam above 1)", DRAWN,
-        metavar="full|topk:K|topp:P")
-    temperature: float = setting(1.0, _number(0.0, above=True),
-                                 "with sampling: divides the log-probabilities drawn from (default 1.0)", DRAWN,
-                                 metavar="T", serve_check=_number(1e-3, 100.0))
-    seed: int = setting(0, _integer(0), "with sampling: the draws' seed; the same seed gives the same samples "
-                        "on every backend and batch size (default 0)", DRAWN, metavar="S")
-    samples: int = setting(1, _integer(1), "with sampling: draws per input line, written on consecutive lines "
-                           "(default 1)", (TRANSLATE,), metavar="N")
+        None,
+        _sampling,
+        "draw each output token instead of searching: from the whole distribution, the K "
+        "most probable tokens, or the fewest whose probability reaches P (not with a beam above 1)",
+        DRAWN,
+        metavar="full|topk:K|topp:P",
+    )
+    temperature: float = setting(
+        1.0,
+        _number(0.0, above=True),
+        "with sampling: divides the log-probabilities drawn from (default 1.0)",
+        DRAWN,
+        metavar="T",
+        serve_check=_number(1e-3, 100.0),
+    )
+    seed: int = setting(
+        0,
+        _integer(0),
+        "with sampling: the draws' seed; the same seed gives the same samples "
+        "on every backend and batch size (default 0)",
+        DRAWN,
+        metavar="S",
+    )
+    samples: int = setting(
+        1,
+        _integer(1),
+        "with sampling: draws per input line, written on consecutive lines (default 1)",
+        (TRANSLATE,),
+        metavar="N",
+    )
     max_length: int | None = setting(
-        None, _integer(1), "at most N subwords per translation, eos included (instead of --max-length-a/-b)",
-        DRAWN, metavar="N", serve_check=_integer(1, 1024))
+        None,
+        _integer(1),
+        "at most N subwords per translation, eos included (instead of --max-length-a/-b)",
+        DRAWN,
+        metavar="N",
+        serve_check=_integer(1, 1024),
+    )
     max_length_a: float | None = setting(
-        None, _number(0.0), "the length bound is A x source subwords + B (default A 1.5)", DRAWN,
-        metavar="A", serve_check=_number(0.0, 4.0))
-    max_length_b: int | None = setting(None, _integer(1), "see --max-length-a (default B 10)", DRAWN,
-                                       metavar="B", serve_check=_integer(1, 256))
+        None,
+        _number(0.0),
+        "the length bound is A x source subwords + B (default A 1.5)",
+        DRAWN,
+        metavar="A",
+        serve_check=_number(0.0, 4.0),
+    )
+    max_length_b: int | None = setting(
+        None, _integer(1), "see --max-length-a (default B 10)", DRAWN, metavar="B", serve_check=_integer(1, 256)
+    )
     min_length: int = setting(
-        0, _integer(0), "eos is barred until a translation has N subwords (its prefix included; the length "
-        "bound still ends it); default 0", DRAWN, metavar="N", serve_check=_integer(0, 256))
+        0,
+        _integer(0),
+        "eos is barred until a translation has N subwords (its prefix included; the length "
+        "bound still ends it); default 0",
+        DRAWN,
+        metavar="N",
+        serve_check=_integer(0, 256),
+    )
     no_repeat_ngram_size: int = setting(
-        0, _integer(0), "no n-gram of N subwords occurs twice in a translation (its prefix included); "
-        "0 (default): off", DRAWN, metavar="N", serve_check=_integer(0, 16))
+        0,
+        _integer(0),
+        "no n-gram of N subwords occurs twice in a translation (its prefix included); 0 (default): off",
+        DRAWN,
+        metavar="N",
+        serve_check=_integer(0, 16),
+    )
     mbr: int | None = setting(
-        None, _integer(2), "minimum Bayes risk: among N candidates (N samples with --sampling, else the "
+        None,
+        _integer(2),
+        "minimum Bayes risk: among N candidates (N samples with --sampling, else the "
         "N-best list of a beam of N) output the one with the highest expected utility against the others",
-        DRAWN, metavar="N", serve_check=_integer(2, SERVE_MAX_BEAM))
-    mbr_utility: str = setting("chrf", _choice(UTILITIES), "with --mbr: the utility, sacreBLEU's sentence chrF "
-                               "(default) or BLEU", DRAWN)
-    batch_size: int | None = setting(None, _integer(1), "sentences per search (default: 256 greedy, 640 // "
-                                     "the beam otherwise)", (TRANSLATE,), metavar="SENTENCES")
+        DRAWN,
+        metavar="N",
+        serve_check=_integer(2, SERVE_MAX_BEAM),
+    )
+    mbr_utility: str = setting(
+        "chrf", _choice(UTILITIES), "with --mbr: the utility, sacreBLEU's sentence chrF (default) or BLEU", DRAWN
+    )
+    batch_size: int | None = setting(
+        None,
+        _integer(1),
+        "sentences per search (default: 256 greedy, 640 // the beam otherwise)",
+        (TRANSLATE,),
+        metavar="SENTENCES",
+    )
     max_tokens: int | None = setting(
-        None, _integer(1), "source subwords per search, padding included (a batch is cut at whichever of "
-        "--batch-size and --max-tokens comes first)", (TRANSLATE,), metavar="TOKENS")
+        None,
+        _integer(1),
+        "source subwords per search, padding included (a batch is cut at whichever of "
+        "--batch-size and --max-tokens comes first)",
+        (TRANSLATE,),
+        metavar="TOKENS",
+    )
 
     def __post_init__(self):
         for field in dataclasses.fields(self):
@@ -193,30 +286,47 @@ class SearchSettings:
         if self.sampling is None:
             for name in ("temperature", "seed", "samples"):
                 if getattr(self, name) != _field(name).default:
-                    raise SettingError(f"{{{name}}} sets how {{sampling}} draws; give {{sampling}} "
-                                       "(full, topk:K or topp:P)", name, "sampling")
+                    raise SettingError(
+                        f"{{{name}}} sets how {{sampling}} draws; give {{sampling}} (full, topk:K or topp:P)",
+                        name,
+                        "sampling",
+                    )
         elif self.beam not in (None, 1):
-            raise SettingError(f"{{sampling}} draws one token at a time; it does not combine with {{beam}} "
-                               f"{self.beam}", "sampling", "beam")
+            raise SettingError(
+                f"{{sampling}} draws one token at a time; it does not combine with {{beam}} {self.beam}",
+                "sampling",
+                "beam",
+            )
         if self.n_best is not None and self.n_best > self.beam_size:
-            raise SettingError(f"{{n_best}} {self.n_best} is more than {{beam}} {self.beam_size}: a beam search "
-                               "keeps that many hypotheses" + (" (sampling draws one)" if self.sampling else ""),
-                               "n_best", "beam")
+            raise SettingError(
+                f"{{n_best}} {self.n_best} is more than {{beam}} {self.beam_size}: a beam search "
+                "keeps that many hypotheses" + (" (sampling draws one)" if self.sampling else ""),
+                "n_best",
+                "beam",
+            )
         if self.max_length is not None and (self.max_length_a is not None or self.max_length_b is not None):
-            raise SettingError("{max_length} N bounds every output at N subwords; {max_length_a} and "
-                               "{max_length_b} bound it by the source's length: give one or the other",
-                               "max_length", "max_length_a", "max_length_b")
+            raise SettingError(
+                "{max_length} N bounds every output at N subwords; {max_length_a} and "
+                "{max_length_b} bound it by the source's length: give one or the other",
+                "max_length",
+                "max_length_a",
+                "max_length_b",
+            )
         if self.mbr is None:
             if self.mbr_utility != "chrf":
-                raise SettingError("{mbr_utility} sets how {mbr} compares candidates; give {mbr} N",
-                                   "mbr_utility", "mbr")
+                raise SettingError(
+                    "{mbr_utility} sets how {mbr} compares candidates; give {mbr} N", "mbr_utility", "mbr"
+                )
             return
         if self.n_best not in (None, 1) or self.samples > 1:  # n_best 1: the chosen one (the server's list)
             name = "n_best" if self.n_best not in (None, 1) else "samples"
             raise SettingError(f"{{mbr}} outputs one translation per sentence; not with {{{name}}}", "mbr", name)
         if self.sampling is None and self.beam is not None and self.beam < self.mbr:
-            raise SettingError(f"{{mbr}} {self.mbr} takes the n-best list of a beam of {self.mbr}: {{beam}} "
-                               f"{self.beam} keeps fewer", "mbr", "beam")
+            raise SettingError(
+                f"{{mbr}} {self.mbr} takes the n-best list of a beam of {self.mbr}: {{beam}} {self.beam} keeps fewer",
+                "mbr",
+                "beam",
+            )
 
     # --- what the settings resolve to -----------------------------------------------------------
 
@@ -248,8 +358,10 @@ class SearchSettings:
         """``(a, b)``: each output has at most ``a * source subwords + b`` (eos included)."""
         if self.max_length is not None:
             return 0.0, self.max_length
-        return (1.5 if self.max_length_a is None else self.max_length_a,
-                10 if self.max_length_b is None else self.max_length_b)
+        return (
+            1.5 if self.max_length_a is None else self.max_length_a,
+            10 if self.max_length_b is None else self.max_length_b,
+        )
 
     def for_inputs(self, constraints: bool = False) -> SearchSettings:
         """These settings for an input with target constraints: the ``beam`` mode becomes
@@ -259,17 +371,16 @@ class SearchSettings:
         if self.mode_name == "beam":
             return self.replace(mode="constrained")
         why = {"greedy": f" (got {{beam}} {self.beam_size})", "sampling": ", not {sampling}"}.get(
-            self.mode_name, f", not the {self.mode_name} mode")
-        raise SettingError("{constraints} needs beam search: {beam} 2 or more" + why, "constraints", "beam",
-                           "sampling")
+            self.mode_name, f", not the {self.mode_name} mode"
+        )
+        raise SettingError("{constraints} needs beam search: {beam} 2 or more" + why, "constraints", "beam", "sampling")
 
     def replace(self, **changes) -> SearchSettings:
         return dataclasses.replace(self, **changes)
 
     def changed(self) -> dict:
         """The settings given a value other than their default, by name."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                if getattr(self, f.name) != f.default}
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if getattr(self, f.name) != f.default}
 
     def key(self) -> str:
         """The name of a translation made with these settings, e.g. ``beam5.gnmt0.6`` (the key
@@ -302,6 +413,7 @@ def help_of(name: str) -> str:
 
 # --- the command line -----------------------------------------------------------------------
 
+
 def add_flags(parser, front: str, skip: tuple[str, ...] = ()) -> None:
     """The flags of the settings ``front`` offers (``skip``: those a command spells its own way),
     each with its help text. Values are checked by :func:`from_flags`, so that every error is
@@ -311,8 +423,7 @@ def add_flags(parser, front: str, skip: tuple[str, ...] = ()) -> None:
             continue
         f = SETTING_FIELDS[name]
         check = f.metadata["check"]
-        kwargs = {"default": None, "help": f.metadata["help"], "dest": f"search_{name}",
-                  "type": _flag_type(name)}
+        kwargs = {"default": None, "help": f.metadata["help"], "dest": f"search_{name}", "type": _flag_type(name)}
         if f.metadata["metavar"]:
             kwargs["metavar"] = f.metadata["metavar"]
         choices = getattr(check, "choices", None)
@@ -361,8 +472,7 @@ def from_flags(args, front: str, **fixed) -> SearchSettings:
     return build(given, flag_of)
 
 
-def build(given: dict, spell: Callable[[str], str] = lambda name: name, check_key: str = "check"
-          ) -> SearchSettings:
+def build(given: dict, spell: Callable[[str], str] = lambda name: name, check_key: str = "check") -> SearchSettings:
     """``SearchSettings(**given)``; a :class:`SettingError` rendered with ``spell`` (a
     ``ValueError``), and each value first checked with the ``check_key`` range."""
     try:

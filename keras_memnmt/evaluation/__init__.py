@@ -12,5 +12,12 @@ from keras_memnmt.evaluation.significance import compare, paired_tests
 from keras_memnmt.evaluation.splits import available_test_sets, translate_split
 from keras_memnmt.evaluation.translation import score, translate, translate_chunks
 
-__all__ = ["available_test_sets", "compare", "paired_tests", "score", "translate", "translate_chunks",
-           "translate_split"]
+__all__ = [
+    "available_test_sets",
+    "compare",
+    "paired_tests",
+    "score",
+    "translate",
+    "translate_chunks",
+    "translate_split",
+]

@@ -49,8 +49,9 @@ def word_attention(source_pieces: Sequence[str], target_pieces: Sequence[str], w
     return np.divide(words, total, out=np.full_like(words, 1.0 / words.shape[1]), where=total > 0)
 
 
-def format_alignment(source_pieces: Sequence[str], target_pieces: Sequence[str], weights: np.ndarray,
-                     kind: str = "hard") -> str:
+def format_alignment(
+    source_pieces: Sequence[str], target_pieces: Sequence[str], weights: np.ndarray, kind: str = "hard"
+) -> str:
     """The alignment of one translation as a line: Pharaoh ``i-j`` pairs (``hard``) or
     each target word's weights over the source words (``soft``); empty when either side
     has no piece."""
@@ -70,8 +71,9 @@ def parse_pharaoh(line: str) -> list[tuple[int, int]]:
     return [tuple(int(x) for x in pair.split("-")) for pair in line.split()]
 
 
-def alignment_accuracy(predicted: Sequence[Sequence[tuple[int, int]]],
-                       gold: Sequence[Sequence[tuple[int, int]]]) -> float:
+def alignment_accuracy(
+    predicted: Sequence[Sequence[tuple[int, int]]], gold: Sequence[Sequence[tuple[int, int]]]
+) -> float:
     """The share of predicted links ``(i, j)`` that the gold alignment of the same sentence
     holds: with one predicted link per target word (``hard``), the share of target words
     linked to a source word they translate."""
@@ -81,4 +83,3 @@ def alignment_accuracy(predicted: Sequence[Sequence[tuple[int, int]]],
         hits += sum(tuple(link) in truth for link in links)
         total += len(links)
     return hits / total if total else 0.0
-

@@ -68,10 +68,11 @@ def score_ids(
     results: list[np.ndarray | None] = [None] * len(sources)
     todo = [i for i, s in enumerate(sources) if len(s)]
     order = sorted(todo, key=lambda i: (len(targets[i]), len(sources[i])))
-    with tqdm(total=len(todo), desc="scoring", unit="sent", disable=progress_disabled(progress, len(todo)),
-              file=sys.stderr) as bar:
+    with tqdm(
+        total=len(todo), desc="scoring", unit="sent", disable=progress_disabled(progress, len(todo)), file=sys.stderr
+    ) as bar:
         for start in range(0, len(order), batch_size):
-            chunk = order[start:start + batch_size]
+            chunk = order[start : start + batch_size]
             src = padded_rows([sources[i] for i in chunk], None, pad_multiple, PAD_ID)
             tgt = padded_rows([targets[i] for i in chunk], None, pad_multiple, PAD_ID)
             logp = token_log_probs(model, src, tgt)

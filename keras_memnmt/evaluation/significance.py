@@ -51,13 +51,16 @@ DEFAULT_SEED = 12345  # sacreBLEU's own default
 def _metric(name: str):
     import sacrebleu
 
-    return {"bleu": lambda: sacrebleu.metrics.BLEU(),
-            "bleu_lowercase": lambda: sacrebleu.metrics.BLEU(lowercase=True, tokenize="13a"),
-            "chrf": lambda: sacrebleu.metrics.CHRF(),
-            "ter": lambda: sacrebleu.metrics.TER()}[name]()
+    return {
+        "bleu": lambda: sacrebleu.metrics.BLEU(),
+        "bleu_lowercase": lambda: sacrebleu.metrics.BLEU(lowercase=True, tokenize="13a"),
+        "chrf": lambda: sacrebleu.metrics.CHRF(),
+        "ter": lambda: sacrebleu.metrics.TER(),
+    }[name]()
 
 
 # ----- significance ---------------------------------------------------------------------------
+
 
 @contextlib.contextmanager
 def _sacrebleu_seed(seed: int):
@@ -78,9 +81,15 @@ def _check_seed(seed: int) -> None:
         raise ValueError(f"the significance seed must be an int > 0, got {seed!r}")
 
 
-def paired_tests(baseline: Sequence[str], systems: Sequence[Sequence[str]], references: Sequence[str],
-                 metric: str, seed: int = DEFAULT_SEED, bootstrap: int = 1000,
-                 trials: int = 10000) -> dict:
+def paired_tests(
+    baseline: Sequence[str],
+    systems: Sequence[Sequence[str]],
+    references: Sequence[str],
+    metric: str,
+    seed: int = DEFAULT_SEED,
+    bootstrap: int = 1000,
+    trials: int = 10000,
+) -> dict:
     """sacreBLEU's paired bootstrap and approximate randomization tests of ``systems``
     (hypotheses) against ``baseline`` for one ``metric`` (``bleu``, ``bleu_lowercase``,
     ``chrf``, ``ter``).
@@ -99,16 +108,24 @@ def paired_tests(baseline: Sequence[str], systems: Sequence[Sequence[str]], refe
     out: dict = {"signatures": {}}
     for test_type, samples in (("bs", bootstrap), ("ar", trials)):
         with _sacrebleu_seed(seed):
-            test = PairedTest(named, {metric: _metric(metric)}, references=[list(references)],
-                              test_type=test_type, n_samples=samples, n_ar_confidence=-1)
+            test = PairedTest(
+                named,
+                {metric: _metric(metric)},
+                references=[list(references)],
+                test_type=test_type,
+                n_samples=samples,
+                n_ar_confidence=-1,
+            )
             signatures, scores = test()
         (name,) = [k for k in scores if k != "System"]
         out["signatures"]["bootstrap" if test_type == "bs" else "ar"] = str(signatures[name])
         base, *rest = scores[name]
         if test_type == "bs":
             out["baseline"] = {"score": float(base.score), "mean": float(base.mean), "ci": float(base.ci)}
-            out["systems"] = [{"score": float(r.score), "mean": float(r.mean), "ci": float(r.ci),
-                               "p_bootstrap": float(r.p_value)} for r in rest]
+            out["systems"] = [
+                {"score": float(r.score), "mean": float(r.mean), "ci": float(r.ci), "p_bootstrap": float(r.p_value)}
+                for r in rest
+            ]
         else:
             for entry, r in zip(out["systems"], rest, strict=True):
                 entry["p_ar"] = float(r.p_value)
@@ -116,6 +133,7 @@ def paired_tests(baseline: Sequence[str], systems: Sequence[Sequence[str]], refe
 
 
 # ----- systems --------------------------------------------------------------------------------
+
 
 @dataclasses.dataclass
 class System:
@@ -178,8 +196,10 @@ def pairing(baseline_runs: int, system_runs: int) -> list[tuple[int, int]]:
         return [(0, i) for i in range(system_runs)]
     if system_runs == 1:
         return [(i, 0) for i in range(baseline_runs)]
-    raise ValueError(f"the baseline has {baseline_runs} runs and a system {system_runs}: give as many "
-                     "runs (seed i is tested against baseline seed i), or one on either side")
+    raise ValueError(
+        f"the baseline has {baseline_runs} runs and a system {system_runs}: give as many "
+        "runs (seed i is tested against baseline seed i), or one on either side"
+    )
 
 
 def _mean_std(values: list[float]) -> tuple[float, float | None]:
@@ -189,9 +209,15 @@ def _mean_std(values: list[float]) -> tuple[float, float | None]:
     return mean, math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
 
 
-def compare_hypotheses(systems: Sequence[System], hypotheses: dict[str, list[str]],
-                       references: Sequence[str], seed: int = DEFAULT_SEED, bootstrap: int = 1000,
-                       trials: int = 10000, metrics: Sequence[str] = METRICS) -> dict:
+def compare_hypotheses(
+    systems: Sequence[System],
+    hypotheses: dict[str, list[str]],
+    references: Sequence[str],
+    seed: int = DEFAULT_SEED,
+    bootstrap: int = 1000,
+    trials: int = 10000,
+    metrics: Sequence[str] = METRICS,
+) -> dict:
     """The comparison of systems whose runs' ``hypotheses`` (run → lines) are given.
 
     Returns ``{"baseline", "seed", "bootstrap_resamples", "ar_trials", "signatures",
@@ -211,10 +237,22 @@ def compare_hypotheses(systems: Sequence[System], hypotheses: dict[str, list[str
     for metric in metrics:
         # One test per baseline run, against every system run paired with it.
         for b, base_run in enumerate(base_runs):
-            paired = [run for s in systems[1:] for bi, si in pairing(len(base_runs), len(s.runs))
-                      if bi == b for run in [s.runs[si]]]
-            result = paired_tests(hypotheses[base_run], [hypotheses[r] for r in paired], references,
-                                  metric, seed=seed, bootstrap=bootstrap, trials=trials)
+            paired = [
+                run
+                for s in systems[1:]
+                for bi, si in pairing(len(base_runs), len(s.runs))
+                if bi == b
+                for run in [s.runs[si]]
+            ]
+            result = paired_tests(
+                hypotheses[base_run],
+                [hypotheses[r] for r in paired],
+                references,
+                metric,
+                seed=seed,
+                bootstrap=bootstrap,
+                trials=trials,
+            )
             signatures[metric] = result["signatures"]
             report_runs[base_run][metric] = result["baseline"]
             for run, res in zip(paired, result["systems"], strict=True):
@@ -224,24 +262,49 @@ def compare_hypotheses(systems: Sequence[System], hypotheses: dict[str, list[str
                 if test is None:
                     test = {"baseline_run": base_run}
                     tests.append(test)
-                test[metric] = {"difference": res["score"] - result["baseline"]["score"],
-                                "p_bootstrap": res["p_bootstrap"], "p_ar": res["p_ar"]}
+                test[metric] = {
+                    "difference": res["score"] - result["baseline"]["score"],
+                    "p_bootstrap": res["p_bootstrap"],
+                    "p_ar": res["p_ar"],
+                }
     out_systems = []
     for system in systems:
         runs = [report_runs[r] for r in system.runs]
         stats = {m: _mean_std([r[m]["score"] for r in runs]) for m in metrics}
-        out_systems.append({"name": system.name, "runs": runs,
-                            "mean": {m: stats[m][0] for m in metrics},
-                            "std": {m: stats[m][1] for m in metrics}})
-    return {"baseline": systems[0].name, "seed": seed, "bootstrap_resamples": bootstrap,
-            "ar_trials": trials, "signatures": signatures, "systems": out_systems}
+        out_systems.append(
+            {
+                "name": system.name,
+                "runs": runs,
+                "mean": {m: stats[m][0] for m in metrics},
+                "std": {m: stats[m][1] for m in metrics},
+            }
+        )
+    return {
+        "baseline": systems[0].name,
+        "seed": seed,
+        "bootstrap_resamples": bootstrap,
+        "ar_trials": trials,
+        "signatures": signatures,
+        "systems": out_systems,
+    }
 
 
-def compare(systems: Sequence[System], split: str = DEFAULT_TEST_SPLIT, beam_size: int = 5,
-            length_penalty: str = "gnmt", alpha: float = 0.6, data_dir: str | None = None,
-            limit: int | None = None, seed: int = DEFAULT_SEED, bootstrap: int = 1000,
-            trials: int = 10000, store: bool = True, log: Callable[[str], None] | None = None,
-            keep: str | None = None, length_width: int | None = None) -> dict:
+def compare(
+    systems: Sequence[System],
+    split: str = DEFAULT_TEST_SPLIT,
+    beam_size: int = 5,
+    length_penalty: str = "gnmt",
+    alpha: float = 0.6,
+    data_dir: str | None = None,
+    limit: int | None = None,
+    seed: int = DEFAULT_SEED,
+    bootstrap: int = 1000,
+    trials: int = 10000,
+    store: bool = True,
+    log: Callable[[str], None] | None = None,
+    keep: str | None = None,
+    length_width: int | None = None,
+) -> dict:
     """Translates (or reuses the stored translations of) every run on ``split`` and compares
     the systems (see :func:`compare_hypotheses`).
 
@@ -284,8 +347,10 @@ def compare(systems: Sequence[System], split: str = DEFAULT_TEST_SPLIT, beam_siz
     first = runs[0]
     for run in runs[1:]:
         if configs[run].corpus != configs[first].corpus:
-            raise ValueError(f"{first} is a {configs[first].corpus} run and {run} a "
-                             f"{configs[run].corpus} run: they have no test set in common")
+            raise ValueError(
+                f"{first} is a {configs[first].corpus} run and {run} a "
+                f"{configs[run].corpus} run: they have no test set in common"
+            )
     sets, skipped = available_test_sets(configs[first], split, data_dir, note=log)
     models: dict = {}
     results = []
@@ -293,35 +358,54 @@ def compare(systems: Sequence[System], split: str = DEFAULT_TEST_SPLIT, beam_siz
         for run in runs[1:]:
             own = load_test_set(configs[run], split_name, data_dir)[0]
             if own.target != test.target or own.source != test.source:
-                raise ValueError(f"{first} and {run} have different {split_name} test sets "
-                                 "(another language pair, or another synthetic corpus)")
+                raise ValueError(
+                    f"{first} and {run} have different {split_name} test sets "
+                    "(another language pair, or another synthetic corpus)"
+                )
         hyps, files = {}, {}
         for label in labels:
-            got = translate_split(ensembles.get(label, [(label, None)]), test, split_name, beam_size,
-                                  length_penalty, alpha, limit, corpus_name=corpus_name, store=store,
-                                  models=models)
+            got = translate_split(
+                ensembles.get(label, [(label, None)]),
+                test,
+                split_name,
+                beam_size,
+                length_penalty,
+                alpha,
+                limit,
+                corpus_name=corpus_name,
+                store=store,
+                models=models,
+            )
             if log:
                 log(f"{label}: {'reused ' + got['file'] if got['reused'] else 'translated'} ({split_name})")
             hyps[label], files[label], references = got["hypotheses"], got["file"], got["references"]
             if keep is not None and label in ensembles:
                 files[label] = _keep_translations(keep, ensemble_names[label], split_name, beam_size, hyps[label])
-        result = compare_hypotheses(systems, hyps, references, seed=seed, bootstrap=bootstrap,
-                                    trials=trials)
+        result = compare_hypotheses(systems, hyps, references, seed=seed, bootstrap=bootstrap, trials=trials)
         for system in result["systems"]:
             for run in system["runs"]:
                 run["hypotheses"] = files[run["run"]]
         if length_width is not None:
             result["by_length"] = by_length(test.source[: len(references)], references, hyps, length_width)
-        results.append({"split": split_name, "corpus": corpus_name, "sentences": len(references),
-                        "beam_size": beam_size, "length_penalty": length_penalty, "alpha": alpha,
-                        **result})
+        results.append(
+            {
+                "split": split_name,
+                "corpus": corpus_name,
+                "sentences": len(references),
+                "beam_size": beam_size,
+                "length_penalty": length_penalty,
+                "alpha": alpha,
+                **result,
+            }
+        )
     if split == "all":
         return {"splits": results, "skipped": skipped}
     return results[0]
 
 
-def by_length(sources: Sequence[str], references: Sequence[str], hypotheses: dict[str, list[str]],
-              width: int = 5) -> list[dict]:
+def by_length(
+    sources: Sequence[str], references: Sequence[str], hypotheses: dict[str, list[str]], width: int = 5
+) -> list[dict]:
     """Corpus BLEU and chrF of each run's ``hypotheses`` (run → lines) on the sentences of each
     source length: buckets of ``width`` source words (``1-5``, ``6-10``, ... for 5; an empty
     source is left out), as Bahdanau et al. (2014, Fig. 2) plot BLEU against sentence length.
@@ -345,10 +429,11 @@ def by_length(sources: Sequence[str], references: Sequence[str], hypotheses: dic
         scores = {}
         for run, lines in hypotheses.items():
             hyps = [lines[i] for i in rows]
-            scores[run] = {"bleu": round(sacrebleu.metrics.BLEU().corpus_score(hyps, refs).score, 2),
-                           "chrf": round(sacrebleu.metrics.CHRF().corpus_score(hyps, refs).score, 2)}
-        out.append({"words": f"{bucket * width + 1}-{(bucket + 1) * width}", "sentences": len(rows),
-                    "runs": scores})
+            scores[run] = {
+                "bleu": round(sacrebleu.metrics.BLEU().corpus_score(hyps, refs).score, 2),
+                "chrf": round(sacrebleu.metrics.CHRF().corpus_score(hyps, refs).score, 2),
+            }
+        out.append({"words": f"{bucket * width + 1}-{(bucket + 1) * width}", "sentences": len(rows), "runs": scores})
     return out
 
 
@@ -358,8 +443,10 @@ def format_length_table(result: dict) -> str:
     table = result["by_length"]
     runs = list(table[0]["runs"]) if table else []
     rows = [["source words", "sentences", *runs]]
-    rows += [[b["words"], str(b["sentences"]),
-              *(f"{b['runs'][r]['bleu']:.2f} / {b['runs'][r]['chrf']:.2f}" for r in runs)] for b in table]
+    rows += [
+        [b["words"], str(b["sentences"]), *(f"{b['runs'][r]['bleu']:.2f} / {b['runs'][r]['chrf']:.2f}" for r in runs)]
+        for b in table
+    ]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
@@ -380,6 +467,7 @@ def _keep_translations(folder: str, name: str, split: str, beam_size: int, hypot
 
 # ----- the terminal table ---------------------------------------------------------------------
 
+
 def _p(value: float) -> str:
     return f"{value:.4f}"
 
@@ -389,12 +477,16 @@ def format_table(result: dict) -> str:
     confidence half-width, the p-values (bootstrap / AR) against its baseline run, and
     each multi-run system's mean ± standard deviation."""
     metrics = [m for m in METRICS if m in result["signatures"]]
-    head = (f"{result['split']} ({result['corpus']}, {result['sentences']} sentences), beam "
-            f"{result['beam_size']}, length penalty {result['length_penalty']}"
-            + (f" alpha {result['alpha']:g}" if result["length_penalty"] == "gnmt" else ""))
-    legend = (f"score ± 95% CI half-width (paired bootstrap, {result['bootstrap_resamples']} resamples); "
-              f"p: paired bootstrap / approximate randomization ({result['ar_trials']} trials) against "
-              f"the baseline {result['baseline']!r}; seed {result['seed']}")
+    head = (
+        f"{result['split']} ({result['corpus']}, {result['sentences']} sentences), beam "
+        f"{result['beam_size']}, length penalty {result['length_penalty']}"
+        + (f" alpha {result['alpha']:g}" if result["length_penalty"] == "gnmt" else "")
+    )
+    legend = (
+        f"score ± 95% CI half-width (paired bootstrap, {result['bootstrap_resamples']} resamples); "
+        f"p: paired bootstrap / approximate randomization ({result['ar_trials']} trials) against "
+        f"the baseline {result['baseline']!r}; seed {result['seed']}"
+    )
     several = len(result["systems"][0]["runs"]) > 1  # name the baseline run of each test
     rows = [["system", "run"] + [c for m in metrics for c in (METRIC_LABELS[m], "p (bs / ar)")]]
     for s, system in enumerate(result["systems"]):
@@ -412,9 +504,10 @@ def format_table(result: dict) -> str:
                         row.append(f"{_p(test[m]['p_bootstrap'])} / {_p(test[m]['p_ar'])}")
                 rows.append(row)
         if len(system["runs"]) > 1:
-            rows.append(["", f"mean ± std ({len(system['runs'])} runs)"]
-                        + [c for m in metrics
-                           for c in (f"{system['mean'][m]:.2f} ± {system['std'][m]:.2f}", "")])
+            rows.append(
+                ["", f"mean ± std ({len(system['runs'])} runs)"]
+                + [c for m in metrics for c in (f"{system['mean'][m]:.2f} ± {system['std'][m]:.2f}", "")]
+            )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))

@@ -47,19 +47,22 @@ def test_splits(config, split: str) -> list[str]:
         if split in (DEFAULT_TEST_SPLIT, "all", "test", own):
             return [own]
         if config.corpus != "multi30k" or split not in SPLITS:
-            raise ValueError(f"--split {split!r}: this run's test set is its own files, {own!r} "
-                             f"({config.test_prefix}); give --split test or {own}, or leave the default")
+            raise ValueError(
+                f"--split {split!r}: this run's test set is its own files, {own!r} "
+                f"({config.test_prefix}); give --split test or {own}, or leave the default"
+            )
         return [split]
     if config.corpus == "synthetic":
         if split not in SYNTHETIC_SPLIT_NAMES:
-            raise ValueError(f"--split {split!r}: a synthetic run has one test set, {SYNTHETIC_SPLIT!r} "
-                             "(give --split test or all, or leave the default)")
+            raise ValueError(
+                f"--split {split!r}: a synthetic run has one test set, {SYNTHETIC_SPLIT!r} "
+                "(give --split test or all, or leave the default)"
+            )
         return [SYNTHETIC_SPLIT]
     if split == "all":
         return list(TEST_SPLITS)
     if split not in SPLITS:
-        raise ValueError(f"--split {split!r}: not a Multi30k split; expected one of "
-                         f"{', '.join(SPLITS)} or all")
+        raise ValueError(f"--split {split!r}: not a Multi30k split; expected one of {', '.join(SPLITS)} or all")
     return [split]
 
 
@@ -82,8 +85,7 @@ def load_test_set(config, split: str, data_dir: str | None = None) -> tuple[Para
     return corpus, split, f"multi30k {config.src}->{config.tgt} {split}"
 
 
-def available_test_sets(config, split: str, data_dir: str | None = None,
-                        note: Callable[[str], None] | None = None):
+def available_test_sets(config, split: str, data_dir: str | None = None, note: Callable[[str], None] | None = None):
     """``(sets, skipped)``: the ``(corpus, split, name)`` of each split ``split`` names
     (see :func:`test_splits`), and ``{"split", "reason"}`` for each that ``split="all"``
     skips because its files are not available (a note for each through ``note``). A
@@ -109,10 +111,20 @@ def ensemble_label(members: Sequence[tuple[str, str | None]]) -> str:
     return "+".join(run if checkpoint is None else f"{run}:{checkpoint}" for run, checkpoint in members)
 
 
-def translate_split(members: Sequence[tuple[str, str | None]], test: ParallelCorpus, split: str,
-                    beam_size: int = 5, length_penalty: str = "gnmt", alpha: float = 0.6,
-                    limit: int | None = None, corpus_name: str | None = None, store: bool = True,
-                    reuse: bool = True, models: dict | None = None, progress: bool | None = False) -> dict:
+def translate_split(
+    members: Sequence[tuple[str, str | None]],
+    test: ParallelCorpus,
+    split: str,
+    beam_size: int = 5,
+    length_penalty: str = "gnmt",
+    alpha: float = 0.6,
+    limit: int | None = None,
+    corpus_name: str | None = None,
+    store: bool = True,
+    reuse: bool = True,
+    models: dict | None = None,
+    progress: bool | None = False,
+) -> dict:
     """The translations of ``test`` (its first ``limit`` pairs) by ``members``, the
     ``(run, checkpoint)`` of one model or of an ensemble (``checkpoint`` None: the run's
     best.keras): ``{"run", "hypotheses", "references", "file", "reused", "scores"}``.
@@ -154,14 +166,16 @@ def translate_split(members: Sequence[tuple[str, str | None]], test: ParallelCor
         model, vocab, _ = load_ensemble(members)
         models[label] = (model, vocab)
     model, vocab = models[label]
-    hyps = translate(model, vocab, wanted.source, beam_size=beam_size, progress=progress,
-                     length_penalty=length_penalty, alpha=alpha)
+    hyps = translate(
+        model, vocab, wanted.source, beam_size=beam_size, progress=progress, length_penalty=length_penalty, alpha=alpha
+    )
     out["hypotheses"] = hyps
     if own and store and not limit:
         out["scores"] = score(hyps, wanted.target)
         try:
-            entry = records.store_evaluation(run_dir, split, hyps, wanted.target, out["scores"], beam_size,
-                                             length_penalty, alpha, corpus=corpus_name)
+            entry = records.store_evaluation(
+                run_dir, split, hyps, wanted.target, out["scores"], beam_size, length_penalty, alpha, corpus=corpus_name
+            )
             out["file"] = os.path.join(run_dir, entry["hypotheses"])
         except OSError as e:  # a run directory we may not write to: the translations all the same
             print(f"warning: could not store the translations in {run_dir}: {e}", file=sys.stderr)

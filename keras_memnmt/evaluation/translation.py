@@ -51,8 +51,16 @@ def translate(
     ``progress``: a progress bar on stderr (None: only when it is a terminal).
     """
     results: list[str] = []
-    for chunk in translate_chunks(model, vocab, sentences, beam_size=beam_size, batch_size=batch_size,
-                                  pad_multiple=pad_multiple, progress=progress, **generate_kwargs):
+    for chunk in translate_chunks(
+        model,
+        vocab,
+        sentences,
+        beam_size=beam_size,
+        batch_size=batch_size,
+        pad_multiple=pad_multiple,
+        progress=progress,
+        **generate_kwargs,
+    ):
         results += chunk
     return results
 
@@ -145,15 +153,18 @@ def translate_chunks(
     if chunk_size is not None and chunk_size < 1:
         raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
     size = chunk_size or max(len(sentences), 1)
-    mode = settings.for_inputs(constraints=constraints is not None and any(c.strip() for c in constraints)
-                               ).mode_object()
+    mode = settings.for_inputs(
+        constraints=constraints is not None and any(c.strip() for c in constraints)
+    ).mode_object()
     if alignments and word_alignment:
         raise ValueError("alignments (per subword) and word_alignment: choose one")
     if settings.n_best is not None and (alignments or word_alignment):
         raise ValueError("n_best lists are of plain translations: not with alignments")
     if (alignments or word_alignment) and (mode.rows(settings) > 1 or mode.picks):
-        raise ValueError(f"alignments are of the search's best translation: not with the {mode.name} mode"
-                         + (" and several samples" if settings.samples > 1 else ""))
+        raise ValueError(
+            f"alignments are of the search's best translation: not with the {mode.name} mode"
+            + (" and several samples" if settings.samples > 1 else "")
+        )
     for name, given in (("prefixes", prefixes), ("constraints", constraints)):
         if given is not None and len(given) != len(sentences):
             raise ValueError(f"{len(given)} {name} for {len(sentences)} sentences: give one per sentence")
@@ -163,19 +174,27 @@ def translate_chunks(
     # when the input has more than one batch (or always, with fill_batches): the compiled
     # search then sees one batch size and compiles per width only.
     job.fill = job.batch_size if total > job.batch_size or fill_batches else None
-    with tqdm(total=total, desc="translating", unit="sent", disable=progress_disabled(progress, total),
-              file=sys.stderr) as bar:
+    with tqdm(
+        total=total, desc="translating", unit="sent", disable=progress_disabled(progress, total), file=sys.stderr
+    ) as bar:
         for start in range(0, len(sentences), size):
-            job.prefixes = None if prefixes is None else prefixes[start:start + size]
-            job.constraints = None if constraints is None else constraints[start:start + size]
-            yield _translate_chunk(model, vocab, sentences[start:start + size], job, bar, line_offset + start)
+            job.prefixes = None if prefixes is None else prefixes[start : start + size]
+            job.constraints = None if constraints is None else constraints[start : start + size]
+            yield _translate_chunk(model, vocab, sentences[start : start + size], job, bar, line_offset + start)
 
 
 class _Job:
     """What every chunk of one :func:`translate_chunks` call shares."""
 
-    def __init__(self, settings: SearchSettings, mode, pad_multiple: int, alignments: bool,
-                 word_alignment: str | None, log_probs: bool):
+    def __init__(
+        self,
+        settings: SearchSettings,
+        mode,
+        pad_multiple: int,
+        alignments: bool,
+        word_alignment: str | None,
+        log_probs: bool,
+    ):
         self.settings, self.mode, self.pad_multiple = settings, mode, pad_multiple
         self.alignments, self.word_alignment, self.log_probs = alignments, word_alignment, log_probs
         self.search = mode.search(settings)
@@ -200,7 +219,7 @@ def _batches(order: list, ids: dict, job: _Job) -> Iterator[list]:
     budget = job.settings.max_tokens
     if budget is None:
         for start in range(0, len(order), job.batch_size):
-            yield order[start:start + job.batch_size]
+            yield order[start : start + job.batch_size]
         return
     batch: list = []
     for row in order:
@@ -213,13 +232,19 @@ def _batches(order: list, ids: dict, job: _Job) -> Iterator[list]:
         yield batch
 
 
-def _translate_chunk(model, vocab: SubwordVocab, sentences: Sequence[str], job: _Job, bar, first_line: int = 0
-                     ) -> list:
+def _translate_chunk(model, vocab: SubwordVocab, sentences: Sequence[str], job: _Job, bar, first_line: int = 0) -> list:
     settings, mode, copies = job.settings, job.mode, job.copies
     listed = settings.n_best is not None
     nothing = ("", 0.0, 0.0, True) if job.log_probs else ("", 0.0)
-    empty = ("", []) if job.alignments else ("", "") if job.word_alignment else \
-        [nothing] * settings.n_best if listed else ""
+    empty = (
+        ("", [])
+        if job.alignments
+        else ("", "")
+        if job.word_alignment
+        else [nothing] * settings.n_best
+        if listed
+        else ""
+    )
     attend = job.alignments or bool(job.word_alignment)
     many = settings.samples > 1  # several samples out, one line each
     results: list = [empty if not many else [""] * copies for _ in sentences]
@@ -242,8 +267,7 @@ def _translate_chunk(model, vocab: SubwordVocab, sentences: Sequence[str], job: 
         if forced:
             extra["prefix"] = padded_rows([forced.get(i, []) for i, _ in chunk], rows, job.pad_multiple, PAD_ID)
         if wanted:
-            extra["constraints"] = padded_rows([wanted.get(i, []) for i, _ in chunk], rows, job.pad_multiple,
-                                               PAD_ID)
+            extra["constraints"] = padded_rows([wanted.get(i, []) for i, _ in chunk], rows, job.pad_multiple, PAD_ID)
         if "sampling" in job.search:
             keys = [draw_key(settings.seed, first_line + i, j) for i, j in chunk]
             extra["keys"] = np.array(keys + [0] * (len(batch) - len(chunk)), np.int32)
@@ -258,27 +282,34 @@ def _translate_chunk(model, vocab: SubwordVocab, sentences: Sequence[str], job: 
             for row, (i, _) in enumerate(chunk):
                 text = vocab.target.decode(tokens[row, :1])[0]
                 weights = np.asarray(out["attention"])[row, 0]
-                results[i] = (text, _alignment(vocab, ids[i], tokens[row, 0], weights)) if job.alignments else \
-                    (text, _word_alignment(vocab, ids[i], tokens[row, 0], weights, job.word_alignment))
+                results[i] = (
+                    (text, _alignment(vocab, ids[i], tokens[row, 0], weights))
+                    if job.alignments
+                    else (text, _word_alignment(vocab, ids[i], tokens[row, 0], weights, job.word_alignment))
+                )
             bar.update(len(chunk))
             continue
         n = tokens.shape[1]
         ended = (tokens == EOS_ID).any(axis=-1)  # (B, n)
         texts = vocab.target.decode(tokens.reshape(len(chunk) * n, -1))
-        normalized, log_prob = score_kinds(tokens, np.asarray(out["scores"])[: len(chunk)], beam,
-                                           settings.length_penalty, settings.alpha)
+        normalized, log_prob = score_kinds(
+            tokens, np.asarray(out["scores"])[: len(chunk)], beam, settings.length_penalty, settings.alpha
+        )
         for row, (i, _) in enumerate(chunk):
-            candidates[i] += [Hypothesis(texts[row * n + k], float(normalized[row, k]), float(log_prob[row, k]),
-                                         bool(ended[row, k]))
-                              for k in range(n)]
+            candidates[i] += [
+                Hypothesis(texts[row * n + k], float(normalized[row, k]), float(log_prob[row, k]), bool(ended[row, k]))
+                for k in range(n)
+            ]
         bar.update(sum(1 for _, j in chunk if j == copies - 1))  # sentences whose rows are all done
     if attend:
         return results
     for i, found in candidates.items():
         chosen = mode.choose(found, settings)
         if listed:
-            results[i] = [(h.text, h.score) + ((h.log_prob, h.finished) if job.log_probs else ())
-                          for h in chosen[: settings.n_best]]
+            results[i] = [
+                (h.text, h.score) + ((h.log_prob, h.finished) if job.log_probs else ())
+                for h in chosen[: settings.n_best]
+            ]
         elif many:
             results[i] = [h.text for h in chosen]
         else:
@@ -295,8 +326,9 @@ def hypothesis_lengths(tokens: np.ndarray) -> np.ndarray:
     return np.where(ended, through_eos, (tokens != PAD_ID).sum(axis=-1))
 
 
-def score_kinds(tokens: np.ndarray, scores: np.ndarray, beam_size: int, length_penalty: str = "gnmt",
-                alpha: float = 0.6) -> tuple[np.ndarray, np.ndarray]:
+def score_kinds(
+    tokens: np.ndarray, scores: np.ndarray, beam_size: int, length_penalty: str = "gnmt", alpha: float = 0.6
+) -> tuple[np.ndarray, np.ndarray]:
     """``(normalized, log_prob)`` of hypotheses ``tokens`` ``(B, n, L)`` whose search gave
     ``scores`` ``(B, n)``: the two kinds of score a translation has.
 
@@ -325,7 +357,7 @@ def padded_rows(rows: list[list[int]], height: int | None, pad_multiple: int, fi
     ``filler`` token (a short last batch keeps the compiled batch size)."""
     width = max(1, -(-max(len(r) for r in rows) // pad_multiple) * pad_multiple)
     batch = np.full((height or len(rows), width), PAD_ID, np.int32)
-    batch[len(rows):, 0] = filler
+    batch[len(rows) :, 0] = filler
     for row, ids in enumerate(rows):
         batch[row, : len(ids)] = ids
     return batch
@@ -354,17 +386,22 @@ def prefix_ids(vocab: SubwordVocab, prefixes: Sequence[str], todo: list[int], fi
     out = {}
     for i, ids in zip(given, vocab.target.encode([prefixes[i].strip() for i in given])):
         if UNK_ID in ids:
-            raise ValueError(f"prefix line {first_line + i + 1} ({_shown(prefixes[i])}) has a piece the target "
-                             "vocabulary cannot spell")
+            raise ValueError(
+                f"prefix line {first_line + i + 1} ({_shown(prefixes[i])}) has a piece the target "
+                "vocabulary cannot spell"
+            )
         if len(ids) > MAX_PREFIX_TOKENS:
-            raise ValueError(f"prefix line {first_line + i + 1} has {len(ids)} subwords, more than the "
-                             f"{MAX_PREFIX_TOKENS} a prefix may have")
+            raise ValueError(
+                f"prefix line {first_line + i + 1} has {len(ids)} subwords, more than the "
+                f"{MAX_PREFIX_TOKENS} a prefix may have"
+            )
         out[i] = ids
     return out
 
 
-def constraint_ids(vocab: SubwordVocab, constraints: Sequence[str], todo: list[int], first_line: int,
-                   beam_size: int) -> dict:
+def constraint_ids(
+    vocab: SubwordVocab, constraints: Sequence[str], todo: list[int], first_line: int, beam_size: int
+) -> dict:
     """The constraint row of each sentence of ``todo`` with constraints: its phrases' target
     ids, separated by ``SEPARATOR``. A phrase the vocabulary cannot spell, more phrases
     than ``beam_size``, more than ``MAX_CONSTRAINT_TOKENS`` subwords, or a search of more
@@ -380,29 +417,41 @@ def constraint_ids(vocab: SubwordVocab, constraints: Sequence[str], todo: list[i
             continue
         line = first_line + i + 1
         if len(phrases) > beam_size:
-            raise ValueError(f"constraints line {line} has {len(phrases)} phrases, more than the beam "
-                             f"({beam_size}): a beam cannot keep a place for each")
+            raise ValueError(
+                f"constraints line {line} has {len(phrases)} phrases, more than the beam "
+                f"({beam_size}): a beam cannot keep a place for each"
+            )
         row: list[int] = []
         for phrase, ids in zip(phrases, vocab.target.encode(phrases), strict=True):
             if UNK_ID in ids or not ids:
-                raise ValueError(f"constraints line {line}: {_shown(phrase)} has a piece the target vocabulary "
-                                 "cannot spell")
+                raise ValueError(
+                    f"constraints line {line}: {_shown(phrase)} has a piece the target vocabulary cannot spell"
+                )
             row += ([SEPARATOR] if row else []) + list(ids)
         tokens = len(row) - len(phrases) + 1
         if tokens > MAX_CONSTRAINT_TOKENS:
-            raise ValueError(f"constraints line {line} has {tokens} subwords, more than the "
-                             f"{MAX_CONSTRAINT_TOKENS} the phrases of a sentence may have")
+            raise ValueError(
+                f"constraints line {line} has {tokens} subwords, more than the "
+                f"{MAX_CONSTRAINT_TOKENS} the phrases of a sentence may have"
+            )
         if beam_size * (tokens + 1) > MAX_CONSTRAINT_CANDIDATES:
-            raise ValueError(f"constraints line {line}: beam {beam_size} x ({tokens} subwords + 1) = "
-                             f"{beam_size * (tokens + 1)} candidates per step, more than the "
-                             f"{MAX_CONSTRAINT_CANDIDATES} a constrained search weighs; use a smaller beam "
-                             f"(at most {MAX_CONSTRAINT_CANDIDATES // (tokens + 1)}) or fewer constraints")
+            raise ValueError(
+                f"constraints line {line}: beam {beam_size} x ({tokens} subwords + 1) = "
+                f"{beam_size * (tokens + 1)} candidates per step, more than the "
+                f"{MAX_CONSTRAINT_CANDIDATES} a constrained search weighs; use a smaller beam "
+                f"(at most {MAX_CONSTRAINT_CANDIDATES // (tokens + 1)}) or fewer constraints"
+            )
         out[i] = row
     return out
 
 
-def check_search_inputs(vocab: SubwordVocab, beam_size: int, prefixes: Sequence[str] | None = None,
-                        constraints: Sequence[str] | None = None, first_line: int = 0) -> None:
+def check_search_inputs(
+    vocab: SubwordVocab,
+    beam_size: int,
+    prefixes: Sequence[str] | None = None,
+    constraints: Sequence[str] | None = None,
+    first_line: int = 0,
+) -> None:
     """Every prefix and constraint line checked as :func:`translate_chunks` would check it
     (:func:`prefix_ids`, :func:`constraint_ids`), all at once: a caller learns of a bad line
     before anything is translated, not when its chunk comes."""
@@ -428,8 +477,9 @@ def draw_key(seed: int, line: int, sample: int) -> int:
     return int.from_bytes(digest, "little") & 0x7FFFFFFF
 
 
-def _alignment(vocab: SubwordVocab, source_ids: list[int], tokens: np.ndarray,
-               weights: np.ndarray) -> list[tuple[str, str, float]]:
+def _alignment(
+    vocab: SubwordVocab, source_ids: list[int], tokens: np.ndarray, weights: np.ndarray
+) -> list[tuple[str, str, float]]:
     """``(target piece, source piece, weight)`` per target subword before eos, from the
     ``(L, Tx)`` attention: the source position with the largest weight."""
     pairs = []
@@ -442,8 +492,9 @@ def _alignment(vocab: SubwordVocab, source_ids: list[int], tokens: np.ndarray,
     return pairs
 
 
-def _word_alignment(vocab: SubwordVocab, source_ids: list[int], tokens: np.ndarray, weights: np.ndarray,
-                    kind: str) -> str:
+def _word_alignment(
+    vocab: SubwordVocab, source_ids: list[int], tokens: np.ndarray, weights: np.ndarray, kind: str
+) -> str:
     """The word alignment line of one translation (``tokens``, eos and pad left out) of
     ``source_ids`` (eos last, left out) from its ``(L, Tx)`` attention."""
     target = []
@@ -455,15 +506,24 @@ def _word_alignment(vocab: SubwordVocab, source_ids: list[int], tokens: np.ndarr
     return format_alignment(source, target, weights, kind)
 
 
-def reference_alignments(model, vocab, sources: Sequence[str], references: Sequence[str],
-                         kind: str = "hard", batch_size: int | None = None) -> list[str]:
+def reference_alignments(
+    model, vocab, sources: Sequence[str], references: Sequence[str], kind: str = "hard", batch_size: int | None = None
+) -> list[str]:
     """The word alignment the model's attention gives each ``(source, reference)`` pair:
     the reference is forced as a target prefix (greedy search; what the model would
     attend to while writing that very translation), and the links of the words after it
     are left out. One line per pair (``format_alignment``)."""
     lines = []
-    for chunk in translate_chunks(model, vocab, sources, beam_size=1, batch_size=batch_size, progress=False,
-                                  prefixes=references, word_alignment=kind):
+    for chunk in translate_chunks(
+        model,
+        vocab,
+        sources,
+        beam_size=1,
+        batch_size=batch_size,
+        progress=False,
+        prefixes=references,
+        word_alignment=kind,
+    ):
         lines += [links for _, links in chunk]
     out = []
     for line, reference in zip(lines, references, strict=True):

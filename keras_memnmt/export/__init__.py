@@ -15,5 +15,4 @@ from keras_memnmt.export.saved_model import (
     export_translator,
 )
 
-__all__ = ["SIGNATURES", "ExportError", "atomic_directory", "check_options", "export_runs",
-           "export_translator"]
+__all__ = ["SIGNATURES", "ExportError", "atomic_directory", "check_options", "export_runs", "export_translator"]

@@ -44,8 +44,7 @@ def main(argv: list[str] | None = None) -> int:
 
             model = keras.saving.load_model(request["model_file"], compile=False)
             vocab = SubwordVocab.load(request["vocab_dir"])
-        _export(model, vocab, request["out_dir"], options, request["overwrite"],
-                request["metadata"])
+        _export(model, vocab, request["out_dir"], options, request["overwrite"], request["metadata"])
     except (FileNotFoundError, FileExistsError, ValueError, TypeError) as e:
         return fail(type(e).__name__, str(e))
     return 0

@@ -20,13 +20,15 @@ PARTIAL_MARK = ".partial-"
 def check_destination(out_dir: str, overwrite: bool) -> None:
     """A ``FileExistsError`` when ``out_dir`` exists and ``overwrite`` is off."""
     if os.path.lexists(out_dir) and not overwrite:
-        raise FileExistsError(f"{out_dir} already exists; pass --overwrite (overwrite=True) to "
-                              "replace it, or choose another --out")
+        raise FileExistsError(
+            f"{out_dir} already exists; pass --overwrite (overwrite=True) to replace it, or choose another --out"
+        )
 
 
 @contextlib.contextmanager
-def atomic_directory(out_dir: str, overwrite: bool = False,
-                     check: Callable[[str, bool], None] = check_destination) -> Iterator[str]:
+def atomic_directory(
+    out_dir: str, overwrite: bool = False, check: Callable[[str, bool], None] = check_destination
+) -> Iterator[str]:
     """Yields a fresh temporary directory that becomes ``out_dir`` when the block succeeds.
 
     1. Refuses an existing ``out_dir`` unless ``overwrite`` (``check``, before and after

@@ -42,8 +42,9 @@ def _require():
     try:
         import ctranslate2
     except ImportError as e:
-        raise ImportError("--format ctranslate2 needs the `ctranslate2` package: pip install "
-                          "'keras-memnmt[ctranslate2]'") from e
+        raise ImportError(
+            "--format ctranslate2 needs the `ctranslate2` package: pip install 'keras-memnmt[ctranslate2]'"
+        ) from e
     return ctranslate2
 
 
@@ -77,7 +78,7 @@ def _attention(spec, attention, layer_norm, fuse: tuple[str, ...]) -> None:
     names = {"query": attention._query_dense, "key": attention._key_dense, "value": attention._value_dense}
     order = [n for n in ("query", "key", "value") if n not in fuse]
     linears = []
-    for group in ([fuse] if fuse == ("query", "key", "value") else [tuple(order), fuse]):
+    for group in [fuse] if fuse == ("query", "key", "value") else [tuple(order), fuse]:
         parts = []
         for name in group:
             part = common_spec.LinearSpec()
@@ -110,8 +111,10 @@ def check_model(model) -> None:
     from keras_memnmt.models.transformer import Transformer
 
     if not isinstance(model, Transformer):
-        raise ValueError(f"--format ctranslate2 exports Transformer runs; this run's model is "
-                         f"{type(model).__name__} (CTranslate2 has no recurrent decoders)")
+        raise ValueError(
+            f"--format ctranslate2 exports Transformer runs; this run's model is "
+            f"{type(model).__name__} (CTranslate2 has no recurrent decoders)"
+        )
     for layer in [*model.encoder.encoder_layers, *model.decoder_layers]:
         activation = layer.activation
         name = activation if isinstance(activation, str) else getattr(activation, "__name__", repr(activation))
@@ -129,8 +132,9 @@ def transformer_spec(model, vocab):
     ctranslate2 = _require()
     check_model(model)
     specs = ctranslate2.specs
-    spec = specs.TransformerSpec.from_config(model.num_layers, model.num_heads, pre_norm=True,
-                                             activation=specs.Activation.RELU)
+    spec = specs.TransformerSpec.from_config(
+        model.num_layers, model.num_heads, pre_norm=True, activation=specs.Activation.RELU
+    )
     dim = model.embedding_dim
     target = np.asarray(model.target_embedding.embeddings, np.float32)  # (V, D)
     target_scale = float(ops.convert_to_numpy(model.target_scale)) if model.tie_embeddings else 1.0
@@ -143,8 +147,12 @@ def transformer_spec(model, vocab):
     encoder.scale_embeddings = False
     encoder.position_encodings.encodings = _positions(decoder.positions, dim)
     for layer_spec, layer in zip(encoder.layer, decoder.encoder_layers):
-        _attention(layer_spec.self_attention, layer._self_attention_layer, layer._self_attention_layer_norm,
-                   ("query", "key", "value"))
+        _attention(
+            layer_spec.self_attention,
+            layer._self_attention_layer,
+            layer._self_attention_layer_norm,
+            ("query", "key", "value"),
+        )
         _ffn(layer_spec.ffn, layer)
     _norm(encoder.layer_norm, decoder.norm)
 
@@ -153,10 +161,15 @@ def transformer_spec(model, vocab):
     out.scale_embeddings = False
     out.position_encodings.encodings = _positions(model.target_positions, dim)
     for layer_spec, layer in zip(out.layer, model.decoder_layers):
-        _attention(layer_spec.self_attention, layer._self_attention_layer, layer._self_attention_layer_norm,
-                   ("query", "key", "value"))
-        _attention(layer_spec.attention, layer._cross_attention_layer, layer._cross_attention_layer_norm,
-                   ("key", "value"))
+        _attention(
+            layer_spec.self_attention,
+            layer._self_attention_layer,
+            layer._self_attention_layer_norm,
+            ("query", "key", "value"),
+        )
+        _attention(
+            layer_spec.attention, layer._cross_attention_layer, layer._cross_attention_layer_norm, ("key", "value")
+        )
         _ffn(layer_spec.ffn, layer)
     _norm(out.layer_norm, model.decoder_norm)
     if model.tie_embeddings:
@@ -166,8 +179,7 @@ def transformer_spec(model, vocab):
 
     spec.config.layer_norm_epsilon = LAYER_NORM_EPSILON
     spec.config.add_source_eos = True
-    for side, register in (("source", spec.register_source_vocabulary),
-                           ("target", spec.register_target_vocabulary)):
+    for side, register in (("source", spec.register_source_vocabulary), ("target", spec.register_target_vocabulary)):
         import sentencepiece as spm
 
         processor = spm.SentencePieceProcessor(model_proto=getattr(vocab, side).proto)
@@ -175,8 +187,9 @@ def transformer_spec(model, vocab):
     return spec
 
 
-def export_ctranslate2(run_dir: str, out_dir: str, checkpoint: str | None = None,
-                       quantization: str = "float32", overwrite: bool = False) -> dict:
+def export_ctranslate2(
+    run_dir: str, out_dir: str, checkpoint: str | None = None, quantization: str = "float32", overwrite: bool = False
+) -> dict:
     """Writes the run's Transformer as a CTranslate2 model directory at ``out_dir``.
 
     Args:
@@ -202,10 +215,16 @@ def export_ctranslate2(run_dir: str, out_dir: str, checkpoint: str | None = None
         def _load(self):
             return spec
 
-    metadata = {"format": "ctranslate2", "ctranslate2_version": ctranslate2.__version__,
-                "run": os.path.abspath(run_dir), "checkpoint": checkpoint or "best.keras",
-                "quantization": quantization, "model": type(model).__name__,
-                "source_sentencepiece": "source.model", "target_sentencepiece": "target.model"}
+    metadata = {
+        "format": "ctranslate2",
+        "ctranslate2_version": ctranslate2.__version__,
+        "run": os.path.abspath(run_dir),
+        "checkpoint": checkpoint or "best.keras",
+        "quantization": quantization,
+        "model": type(model).__name__,
+        "source_sentencepiece": "source.model",
+        "target_sentencepiece": "target.model",
+    }
     with atomic_directory(out_dir, overwrite) as tmp:
         _Converter().convert(os.path.join(tmp, "model"), quantization=quantization, force=True)
         for name in os.listdir(os.path.join(tmp, "model")):
@@ -233,8 +252,9 @@ class CTranslate2Translator:
         import sentencepiece as spm
 
         ctranslate2 = _require()
-        self.translator = ctranslate2.Translator(path, device=device, inter_threads=inter_threads,
-                                                 intra_threads=intra_threads)
+        self.translator = ctranslate2.Translator(
+            path, device=device, inter_threads=inter_threads, intra_threads=intra_threads
+        )
         self.source = spm.SentencePieceProcessor(model_file=os.path.join(path, "source.model"))
         self.target = spm.SentencePieceProcessor(model_file=os.path.join(path, "target.model"))
 
@@ -242,6 +262,5 @@ class CTranslate2Translator:
         """Translations of ``sentences``; ``options`` go to ``translate_batch``
         (``max_decoding_length``, ``length_penalty``, ...)."""
         pieces = self.source.encode(list(sentences), out_type=str)
-        results = self.translator.translate_batch(pieces, beam_size=beam_size, max_batch_size=max_batch_size,
-                                                  **options)
+        results = self.translator.translate_batch(pieces, beam_size=beam_size, max_batch_size=max_batch_size, **options)
         return [self.target.decode_pieces(r.hypotheses[0]) for r in results]

@@ -88,8 +88,11 @@ def not_an_export(path: str) -> str | None:
     if not isinstance(info, dict) or info.get("library") != "keras_memnmt":
         return f"it holds no export (no {METADATA_FILE} written by keras_memnmt)"
     extra = [n for n in sorted(names) if n not in EXPORT_NAMES]
-    extra += [os.path.join("assets.extra", n) for n in sorted(os.listdir(os.path.join(path, "assets.extra")))
-              if n != os.path.basename(METADATA_FILE)]
+    extra += [
+        os.path.join("assets.extra", n)
+        for n in sorted(os.listdir(os.path.join(path, "assets.extra")))
+        if n != os.path.basename(METADATA_FILE)
+    ]
     if extra:
         return f"it holds {extra[0]}, which no export writes"
     return None
@@ -104,8 +107,9 @@ def check_export_destination(out_dir: str, overwrite: bool) -> None:
     if os.path.lexists(out_dir):
         why = not_an_export(out_dir) if os.path.isdir(out_dir) else "it is not a folder"
         if why and (overwrite or os.path.isdir(out_dir)):
-            raise FileExistsError(f"{out_dir}: {why}; --overwrite (overwrite=True) replaces only an "
-                                  "earlier export; choose another --out")
+            raise FileExistsError(
+                f"{out_dir}: {why}; --overwrite (overwrite=True) replaces only an earlier export; choose another --out"
+            )
     check_destination(out_dir, overwrite)
 
 
@@ -196,8 +200,7 @@ def export_runs(
     return _export(model, vocab, out_dir, options, overwrite, metadata)
 
 
-def check_options(beam_size: int, length_penalty: str, alpha: float, max_length: int,
-                  n_best: int | None) -> dict:
+def check_options(beam_size: int, length_penalty: str, alpha: float, max_length: int, n_best: int | None) -> dict:
     """The search options as a dict, or a ``ValueError`` naming the bad one (the search's
     through :class:`~keras_memnmt.decoding.settings.SearchSettings`)."""
     from keras_memnmt.decoding.settings import SearchSettings
@@ -205,8 +208,13 @@ def check_options(beam_size: int, length_penalty: str, alpha: float, max_length:
     settings = SearchSettings(beam=beam_size, n_best=n_best, length_penalty=length_penalty, alpha=alpha)
     if not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < 1:
         raise ValueError(f"max_length must be an integer >= 1, got {max_length!r}")
-    return {"beam_size": settings.beam_size, "length_penalty": settings.length_penalty,
-            "alpha": float(settings.alpha), "max_length": max_length, "n_best": settings.n_best or settings.beam_size}
+    return {
+        "beam_size": settings.beam_size,
+        "length_penalty": settings.length_penalty,
+        "alpha": float(settings.alpha),
+        "max_length": max_length,
+        "n_best": settings.n_best or settings.beam_size,
+    }
 
 
 def _check_model(model, vocab: SubwordVocab) -> None:
@@ -215,18 +223,21 @@ def _check_model(model, vocab: SubwordVocab) -> None:
     from keras_memnmt.models.generation import Generator
 
     if not isinstance(model, Generator):
-        raise ExportError(f"{type(model).__name__} has no Generator search (encode, decode_step, "
-                          "generate): only the library's models and Ensembles can be exported")
+        raise ExportError(
+            f"{type(model).__name__} has no Generator search (encode, decode_step, "
+            "generate): only the library's models and Ensembles can be exported"
+        )
     for side in ("source", "target"):
         size = getattr(model, f"{side}_vocab_size", None)
         pieces = getattr(vocab, side).vocab_size
         if size is not None and size != pieces:
-            raise ValueError(f"the model's {side}_vocab_size is {size} but the {side} vocabulary "
-                             f"has {pieces} pieces: not this model's vocabulary")
+            raise ValueError(
+                f"the model's {side}_vocab_size is {size} but the {side} vocabulary "
+                f"has {pieces} pieces: not this model's vocabulary"
+            )
 
 
-def _export(model, vocab: SubwordVocab, out_dir: str, options: dict, overwrite: bool,
-            metadata: dict | None) -> str:
+def _export(model, vocab: SubwordVocab, out_dir: str, options: dict, overwrite: bool, metadata: dict | None) -> str:
     import tensorflow as tf
 
     _check_model(model, vocab)
@@ -240,8 +251,10 @@ def _export(model, vocab: SubwordVocab, out_dir: str, options: dict, overwrite: 
         "max_length_a": MAX_LENGTH_A,
         "max_length_b": MAX_LENGTH_B,
         "input": INPUT_NAME,
-        "signatures": {"translate": ["translation", "score", "log_prob"],
-                       "translate_n_best": ["translations", "scores", "log_probs"]},
+        "signatures": {
+            "translate": ["translation", "score", "log_prob"],
+            "translate_n_best": ["translations", "scores", "log_probs"],
+        },
         **(metadata or {}),
     }
     # tf.saved_model.save traces the functions again: both traces without rematerialization.
@@ -252,9 +265,11 @@ def _export(model, vocab: SubwordVocab, out_dir: str, options: dict, overwrite: 
                 "translate_n_best": module.translate_n_best.get_concrete_function(),
             }
         except Exception as e:  # any tracing failure: this model cannot be exported
-            raise ExportError(f"cannot export {type(model).__name__} ({model.name}): its search "
-                              "does not trace as one TensorFlow graph for any batch size: "
-                              f"{type(e).__name__}: {e}") from e
+            raise ExportError(
+                f"cannot export {type(model).__name__} ({model.name}): its search "
+                "does not trace as one TensorFlow graph for any batch size: "
+                f"{type(e).__name__}: {e}"
+            ) from e
         signatures["serving_default"] = signatures["translate"]
         with atomic_directory(out_dir, overwrite, check_export_destination) as partial:
             tf.saved_model.save(module, partial, signatures=signatures)
@@ -271,8 +286,11 @@ def _no_rematerialization(model) -> Iterator[None]:
     Rematerialization changes only the backward pass; in a SavedModel its custom-gradient
     ops would only make ``tf.saved_model.load`` warn about gradients nobody asks for.
     """
-    layers = [layer for layer in model._flatten_layers(include_self=True, recursive=True)
-              if getattr(layer, "rematerialize", False) is True]
+    layers = [
+        layer
+        for layer in model._flatten_layers(include_self=True, recursive=True)
+        if getattr(layer, "rematerialize", False) is True
+    ]
     for layer in layers:
         layer.rematerialize = False
     try:
@@ -311,17 +329,27 @@ def _make_translator_class():
         converts its outputs to backend tensors; the graph needs plain TF tensors.
         """
 
-        def __init__(self, model, vocab: SubwordVocab, beam_size: int, length_penalty: str,
-                     alpha: float, max_length: int, n_best: int):
+        def __init__(
+            self,
+            model,
+            vocab: SubwordVocab,
+            beam_size: int,
+            length_penalty: str,
+            alpha: float,
+            max_length: int,
+            n_best: int,
+        ):
             super().__init__(name="memnmt_translator")
             # The weights, tracked so that the SavedModel stores them.
             self.model_variables = [v.value for v in model.variables]
             # Distinct names: two tokenizers of one SavedModel whose ops share a name are
             # restored as one resource (the second then tokenizes with the first's model).
             self.source_tokenizer = tf_text.SentencepieceTokenizer(
-                model=vocab.source.proto, out_type=tf.int32, name="source_sentencepiece")
+                model=vocab.source.proto, out_type=tf.int32, name="source_sentencepiece"
+            )
             self.target_tokenizer = tf_text.SentencepieceTokenizer(
-                model=vocab.target.proto, out_type=tf.int32, name="target_sentencepiece")
+                model=vocab.target.proto, out_type=tf.int32, name="target_sentencepiece"
+            )
             self._model = _Unsaved(model)
             self._search = (beam_size, MAX_LENGTH_A, MAX_LENGTH_B, length_penalty, alpha)
             self._max_length = max_length
@@ -330,8 +358,7 @@ def _make_translator_class():
             spec = [tf.TensorSpec([None], tf.string, name=INPUT_NAME)]
             # autograph=False, as Generator's own tf.function: the search is keras.ops already.
             self.translate = tf.function(self._translate, input_signature=spec, autograph=False)
-            self.translate_n_best = tf.function(self._translate_n_best, input_signature=spec,
-                                                autograph=False)
+            self.translate_n_best = tf.function(self._translate_n_best, input_signature=spec, autograph=False)
 
         def _translate(self, sentences):
             texts, scores, log_probs = self._run(sentences, 1)
@@ -345,8 +372,7 @@ def _make_translator_class():
             """Strings ``(B,)`` → ``texts (B, n_best) tf.string``, and the normalized scores
             and log-probabilities ``(B, n_best) float32``."""
             # 1-2. Valid UTF-8, stripped; an empty sentence is not decoded.
-            text = tf.strings.unicode_transcode(sentences, "UTF-8", "UTF-8", errors="replace",
-                                                replacement_char=0xFFFD)
+            text = tf.strings.unicode_transcode(sentences, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
             text = tf.strings.regex_replace(text, self._strip, "")
             present = tf.strings.length(text) > 0  # (B,)
             rows = tf.cast(tf.where(present)[:, 0], tf.int32)  # (N,) the non-empty sentences
@@ -366,8 +392,9 @@ def _make_translator_class():
                 beam, a, b, penalty, alpha = self._search
                 from keras_memnmt.models.generation import SearchPlan
 
-                plan = SearchPlan(beam_size=beam, max_length_a=a, max_length_b=b, length_penalty=penalty,
-                                  alpha=alpha, n_best=n_best)
+                plan = SearchPlan(
+                    beam_size=beam, max_length_a=a, max_length_b=b, length_penalty=penalty, alpha=alpha, n_best=n_best
+                )
                 out = self._model.value._generate(source, plan=plan, width_cap=cap)
                 tokens = tf.reshape(tf.convert_to_tensor(out["tokens"]), [count * n_best, -1])
                 # 5. The tokens before the first eos, less pad and bos, as text.
@@ -385,8 +412,11 @@ def _make_translator_class():
                 return tf.reshape(texts, [count, n_best]), scores, log_probs
 
             def nothing():
-                return (tf.zeros([0, n_best], tf.string), tf.zeros([0, n_best], tf.float32),
-                        tf.zeros([0, n_best], tf.float32))
+                return (
+                    tf.zeros([0, n_best], tf.string),
+                    tf.zeros([0, n_best], tf.float32),
+                    tf.zeros([0, n_best], tf.float32),
+                )
 
             texts, scores, log_probs = tf.cond(count > 0, decode, nothing)  # (N, n_best) each
             # Back to the input rows; an empty sentence gets "" and 0.0 (index N: a filler row).
@@ -406,15 +436,24 @@ def build_translator(model, vocab: SubwordVocab, **options):
     return _make_translator_class()(model, vocab, **options)
 
 
-def _export_in_subprocess(spec: dict, out_dir: str, options: dict, overwrite: bool,
-                          metadata: dict | None) -> None:
+def _export_in_subprocess(spec: dict, out_dir: str, options: dict, overwrite: bool, metadata: dict | None) -> None:
     """Runs ``python -m keras_memnmt.export`` with ``KERAS_BACKEND=tensorflow``."""
-    request = {**spec, "out_dir": os.path.abspath(out_dir), "options": options,
-               "overwrite": overwrite, "metadata": metadata or {}}
+    request = {
+        **spec,
+        "out_dir": os.path.abspath(out_dir),
+        "options": options,
+        "overwrite": overwrite,
+        "metadata": metadata or {},
+    }
     env = {**os.environ, "KERAS_BACKEND": "tensorflow"}
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    proc = subprocess.Popen([sys.executable, "-m", "keras_memnmt.export", json.dumps(request)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "keras_memnmt.export", json.dumps(request)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         _, err = proc.communicate()
     except BaseException:  # interrupted: the child removes its partial directory on SIGTERM
@@ -424,11 +463,13 @@ def _export_in_subprocess(spec: dict, out_dir: str, options: dict, overwrite: bo
     if proc.returncode == 0:
         return
     # The subprocess reports an error as one `ERROR_PREFIX {"type": ..., "message": ...}` line.
-    reports = [line[len(ERROR_PREFIX):] for line in err.splitlines() if line.startswith(ERROR_PREFIX)]
+    reports = [line[len(ERROR_PREFIX) :] for line in err.splitlines() if line.startswith(ERROR_PREFIX)]
     if not reports:
-        raise ExportError(f"the export under KERAS_BACKEND=tensorflow failed (exit status "
-                          f"{proc.returncode}): {err.strip()[-2000:]}")
+        raise ExportError(
+            f"the export under KERAS_BACKEND=tensorflow failed (exit status {proc.returncode}): {err.strip()[-2000:]}"
+        )
     report = json.loads(reports[-1])
-    error = {"FileNotFoundError": FileNotFoundError, "FileExistsError": FileExistsError,
-             "ValueError": ValueError}.get(report["type"], ExportError)
+    error = {"FileNotFoundError": FileNotFoundError, "FileExistsError": FileExistsError, "ValueError": ValueError}.get(
+        report["type"], ExportError
+    )
     raise error(report["message"])

@@ -12,19 +12,13 @@ import numbers
 def check_positive_int(name: str, value: object) -> int:
     """Returns `value` if it is an integer >= 1, else raises `ValueError`."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(
-            f"Argument `{name}` must be a positive integer. Received: {name}={value!r}"
-        )
+        raise ValueError(f"Argument `{name}` must be a positive integer. Received: {name}={value!r}")
     return int(value)
 
 
 def check_rate(name: str, value: object) -> float:
     """Returns `value` if it is a number in [0, 1), else raises `ValueError`."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or not 0.0 <= float(value) < 1.0
-    ):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 <= float(value) < 1.0:
         raise ValueError(f"Argument `{name}` must be a float in [0, 1). Received: {name}={value!r}")
     return float(value)
 

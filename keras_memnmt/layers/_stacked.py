@@ -76,17 +76,23 @@ class StackedLSTMCell(DecoderCell):
         self.num_layers = check_positive_int("num_layers", num_layers)
         self.score = check_choice("score", score, LUONG_SCORES)
         if score == "dot" and self.annotation_units != self.units:
-            raise ValueError(f"`score`='dot' needs annotation_units == units, got annotation_units="
-                             f"{self.annotation_units}, units={self.units}")
+            raise ValueError(
+                f"`score`='dot' needs annotation_units == units, got annotation_units="
+                f"{self.annotation_units}, units={self.units}"
+            )
         self.concat_units = concat_units
         self.layer_dropout = check_rate("layer_dropout", layer_dropout)
         self.init_state = check_choice("init_state", init_state, INIT_STATES)
         self.attention_remat = bool(attention_remat)
         self.lstms = [sublayers.lstm_cell(self, f"lstm_{i}") for i in range(self.num_layers)]
         self.source_attention = LuongAttention(
-            self.score, units=concat_units, rematerialize=self.attention_remat,
+            self.score,
+            units=concat_units,
+            rematerialize=self.attention_remat,
             kernel_initializer=clone_initializer(self.kernel_initializer),
-            dtype=self.dtype_policy, name="source_attention")
+            dtype=self.dtype_policy,
+            name="source_attention",
+        )
 
     @property
     def source_key_units(self) -> int:
@@ -126,7 +132,8 @@ class StackedLSTMCell(DecoderCell):
                 raise ValueError(
                     f"init_state='encoder' needs the encoder's final [h, c] of {self.units} units for "
                     f"each of the decoder's {self.num_layers} layers; the encoder hands over {shapes} "
-                    "(pass init_state='zeros' or match the sizes)")
+                    "(pass init_state='zeros' or match the sizes)"
+                )
             lstm_states = [ops.cast(s, dtype) for layer in layers for s in layer]
         else:
             lstm_states = [ops.zeros((batch, self.units), dtype)] * (2 * self.num_layers)
@@ -176,8 +183,11 @@ class StackedLSTMCell(DecoderCell):
             else:
                 h, (_, c) = lstm(x, states)
             new_states += [h, c]
-            x = h if i == self.num_layers - 1 and not self.layer_dropout_on_top else (
-                h * masks[:, i * self.units:(i + 1) * self.units])
+            x = (
+                h
+                if i == self.num_layers - 1 and not self.layer_dropout_on_top
+                else (h * masks[:, i * self.units : (i + 1) * self.units])
+            )
         return x, new_states
 
     def attend_source(self, top: Any, source: list) -> tuple:

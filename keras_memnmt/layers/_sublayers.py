@@ -18,8 +18,7 @@ from keras_memnmt.layers.lstm import LSTMCell
 from keras_memnmt.layers.readout import DeepOutput, clone_initializer
 
 
-def dense(cell: keras.layers.Layer, size: int, name: str, activation: str | None = "tanh",
-          use_bias: bool = True):
+def dense(cell: keras.layers.Layer, size: int, name: str, activation: str | None = "tanh", use_bias: bool = True):
     """``Dense(size, activation)`` with the cell's kernel/bias initializers and dtype policy."""
     return keras.layers.Dense(
         size,

@@ -28,15 +28,22 @@ class TrackedStack:
     output before its mask); the top output is dropped too.
     """
 
-    def init_tracked_stack(self, num_layers: int, tracker_layer: int, tracker_units: int | None,
-                           layer_dropout: float, tracker_reads_masked: bool = True) -> None:
+    def init_tracked_stack(
+        self,
+        num_layers: int,
+        tracker_layer: int,
+        tracker_units: int | None,
+        layer_dropout: float,
+        tracker_reads_masked: bool = True,
+    ) -> None:
         self.num_layers = check_positive_int("num_layers", num_layers)
         self.tracker_layer = check_positive_int("tracker_layer", tracker_layer)
         if self.tracker_layer > self.num_layers:
-            raise ValueError(f"`tracker_layer` must be one of the {self.num_layers} layers (1-based), "
-                             f"got tracker_layer={tracker_layer}")
-        self.tracker_units = (self.units if tracker_units is None
-                              else check_positive_int("tracker_units", tracker_units))
+            raise ValueError(
+                f"`tracker_layer` must be one of the {self.num_layers} layers (1-based), "
+                f"got tracker_layer={tracker_layer}"
+            )
+        self.tracker_units = self.units if tracker_units is None else check_positive_int("tracker_units", tracker_units)
         self.layer_dropout = check_rate("layer_dropout", layer_dropout)
         self.tracker_reads_masked = check_bool("tracker_reads_masked", tracker_reads_masked)
         self.lstms = [sublayers.lstm_cell(self, f"lstm_{i}") for i in range(self.num_layers)]
@@ -63,8 +70,15 @@ class TrackedStack:
             masks = keras.random.dropout(masks, self.layer_dropout, seed=self.seed_generator)
         return masks
 
-    def tracked_step(self, x: Any, lstm_states: list, tracker_states: list, masks: Any,
-                     bottom_product: Any = None, after_tracker: Any = None) -> tuple:
+    def tracked_step(
+        self,
+        x: Any,
+        lstm_states: list,
+        tracker_states: list,
+        masks: Any,
+        bottom_product: Any = None,
+        after_tracker: Any = None,
+    ) -> tuple:
         """One step: ``(top (B, units), new lstm states, new tracker [h, k])``.
 
         The tracker runs as soon as layer ``m`` has (it reads nothing from the layers above).
@@ -85,14 +99,15 @@ class TrackedStack:
             if i == 0 and bottom_product is not None:
                 if i == middle:  # the tracker's rows follow x's
                     bottom_product = bottom_product + ops.matmul(
-                        tracker_states[0], self.step_weights()["bottom_tracker"])
+                        tracker_states[0], self.step_weights()["bottom_tracker"]
+                    )
                 h, (_, c) = lstm.step_from_input_product(bottom_product, states)
             else:
                 if i == middle:
                     x = ops.concatenate([x, tracker_states[0]], axis=-1)
                 h, (_, c) = lstm(x, states)
             new_states += [h, c]
-            undropped, x = h, h * masks[:, i * self.units:(i + 1) * self.units]
+            undropped, x = h, h * masks[:, i * self.units : (i + 1) * self.units]
             if i == middle:
                 h, (_, c) = self.tracker(x if self.tracker_reads_masked else undropped, list(tracker_states))
                 new_tracker = [h, c]
@@ -100,6 +115,10 @@ class TrackedStack:
         return x, new_states, new_tracker
 
     def tracked_config(self) -> dict:
-        return {"num_layers": self.num_layers, "tracker_layer": self.tracker_layer,
-                "tracker_units": self.tracker_units, "layer_dropout": self.layer_dropout,
-                "tracker_reads_masked": self.tracker_reads_masked}
+        return {
+            "num_layers": self.num_layers,
+            "tracker_layer": self.tracker_layer,
+            "tracker_units": self.tracker_units,
+            "layer_dropout": self.layer_dropout,
+            "tracker_reads_masked": self.tracker_reads_masked,
+        }

@@ -134,9 +134,7 @@ def test_config_round_trip_gives_identical_outputs(name):
     assert clone.get_config() == layer.get_config()
     clone.build((None, Q), (None, None, D))
     clone.set_weights(layer.get_weights())
-    for got, want in zip(
-        _run(clone, query, annotations, mask), _run(layer, query, annotations, mask)
-    ):
+    for got, want in zip(_run(clone, query, annotations, mask), _run(layer, query, annotations, mask)):
         np.testing.assert_array_equal(got, want)
 
 

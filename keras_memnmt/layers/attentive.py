@@ -122,16 +122,32 @@ class AttentiveCell(StackedLSTMCell):
         attention_remat: bool = True,
         **kwargs: Any,
     ) -> None:
-        super().__init__(units, target_vocab_size, readout_units, annotation_units, num_layers=num_layers,
-                         score=score, concat_units=concat_units, layer_dropout=layer_dropout,
-                         init_state=init_state, attention_remat=attention_remat, **kwargs)
+        super().__init__(
+            units,
+            target_vocab_size,
+            readout_units,
+            annotation_units,
+            num_layers=num_layers,
+            score=score,
+            concat_units=concat_units,
+            layer_dropout=layer_dropout,
+            init_state=init_state,
+            attention_remat=attention_remat,
+            **kwargs,
+        )
         self.self_score = check_choice("self_score", self_score, SELF_SCORES)
-        self.self_attention_units = (self.units if self_attention_units is None else
-                                     check_positive_int("self_attention_units", self_attention_units))
+        self.self_attention_units = (
+            self.units
+            if self_attention_units is None
+            else check_positive_int("self_attention_units", self_attention_units)
+        )
         self.history_length = check_positive_int("history_length", history_length)
         self.past_key = sublayers.dense(self, self.self_attention_units, "past_key", activation=None)
-        self.past_query = (sublayers.dense(self, self.self_attention_units, "past_query", activation=None)
-                           if self.self_score == "combined" else None)
+        self.past_query = (
+            sublayers.dense(self, self.self_attention_units, "past_query", activation=None)
+            if self.self_score == "combined"
+            else None
+        )
         self.past_merge = sublayers.dense(self, self.units, "past_merge")  # Eq. 14
         self.source_merge = sublayers.dense(self, self.units, "source_merge")  # Eq. 10
         self.deep_output = sublayers.deep_output(self, self.seed)  # Eq. 16 and 15
@@ -158,8 +174,11 @@ class AttentiveCell(StackedLSTMCell):
         embedding_dim = self.set_embedding_dim(input_shape)
         self._build_memory_side()
         self.build_stack(embedding_dim)
-        self.past_score = self.add_weight(shape=(self.self_attention_units,), name="past_score",
-                                          initializer=clone_initializer(self.kernel_initializer))
+        self.past_score = self.add_weight(
+            shape=(self.self_attention_units,),
+            name="past_score",
+            initializer=clone_initializer(self.kernel_initializer),
+        )
         self.past_merge.build((None, 2 * self.units))
         self.source_merge.build((None, self.units + self.annotation_units))
         self.deep_output.build((None, 2 * self.units))
@@ -171,8 +190,11 @@ class AttentiveCell(StackedLSTMCell):
         self._build_memory_side()
         stack, source = self.stack_initial_states(encoded, training=training)
         batch, dtype, k = ops.shape(source[2])[0], self.compute_dtype, self.history_length
-        buffer = [ops.zeros((batch, k * self.units), dtype),
-                  ops.zeros((batch, k * self.self_attention_units), dtype), ops.zeros((batch, k), dtype)]
+        buffer = [
+            ops.zeros((batch, k * self.units), dtype),
+            ops.zeros((batch, k * self.self_attention_units), dtype),
+            ops.zeros((batch, k), dtype),
+        ]
         return [*stack, *buffer, *source]
 
     # ----------------------------------------------------------------- step
@@ -187,8 +209,8 @@ class AttentiveCell(StackedLSTMCell):
         details)``, details "attention" ``alpha_t (B, Tx)`` and "past_attention"
         ``(B, history_length)``."""
         layers = 2 * self.num_layers
-        masks, past_flat, past_keys_flat, filled = states[layers:layers + 4]
-        source = states[layers + 4:]
+        masks, past_flat, past_keys_flat, filled = states[layers : layers + 4]
+        source = states[layers + 4 :]
         units, k = self.units, self.history_length
         # 1. the stack; dropout between layers and on the top output (masks from the state)
         top, lstm_states = self.run_stack(products, states[:layers], masks)  # (B, units)

@@ -25,8 +25,15 @@ pytestmark = pytest.mark.backend
 
 B, TX, E, T = 3, 5, 4, 5
 UNITS, VOCAB, READ = 8, 11, 9
-ARGUMENTS = dict(units=UNITS, target_vocab_size=VOCAB, readout_units=READ, annotation_units=6,
-                 num_layers=2, init_state="zeros", history_length=3)
+ARGUMENTS = dict(
+    units=UNITS,
+    target_vocab_size=VOCAB,
+    readout_units=READ,
+    annotation_units=6,
+    num_layers=2,
+    init_state="zeros",
+    history_length=3,
+)
 
 
 def _make(**kwargs):
@@ -55,30 +62,45 @@ def _reference_logits(cell, encoded, embedded):
                     pre = pre + reference.dense(top, *weights_of(cell.past_query))
                 scores[:, i] = np.tanh(pre) @ numpy(cell.past_score).astype(np.float64)
             weights = reference.masked_softmax(scores, None)
-            past_context = sum(weights[:, i:i + 1] * h_i for i, h_i in enumerate(window))
+            past_context = sum(weights[:, i : i + 1] * h_i for i, h_i in enumerate(window))
         else:
             past_context = np.zeros((batch, units))
-        merged_past = np.tanh(reference.dense(np.concatenate([top, past_context], -1),
-                                              *weights_of(cell.past_merge)))  # Eq. 14
+        merged_past = np.tanh(
+            reference.dense(np.concatenate([top, past_context], -1), *weights_of(cell.past_merge))
+        )  # Eq. 14
         context, _ = reference.luong_attention(top, annotations, mask, cell.score, kernel, score_vector)
-        merged_source = np.tanh(reference.dense(np.concatenate([top, context], -1),
-                                                *weights_of(cell.source_merge)))  # Eq. 10
+        merged_source = np.tanh(
+            reference.dense(np.concatenate([top, context], -1), *weights_of(cell.source_merge))
+        )  # Eq. 10
         outputs.append(np.concatenate([merged_source, merged_past], -1))
         past = [top] + past
     deep = cell.deep_output
-    return reference.readout(np.stack(outputs, 1), *[numpy(w) for w in (
-        deep.hidden.kernel, deep.hidden.bias, deep.logits.kernel, deep.logits.bias)])  # Eq. 16, 15
+    return reference.readout(
+        np.stack(outputs, 1),
+        *[numpy(w) for w in (deep.hidden.kernel, deep.hidden.bias, deep.logits.kernel, deep.logits.bias)],
+    )  # Eq. 16, 15
 
 
-@pytest.mark.parametrize("kwargs, fit", [
-    ({"layer_dropout": 0.3, "dropout": 0.1, "seed": 2}, True),  # general, single score (Eq. 13)
-    ({"score": "dot", "annotation_units": UNITS, "self_score": "combined", "num_layers": 1,
-      "self_attention_units": 5}, True),
-    ({"score": "concat", "concat_units": 7, "history_length": 10}, False),  # no sliding
-], ids=["general_single", "dot_combined_one_layer", "concat_long_buffer"])
+@pytest.mark.parametrize(
+    "kwargs, fit",
+    [
+        ({"layer_dropout": 0.3, "dropout": 0.1, "seed": 2}, True),  # general, single score (Eq. 13)
+        (
+            {
+                "score": "dot",
+                "annotation_units": UNITS,
+                "self_score": "combined",
+                "num_layers": 1,
+                "self_attention_units": 5,
+            },
+            True,
+        ),
+        ({"score": "concat", "concat_units": 7, "history_length": 10}, False),  # no sliding
+    ],
+    ids=["general_single", "dot_combined_one_layer", "concat_long_buffer"],
+)
 def test_cell_contract_and_numpy_reference(kwargs, fit):
-    run_cell_test(lambda: _make(**kwargs), embedding_dim=E, target_length=T,
-                  reference=_reference_logits, fit=fit)
+    run_cell_test(lambda: _make(**kwargs), embedding_dim=E, target_length=T, reference=_reference_logits, fit=fit)
 
 
 def _built(seed=0, **kwargs):
@@ -104,8 +126,9 @@ def test_past_attention_covers_only_the_states_so_far():
 
 
 def test_encoder_hand_off_starts_each_layer_from_its_encoder_layer():
-    check_stacked_hand_off(_built(init_state="encoder"), _reference_logits, first=0, annotation_units=6,
-                           embedding_dim=E)
+    check_stacked_hand_off(
+        _built(init_state="encoder"), _reference_logits, first=0, annotation_units=6, embedding_dim=E
+    )
 
 
 def test_layer_dropout_masks_are_drawn_once_per_sequence_in_training_only():
@@ -113,16 +136,19 @@ def test_layer_dropout_masks_are_drawn_once_per_sequence_in_training_only():
 
 
 def test_bad_arguments_raise_value_error_naming_the_argument():
-    check_bad_arguments(_make, [
-        ({"num_layers": 0}, "num_layers"),
-        ({"score": "additive"}, "score"),
-        ({"score": "dot"}, "score"),  # annotation_units 6 != units 8
-        ({"self_score": "both"}, "self_score"),
-        ({"history_length": 0}, "history_length"),
-        ({"layer_dropout": 1.0}, "layer_dropout"),
-        ({"init_state": "mean"}, "init_state"),
-        ({"self_attention_units": -2}, "self_attention_units"),
-    ])
+    check_bad_arguments(
+        _make,
+        [
+            ({"num_layers": 0}, "num_layers"),
+            ({"score": "additive"}, "score"),
+            ({"score": "dot"}, "score"),  # annotation_units 6 != units 8
+            ({"self_score": "both"}, "self_score"),
+            ({"history_length": 0}, "history_length"),
+            ({"layer_dropout": 1.0}, "layer_dropout"),
+            ({"init_state": "mean"}, "init_state"),
+            ({"self_attention_units": -2}, "self_attention_units"),
+        ],
+    )
 
 
 def test_mixed_precision_policy_reaches_every_sublayer():

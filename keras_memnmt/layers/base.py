@@ -307,7 +307,7 @@ class DecoderCell(keras.layers.Layer):
             # Slices, not ops.split: PyTorch's split with split points fails on the "meta"
             # device Keras builds models on.
             step_inputs = inputs[:, : self._step_input_dim]
-            products = inputs[:, self._step_input_dim:]
+            products = inputs[:, self._step_input_dim :]
             output, new_states, _ = self._recurrent_step(step_inputs, products, states, training=training)
         else:
             output, new_states, _ = self.step(inputs, states, training=training)

@@ -144,6 +144,7 @@ class ChoDecoderCell(DecoderCell):
         """
         s_prev, context = states
         state = self.gru_cell.step_from_input_product(
-            products + ops.matmul(context, self.step_weights()["gru_context"]), s_prev)
+            products + ops.matmul(context, self.step_weights()["gru_context"]), s_prev
+        )
         output = ops.concatenate([state, context, inputs], axis=-1)
         return output, [state, context], {}

@@ -54,8 +54,7 @@ def _reference_logits(cell, encoded, embedded):
 
 def test_cell_contract_and_numpy_reference():
     """With input dropout, which `fit` then draws through `drop_inputs`."""
-    run_cell_test(lambda: _make(dropout=0.1, seed=1), embedding_dim=E,
-                  reference=_reference_logits, masking=False)
+    run_cell_test(lambda: _make(dropout=0.1, seed=1), embedding_dim=E, reference=_reference_logits, masking=False)
 
 
 def test_initial_states_match_reference():

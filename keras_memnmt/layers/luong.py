@@ -103,9 +103,19 @@ class LuongCell(StackedLSTMCell):
         attention_remat: bool = True,
         **kwargs: Any,
     ) -> None:
-        super().__init__(units, target_vocab_size, readout_units, annotation_units, num_layers=num_layers,
-                         score=score, concat_units=concat_units, layer_dropout=layer_dropout,
-                         init_state=init_state, attention_remat=attention_remat, **kwargs)
+        super().__init__(
+            units,
+            target_vocab_size,
+            readout_units,
+            annotation_units,
+            num_layers=num_layers,
+            score=score,
+            concat_units=concat_units,
+            layer_dropout=layer_dropout,
+            init_state=init_state,
+            attention_remat=attention_remat,
+            **kwargs,
+        )
         self.input_feeding = check_bool("input_feeding", input_feeding)
         self.attentional = sublayers.dense(self, self.readout_units, "attentional", use_bias=False)  # W_att
         self.deep_output = sublayers.deep_output(self, self.seed, hidden_layer=False)  # W_out
@@ -136,10 +146,9 @@ class LuongCell(StackedLSTMCell):
         input_side(inputs)`` (the bottom LSTM's product with ``e``): ``(h̃_t, states,
         details)``, details "attention" ``alpha_t (B, Tx)``."""
         layers = 2 * self.num_layers
-        fed, lstm_states, masks, source = states[0], states[1:layers + 1], states[layers + 1], states[layers + 2:]
+        fed, lstm_states, masks, source = states[0], states[1 : layers + 1], states[layers + 1], states[layers + 2 :]
         # 1. x^1 = [e; h̃_{t-1}]: e's rows in `products`, h̃_{t-1}'s here
-        top, lstm_states = self.run_stack(products, lstm_states, masks,
-                                          bottom_rest=fed if self.input_feeding else None)
+        top, lstm_states = self.run_stack(products, lstm_states, masks, bottom_rest=fed if self.input_feeding else None)
         context, attention = self.attend_source(top, source)  # 2. κ_t (B, D), alpha_t (B, Tx)
         attentional = self.attentional(ops.concatenate([top, context], axis=-1))  # 3. h̃_t
         return attentional, [attentional, *lstm_states, masks, *source], {"attention": attention}

@@ -26,8 +26,15 @@ pytestmark = pytest.mark.backend
 
 B, TX, E, T = 3, 5, 4, 5
 UNITS, VOCAB, READ = 8, 11, 9
-ARGUMENTS = dict(units=UNITS, target_vocab_size=VOCAB, readout_units=READ, annotation_units=6,
-                 num_layers=2, score="general", init_state="zeros")
+ARGUMENTS = dict(
+    units=UNITS,
+    target_vocab_size=VOCAB,
+    readout_units=READ,
+    annotation_units=6,
+    num_layers=2,
+    score="general",
+    init_state="zeros",
+)
 
 
 def _make(**kwargs):
@@ -52,14 +59,17 @@ def _reference_logits(cell, encoded, embedded):
     return reference.dense(np.stack(outputs, 1), numpy(logits.kernel), numpy(logits.bias))  # W_out h̃ + b
 
 
-@pytest.mark.parametrize("kwargs, fit", [
-    ({"layer_dropout": 0.3, "dropout": 0.1, "seed": 2}, True),  # general, input feeding
-    ({"score": "dot", "annotation_units": UNITS, "num_layers": 1}, True),  # the paper's score
-    ({"score": "concat", "concat_units": 7, "input_feeding": False}, False),
-], ids=["general_feeding", "dot_one_layer", "concat_no_feeding"])
+@pytest.mark.parametrize(
+    "kwargs, fit",
+    [
+        ({"layer_dropout": 0.3, "dropout": 0.1, "seed": 2}, True),  # general, input feeding
+        ({"score": "dot", "annotation_units": UNITS, "num_layers": 1}, True),  # the paper's score
+        ({"score": "concat", "concat_units": 7, "input_feeding": False}, False),
+    ],
+    ids=["general_feeding", "dot_one_layer", "concat_no_feeding"],
+)
 def test_cell_contract_and_numpy_reference(kwargs, fit):
-    run_cell_test(lambda: _make(**kwargs), embedding_dim=E, target_length=T,
-                  reference=_reference_logits, fit=fit)
+    run_cell_test(lambda: _make(**kwargs), embedding_dim=E, target_length=T, reference=_reference_logits, fit=fit)
 
 
 def _built(seed=0, **kwargs):
@@ -84,8 +94,9 @@ def test_input_feeding_carries_the_attentional_vector_to_the_next_step():
 
 
 def test_encoder_hand_off_starts_each_layer_from_its_encoder_layer():
-    check_stacked_hand_off(_built(init_state="encoder"), _reference_logits, first=1, annotation_units=6,
-                           embedding_dim=E)
+    check_stacked_hand_off(
+        _built(init_state="encoder"), _reference_logits, first=1, annotation_units=6, embedding_dim=E
+    )
 
 
 def test_layer_dropout_masks_are_drawn_once_per_sequence_in_training_only():
@@ -102,8 +113,7 @@ def test_layer_dropout_on_top_decides_whether_the_attention_query_is_dropped(on_
 
     def output(bottom_mask, top_mask):
         masks = np.concatenate([np.full((B, UNITS), bottom_mask), np.full((B, UNITS), top_mask)], -1)
-        return numpy(cell.step(e, [*states[:5], keras.ops.convert_to_tensor(masks.astype("float32")),
-                                   *states[6:]])[0])
+        return numpy(cell.step(e, [*states[:5], keras.ops.convert_to_tensor(masks.astype("float32")), *states[6:]])[0])
 
     undropped = output(1.0, 1.0)
     assert np.allclose(output(1.0, 0.0), undropped) != on_top
@@ -111,15 +121,18 @@ def test_layer_dropout_on_top_decides_whether_the_attention_query_is_dropped(on_
 
 
 def test_bad_arguments_raise_value_error_naming_the_argument():
-    check_bad_arguments(_make, [
-        ({"num_layers": 0}, "num_layers"),
-        ({"score": "additive"}, "score"),
-        ({"score": "dot"}, "score"),  # annotation_units 6 != units 8
-        ({"layer_dropout": 1.0}, "layer_dropout"),
-        ({"init_state": "mean"}, "init_state"),
-        ({"input_feeding": "yes"}, "input_feeding"),
-        ({"layer_dropout_on_top": "no"}, "layer_dropout_on_top"),
-    ])
+    check_bad_arguments(
+        _make,
+        [
+            ({"num_layers": 0}, "num_layers"),
+            ({"score": "additive"}, "score"),
+            ({"score": "dot"}, "score"),  # annotation_units 6 != units 8
+            ({"layer_dropout": 1.0}, "layer_dropout"),
+            ({"init_state": "mean"}, "init_state"),
+            ({"input_feeding": "yes"}, "input_feeding"),
+            ({"layer_dropout_on_top": "no"}, "layer_dropout_on_top"),
+        ],
+    )
 
 
 def test_mixed_precision_policy_reaches_every_sublayer():

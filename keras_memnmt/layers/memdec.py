@@ -44,9 +44,7 @@ def _check_optional_positive_int(name: str, value: object) -> int | None:
 
 def _check_non_negative_float(name: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value >= 0.0:
-        raise ValueError(
-            f"Argument `{name}` must be a non-negative float. Received: {name}={value!r}"
-        )
+        raise ValueError(f"Argument `{name}` must be a non-negative float. Received: {name}={value!r}")
     return float(value)
 
 
@@ -85,9 +83,7 @@ class _MemoryAddressing(keras.layers.Layer):
 
     def build(self, state_shape: tuple, memory_shape: tuple) -> None:
         def kernel(name: str, shape: tuple) -> keras.Variable:
-            return self.add_weight(
-                name=name, shape=shape, initializer=clone_initializer(self.kernel_initializer)
-            )
+            return self.add_weight(name=name, shape=shape, initializer=clone_initializer(self.kernel_initializer))
 
         self.memory_kernel = kernel("memory_kernel", (memory_shape[-1], self.units))
         self.state_kernel = kernel("state_kernel", (state_shape[-1], self.units))
@@ -371,9 +367,7 @@ class MemDecCell(DecoderCell):
         self.memory_dim = self.units if memory_dim is None else memory_dim
         address_units = _check_optional_positive_int("address_units", address_units)
         self.address_units = self.attention_units if address_units is None else address_units
-        self.address_nonlinearity = check_choice(
-            "address_nonlinearity", address_nonlinearity, ADDRESS_NONLINEARITIES
-        )
+        self.address_nonlinearity = check_choice("address_nonlinearity", address_nonlinearity, ADDRESS_NONLINEARITIES)
         self.addressing = resolve_addressing(addressing, shared_addressing)
         self.init_noise_std = _check_non_negative_float("init_noise_std", init_noise_std)
         self.init_noise = check_choice("init_noise", init_noise, INIT_NOISES)
@@ -488,17 +482,11 @@ class MemDecCell(DecoderCell):
 
         # Eq. 15: m = tanh(W_ini sum_j h_j + b) / T_x; Eq. 14: M_0(i) = m + nu_i.
         cell_init = self.memory_init_dense(ops.cast(total, dtype)) / ops.cast(count, dtype)  # (B, m)
-        memory = ops.expand_dims(cell_init, 1) * ops.ones(
-            (1, self.memory_size, 1), dtype
-        )  # (B, n, m)
+        memory = ops.expand_dims(cell_init, 1) * ops.ones((1, self.memory_size, 1), dtype)  # (B, n, m)
         if self.memory_noise is not None:
             memory = memory + ops.cast(ops.expand_dims(self.memory_noise, 0), dtype)
-        elif self.init_noise_std > 0.0 and self.init_noise == "sample" and (
-            training or self.noise_at_inference
-        ):
-            noise = keras.random.normal(
-                ops.shape(memory), stddev=self.init_noise_std, seed=self.seed_generator
-            )
+        elif self.init_noise_std > 0.0 and self.init_noise == "sample" and (training or self.noise_at_inference):
+            noise = keras.random.normal(ops.shape(memory), stddev=self.init_noise_std, seed=self.seed_generator)
             memory = memory + ops.cast(noise, dtype)
         # w_0 = 1/n, (B, n). Not `ops.full`: on PyTorch it calls `.item()`, which fails on
         # the "meta" device where Keras first traces a model it builds for `fit`.
@@ -525,16 +513,21 @@ class MemDecCell(DecoderCell):
         GRU's `[e; c_t; r_{t-1}]`)."""
         query_rows = self.memory_dim + (self.units if self.query_state else 0)
         gru = self.gru_cell
-        return ops.concatenate([
-            self.rows_product(inputs, self.query_dense.kernel, query_rows, bias=self.query_dense.bias),
-            self.rows_product(inputs, gru.kernel, 0, self._embedding_dim, bias=gru.bias[0]),
-        ], axis=-1)
+        return ops.concatenate(
+            [
+                self.rows_product(inputs, self.query_dense.kernel, query_rows, bias=self.query_dense.bias),
+                self.rows_product(inputs, gru.kernel, 0, self._embedding_dim, bias=gru.bias[0]),
+            ],
+            axis=-1,
+        )
 
     def loop_weights(self) -> dict:
         """Eq. 5's kernel rows for `[r; (s)]`, the GRU input kernel's for `[c_t; r_{t-1}]`."""
         query_rows = self.memory_dim + (self.units if self.query_state else 0)
-        return {"query_rest": self.kernel_rows(self.query_dense.kernel, 0, query_rows),
-                "gru_rest": self.kernel_rows(self.gru_cell.kernel, self._embedding_dim)}
+        return {
+            "query_rest": self.kernel_rows(self.query_dense.kernel, 0, query_rows),
+            "gru_rest": self.kernel_rows(self.gru_cell.kernel, self._embedding_dim),
+        }
 
     def _recurrent_step(self, inputs: Any, products: Any, states: list, training: bool = False) -> tuple:
         """One decoder step (the class docstring's equations) given `input_side(inputs)`:
@@ -581,13 +574,14 @@ class MemDecCell(DecoderCell):
         query_inputs = ops.concatenate([read, s_prev], axis=-1) if self.query_state else read
         loop = self.step_weights()
         query = self.query_dense.activation(
-            ops.matmul(query_inputs, loop["query_rest"]) + products[:, : self.units])  # (B, units)
+            ops.matmul(query_inputs, loop["query_rest"]) + products[:, : self.units]
+        )  # (B, units)
         # 3. c_t = read^S(s~_t, M^S) (Eq. 6, 3).
         context, attention = self.attention(query, keys, annotations, mask=mask)
         # 4. s_t = GRU(s_{t-1}, [e; c_t; r_{t-1}]) (Eq. 7); the `e` rows' product is in `products`.
         state = self.gru_cell.step_from_input_product(
-            products[:, self.units:]
-            + ops.matmul(ops.concatenate([context, read], axis=-1), loop["gru_rest"]), s_prev)
+            products[:, self.units :] + ops.matmul(ops.concatenate([context, read], axis=-1), loop["gru_rest"]), s_prev
+        )
         # 5. write M_t = write(s_t, M_{t-1}) (Eq. 8, 13 and the add equation).
         write_addressing = self.write_addressing if self.addressing == "separate" else self.read_addressing
         write_weights = write_content = write_gate = erase = add = None
@@ -609,19 +603,23 @@ class MemDecCell(DecoderCell):
         carried = read_weights if self.addressing == "separate" else write_weights
         # 6. o_t = [s_t; c_t; e], the input of the deep output (Eq. 9).
         output = ops.concatenate([state, context, inputs], axis=-1)
-        return output, [state, memory_flat, carried, annotations_flat, keys_flat, mask], {
-            "attention": attention,
-            "read_weights": read_weights,
-            "read_content_weights": read_content,
-            "read_gate": read_gate,
-            "read": read,
-            "query": query,
-            "write_weights": write_weights,
-            "write_content_weights": write_content,
-            "write_gate": write_gate,
-            "erase": erase,
-            "add": add,
-        }
+        return (
+            output,
+            [state, memory_flat, carried, annotations_flat, keys_flat, mask],
+            {
+                "attention": attention,
+                "read_weights": read_weights,
+                "read_content_weights": read_content,
+                "read_gate": read_gate,
+                "read": read,
+                "query": query,
+                "write_weights": write_weights,
+                "write_content_weights": write_content,
+                "write_gate": write_gate,
+                "erase": erase,
+                "add": add,
+            },
+        )
 
     def step_details(self, inputs: Any, states: list, training: bool = False) -> dict:
         """One decoder step with its intermediate values: "output", "states" and the

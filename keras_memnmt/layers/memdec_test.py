@@ -27,9 +27,7 @@ pytestmark = pytest.mark.backend
 B, TX, D, E, T = 3, 5, 6, 4, 3
 UNITS, VOCAB, ATT, READ = 8, 11, 7, 9
 N, M, ADDR = 4, 5, 6  # memory cells, cell size (!= UNITS), addressing units (!= ATT)
-ARGUMENTS = dict(
-    units=UNITS, target_vocab_size=VOCAB, attention_units=ATT, readout_units=READ, annotation_units=D
-)
+ARGUMENTS = dict(units=UNITS, target_vocab_size=VOCAB, attention_units=ATT, readout_units=READ, annotation_units=D)
 ZEROS = dict(kernel_initializer="zeros", recurrent_initializer="zeros")  # for randomize_weights
 
 
@@ -124,9 +122,7 @@ def _reference_sequence(cell, annotations, mask, embedded, states):
     memory = memory.reshape(-1, cell.memory_size, cell.memory_dim)
     outputs, steps = [], []
     for t in range(embedded.shape[1]):
-        result = reference.memdec_step(
-            embedded[:, t], state, memory, weights, annotations, mask, **_step_weights(cell)
-        )
+        result = reference.memdec_step(embedded[:, t], state, memory, weights, annotations, mask, **_step_weights(cell))
         state, memory, weights = result["state"], result["memory"], result["weights"]
         outputs.append(result["output"])
         steps.append(result)
@@ -141,8 +137,9 @@ def _reference_logits(cell, encoded, embedded):
     # (with "shared_weights" the first read uses the uniform w_0).
     first_read = 1 if cell.addressing == "shared_weights" else 0
     assert all(np.abs(step["read_weights"] - 1.0 / N).max() > 1e-2 for step in steps[first_read:])
-    assert all(np.abs(step["write_weights"] - 1.0 / N).max() > 1e-2
-               for step in steps if step["write_weights"] is not None)
+    assert all(
+        np.abs(step["write_weights"] - 1.0 / N).max() > 1e-2 for step in steps if step["write_weights"] is not None
+    )
     deep = cell.deep_output
     weights = (deep.hidden.kernel, deep.hidden.bias, deep.logits.kernel, deep.logits.bias)
     return reference.readout(outputs, *[numpy(w) for w in weights])
@@ -169,15 +166,17 @@ CONFIGURATIONS = {
     "shared_weights": ({}, False),
     "shared_parameters_printed_eq12_query_state": (
         {"addressing": "shared_parameters", "address_nonlinearity": "none", "query_state": True},
-        False),
+        False,
+    ),
     "separate_no_write": ({"addressing": "separate", "write": False}, False),
 }
 
 
 @pytest.mark.parametrize("kwargs, fit", CONFIGURATIONS.values(), ids=CONFIGURATIONS.keys())
 def test_cell_contract_and_numpy_reference(kwargs, fit):
-    run_cell_test(lambda: _make(init_noise_std=0.5, seed=0, **kwargs), embedding_dim=E,
-                  reference=_reference_logits, fit=fit)
+    run_cell_test(
+        lambda: _make(init_noise_std=0.5, seed=0, **kwargs), embedding_dim=E, reference=_reference_logits, fit=fit
+    )
 
 
 def test_initial_states_layout_and_reference():
@@ -275,8 +274,9 @@ def test_shared_weights_read_with_the_previous_write_weights():
     cell = _cell()
     assert cell.addressing == "shared_weights"
     states = _noisy_states(cell, annotations, mask)
-    np.testing.assert_allclose(numpy(cell.step_details(embedded[:, 0], states)["read_weights"]),
-                               1.0 / N, atol=1e-7)  # w_0
+    np.testing.assert_allclose(
+        numpy(cell.step_details(embedded[:, 0], states)["read_weights"]), 1.0 / N, atol=1e-7
+    )  # w_0
     previous_write = None
     for t in range(T):
         details = cell.step_details(embedded[:, t], states)
@@ -303,8 +303,9 @@ def test_models_saved_with_shared_addressing_keep_their_mode(legacy, mode):
     old.build((None, E))
     old.set_weights(cell.get_weights())
     states = _noisy_states(cell, annotations, mask)
-    np.testing.assert_array_equal(numpy(old.step(embedded[:, 0], states)[0]),
-                                  numpy(cell.step(embedded[:, 0], states)[0]))
+    np.testing.assert_array_equal(
+        numpy(old.step(embedded[:, 0], states)[0]), numpy(cell.step(embedded[:, 0], states)[0])
+    )
 
 
 def test_printed_eq12_content_weights_ignore_the_state():
@@ -354,8 +355,7 @@ def test_without_noise_the_cells_stay_identical():
 def test_fixed_memory_noise_is_the_same_in_training_and_decoding():
     """init_noise="fixed": one nu (n, m) ~ N(0, std^2), added to every sentence's M_0."""
     annotations, mask, embedded = _data()
-    cell = MemDecCell(**ARGUMENTS, **ZEROS, memory_size=16, memory_dim=32, init_noise_std=0.1,
-                      seed=0)
+    cell = MemDecCell(**ARGUMENTS, **ZEROS, memory_size=16, memory_dim=32, init_noise_std=0.1, seed=0)
     cell.build((None, E))
     randomize_weights(cell)
     assert cell.memory_noise is not None and not cell.memory_noise.trainable
@@ -369,8 +369,7 @@ def test_fixed_memory_noise_is_the_same_in_training_and_decoding():
     assert no_noise.memory_noise is None
     no_noise.set_weights([numpy(v) for v in cell.weights if v is not cell.memory_noise])
     clean = numpy(no_noise.initial_states(annotations, mask)[1])
-    np.testing.assert_allclose((decode - clean).reshape(B, 16, 32), np.broadcast_to(nu, (B, 16, 32)),
-                               atol=1e-6)
+    np.testing.assert_allclose((decode - clean).reshape(B, 16, 32), np.broadcast_to(nu, (B, 16, 32)), atol=1e-6)
     # The cells differ at inference, so the addressing is not uniform there.
     details = cell.step_details(embedded[:, 0], cell.initial_states(annotations, mask))
     assert np.abs(numpy(details["write_content_weights"]) - 1.0 / 16).max() > 1e-3
@@ -382,9 +381,7 @@ def test_sampled_memory_noise_only_in_training_unless_asked():
     big_mask = np.concatenate([mask] * 4)
     cell = _cell(init_noise_std=0.1, init_noise="sample", seed=0)
     clean = numpy(cell.initial_states(big_batch, big_mask)[1])
-    np.testing.assert_array_equal(
-        numpy(cell.initial_states(big_batch, big_mask, training=False)[1]), clean
-    )
+    np.testing.assert_array_equal(numpy(cell.initial_states(big_batch, big_mask, training=False)[1]), clean)
     noisy = numpy(cell.initial_states(big_batch, big_mask, training=True)[1])
     noise = (noisy - clean).reshape(-1, N, M)
     assert 0.06 < noise.std() < 0.15
@@ -398,9 +395,7 @@ def test_sampled_memory_noise_only_in_training_unless_asked():
     at_inference = _cell(init_noise_std=0.1, init_noise="sample", noise_at_inference=True)
     assert not np.allclose(numpy(at_inference.initial_states(big_batch, big_mask)[1]), clean)
     no_noise = _cell(init_noise_std=0.0, init_noise="sample")
-    np.testing.assert_array_equal(
-        numpy(no_noise.initial_states(big_batch, big_mask, training=True)[1]), clean
-    )
+    np.testing.assert_array_equal(numpy(no_noise.initial_states(big_batch, big_mask, training=True)[1]), clean)
 
 
 def test_target_mask_with_zero_output_for_mask():
@@ -482,7 +477,10 @@ def test_step_details_hold_the_memory_addressing_and_the_erase_add_means(address
             assert step[f"{name}_mean"].shape == (B,)
             np.testing.assert_allclose(step[f"{name}_mean"], step[name].mean(-1), rtol=1e-6)
             assert np.all((step[f"{name}_mean"] >= 0.0) & (step[f"{name}_mean"] <= 1.0))
-    without_write = check_step_details(_cell(addressing=addressing, write=False), random_encoder_output(B, TX, D),
-                                       embedded, ["attention", "read_weights"] + (
-                                           [] if addressing == "separate" else ["write_weights"]))
+    without_write = check_step_details(
+        _cell(addressing=addressing, write=False),
+        random_encoder_output(B, TX, D),
+        embedded,
+        ["attention", "read_weights"] + ([] if addressing == "separate" else ["write_weights"]),
+    )
     assert without_write[0]["erase_mean"] is None and without_write[0]["add_mean"] is None

@@ -94,43 +94,58 @@ class DeepOutput(keras.layers.Layer):
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.seed = seed
-        self.hidden = None if not self.hidden_layer else keras.layers.Dense(
-            self.readout_units,
-            activation="tanh",
-            kernel_initializer=clone_initializer(self.kernel_initializer),
-            bias_initializer=clone_initializer(self.bias_initializer),
-            dtype=self.dtype_policy,
-            name="hidden",
+        self.hidden = (
+            None
+            if not self.hidden_layer
+            else keras.layers.Dense(
+                self.readout_units,
+                activation="tanh",
+                kernel_initializer=clone_initializer(self.kernel_initializer),
+                bias_initializer=clone_initializer(self.bias_initializer),
+                dtype=self.dtype_policy,
+                name="hidden",
+            )
         )
         self.dropout_layer = keras.layers.Dropout(
             self.output_dropout, seed=seed, dtype=self.dtype_policy, name="dropout"
         )
-        self.logits = None if self.tied else keras.layers.Dense(
-            self.target_vocab_size,
-            kernel_initializer=clone_initializer(self.kernel_initializer),
-            bias_initializer=clone_initializer(self.bias_initializer),
-            dtype=self.dtype_policy,
-            name="logits",
+        self.logits = (
+            None
+            if self.tied
+            else keras.layers.Dense(
+                self.target_vocab_size,
+                kernel_initializer=clone_initializer(self.kernel_initializer),
+                bias_initializer=clone_initializer(self.bias_initializer),
+                dtype=self.dtype_policy,
+                name="logits",
+            )
         )
 
     def build(self, input_shape: tuple) -> None:
         if self.hidden is not None:
             self.hidden.build(tuple(input_shape))
         elif input_shape[-1] != self.readout_units:
-            raise ValueError(f"without the hidden layer the inputs are the readout: readout_units="
-                             f"{self.readout_units}, got inputs of {input_shape[-1]} features")
+            raise ValueError(
+                f"without the hidden layer the inputs are the readout: readout_units="
+                f"{self.readout_units}, got inputs of {input_shape[-1]} features"
+            )
         if self.tied:
-            self.logits_bias = self.add_weight(shape=(self.target_vocab_size,),
-                                               initializer=clone_initializer(self.bias_initializer),
-                                               name="logits_bias")
+            self.logits_bias = self.add_weight(
+                shape=(self.target_vocab_size,),
+                initializer=clone_initializer(self.bias_initializer),
+                name="logits_bias",
+            )
         else:
             self.logits.build(tuple(input_shape[:-1]) + (self.readout_units,))
         self.built = True
 
     def call(self, inputs: Any, training: bool = False, output_embedding: Any = None) -> Any:
         if self.tied != (output_embedding is not None):
-            raise ValueError("a tied DeepOutput needs output_embedding (the target ReversibleEmbedding)"
-                             if self.tied else "output_embedding is only for a tied DeepOutput (tied=True)")
+            raise ValueError(
+                "a tied DeepOutput needs output_embedding (the target ReversibleEmbedding)"
+                if self.tied
+                else "output_embedding is only for a tied DeepOutput (tied=True)"
+            )
         hidden = inputs if self.hidden is None else self.hidden(inputs)  # (..., readout_units)
         hidden = self.dropout_layer(hidden, training=training)
         if self.tied:  # t E^T + b_y

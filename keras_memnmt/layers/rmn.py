@@ -42,9 +42,14 @@ class GatedMerge(keras.layers.Layer):
     Call arguments: ``s (B, d)``, ``z (B, units)``. Returns ``h (B, units)``.
     """
 
-    def __init__(self, units: int, kernel_initializer: Any = "glorot_uniform",
-                 recurrent_initializer: Any = "orthogonal", bias_initializer: Any = "zeros",
-                 **kwargs: Any) -> None:
+    def __init__(
+        self,
+        units: int,
+        kernel_initializer: Any = "glorot_uniform",
+        recurrent_initializer: Any = "orthogonal",
+        bias_initializer: Any = "zeros",
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.units = check_positive_int("units", units)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
@@ -53,14 +58,24 @@ class GatedMerge(keras.layers.Layer):
 
     def build(self, input_shape: tuple) -> None:
         units = self.units
-        self.kernel = self.add_weight(shape=(int(input_shape[-1]), 3 * units), name="kernel",
-                                      initializer=clone_initializer(self.kernel_initializer))
-        self.gate_kernel = self.add_weight(shape=(units, 2 * units), name="gate_recurrent_kernel",
-                                           initializer=clone_initializer(self.recurrent_initializer))
-        self.candidate_kernel = self.add_weight(shape=(units, units), name="candidate_recurrent_kernel",
-                                                initializer=clone_initializer(self.recurrent_initializer))
-        self.bias = self.add_weight(shape=(3 * units,), name="bias",
-                                    initializer=clone_initializer(self.bias_initializer))
+        self.kernel = self.add_weight(
+            shape=(int(input_shape[-1]), 3 * units),
+            name="kernel",
+            initializer=clone_initializer(self.kernel_initializer),
+        )
+        self.gate_kernel = self.add_weight(
+            shape=(units, 2 * units),
+            name="gate_recurrent_kernel",
+            initializer=clone_initializer(self.recurrent_initializer),
+        )
+        self.candidate_kernel = self.add_weight(
+            shape=(units, units),
+            name="candidate_recurrent_kernel",
+            initializer=clone_initializer(self.recurrent_initializer),
+        )
+        self.bias = self.add_weight(
+            shape=(3 * units,), name="bias", initializer=clone_initializer(self.bias_initializer)
+        )
         self.built = True
 
     def call(self, s: Any, z: Any) -> Any:
@@ -72,10 +87,13 @@ class GatedMerge(keras.layers.Layer):
         return update * candidate + (1.0 - update) * z
 
     def get_config(self) -> dict:
-        return {**super().get_config(), "units": self.units,
-                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
-                "recurrent_initializer": keras.initializers.serialize(self.recurrent_initializer),
-                "bias_initializer": keras.initializers.serialize(self.bias_initializer)}
+        return {
+            **super().get_config(),
+            "units": self.units,
+            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            "recurrent_initializer": keras.initializers.serialize(self.recurrent_initializer),
+            "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+        }
 
 
 @keras.saving.register_keras_serializable(package="keras_memnmt")
@@ -226,31 +244,43 @@ class RMNCell(DecoderCell):
         self.feedback_attention = check_bool("feedback_attention", feedback_attention)
         self.attention_remat = check_bool("attention_remat", attention_remat)
         self.memory_initializer = keras.initializers.get(
-            memory_initializer or keras.initializers.RandomNormal(stddev=self.memory_dim ** -0.5))
+            memory_initializer or keras.initializers.RandomNormal(stddev=self.memory_dim**-0.5)
+        )
 
         attending = self.context == "attention"
         self.init_dense = sublayers.dense(self, self.units, "init_state")
         self.context_dense = None if attending else sublayers.dense(self, self.units, "context")
         self.attention = sublayers.additive_attention(self) if attending else None
-        self.query_dense = (sublayers.dense(self, self.units, "feedback_query")
-                            if attending and feedback_attention else None)
+        self.query_dense = (
+            sublayers.dense(self, self.units, "feedback_query") if attending and feedback_attention else None
+        )
         self.lstm = sublayers.lstm_cell(self, "lstm")
         self.top = sublayers.lstm_cell(self, "top_lstm") if top_lstm else None
-        self.memory_query = (None if self.memory_dim == self.units else
-                             sublayers.dense(self, self.memory_dim, "memory_query", activation=None))
+        self.memory_query = (
+            None
+            if self.memory_dim == self.units
+            else sublayers.dense(self, self.memory_dim, "memory_query", activation=None)
+        )
         self.key_embedding = self._memory_embedding("memory_key_embedding")
         self.value_embedding = self._memory_embedding("memory_value_embedding")
         self.gate = GatedMerge(
-            self.units, kernel_initializer=self.kernel_initializer,
+            self.units,
+            kernel_initializer=self.kernel_initializer,
             recurrent_initializer=self.recurrent_initializer,
-            bias_initializer=self.bias_initializer, dtype=self.dtype_policy, name="memory_gate")
+            bias_initializer=self.bias_initializer,
+            dtype=self.dtype_policy,
+            name="memory_gate",
+        )
         self.deep_output = sublayers.deep_output(self, self.seed)
 
     def _memory_embedding(self, name: str) -> keras.layers.Embedding:
         return keras.layers.Embedding(
-            self.target_vocab_size, self.memory_dim,
+            self.target_vocab_size,
+            self.memory_dim,
             embeddings_initializer=clone_initializer(self.memory_initializer),
-            dtype=self.dtype_policy, name=name)
+            dtype=self.dtype_policy,
+            name=name,
+        )
 
     # ----------------------------------------------------------------- sizes
     @property
@@ -280,25 +310,28 @@ class RMNCell(DecoderCell):
         if self.context_dense is not None and not self.context_dense.built:
             self.context_dense.build((None, self.annotation_units))
         if not self.init_dense.built:
-            self.init_dense.build((None, self.context_units if self.context == "fixed"
-                                   else self.annotation_units))
+            self.init_dense.build((None, self.context_units if self.context == "fixed" else self.annotation_units))
         for embedding in (self.key_embedding, self.value_embedding):
             if not embedding.built:
                 embedding.build((None,))
         if self.temporal_embeddings and not hasattr(self, "temporal_keys"):
             shape = (self.memory_size, self.memory_dim)
-            self.temporal_keys = self.add_weight(shape=shape, name="temporal_keys",
-                                                 initializer=clone_initializer(self.memory_initializer))
-            self.temporal_values = self.add_weight(shape=shape, name="temporal_values",
-                                                   initializer=clone_initializer(self.memory_initializer))
+            self.temporal_keys = self.add_weight(
+                shape=shape, name="temporal_keys", initializer=clone_initializer(self.memory_initializer)
+            )
+            self.temporal_values = self.add_weight(
+                shape=shape, name="temporal_values", initializer=clone_initializer(self.memory_initializer)
+            )
 
     def build(self, input_shape: tuple) -> None:
         """Builds every weight from ``input_shape = (B, E + 2d)`` (see :meth:`prepare_inputs`)."""
         embedding_dim = self.set_embedding_dim((None, int(input_shape[-1]) - 2 * self.memory_dim))
         self._step_input_dim = int(input_shape[-1])  # [e; M(y); C(y)]
         if embedding_dim < 1:
-            raise ValueError(f"RMNCell's input is [e; M(y); C(y)] ({2 * self.memory_dim} + E features), "
-                             f"got {input_shape[-1]}: pass the inputs through prepare_inputs()")
+            raise ValueError(
+                f"RMNCell's input is [e; M(y); C(y)] ({2 * self.memory_dim} + E features), "
+                f"got {input_shape[-1]}: pass the inputs through prepare_inputs()"
+            )
         self._build_memory_side()
         if self.query_dense is not None:
             self.query_dense.build((None, self.units + embedding_dim))
@@ -318,8 +351,7 @@ class RMNCell(DecoderCell):
         embeddings ``(B, [T,] E)`` and their ids ``(B, [T])``."""
         self._build_memory_side()
         embedded = ops.cast(embedded, self.compute_dtype)
-        return ops.concatenate(
-            [embedded, self.key_embedding(tokens), self.value_embedding(tokens)], axis=-1)
+        return ops.concatenate([embedded, self.key_embedding(tokens), self.value_embedding(tokens)], axis=-1)
 
     def initial_states_from(self, encoded: EncoderOutput, training: bool = False) -> list:
         """The states of the class docstring; the memory and the LSTM cells start empty."""
@@ -327,8 +359,7 @@ class RMNCell(DecoderCell):
         dtype = self.compute_dtype
         if self.context == "fixed":
             if encoded.summary is None:
-                raise ValueError("RMNCell with context='fixed' needs the encoder's `summary`. "
-                                 "Received: summary=None")
+                raise ValueError("RMNCell with context='fixed' needs the encoder's `summary`. Received: summary=None")
             context = self.context_dense(ops.cast(encoded.summary, dtype))  # (B, units)
             pooled, source = context, [context]
         else:
@@ -341,8 +372,7 @@ class RMNCell(DecoderCell):
         zeros = ops.zeros_like(z0)
         n, d = self.memory_size, self.memory_dim
         batch = ops.shape(z0)[0]
-        memory = [ops.zeros((batch, n * d), dtype), ops.zeros((batch, n * d), dtype),
-                  ops.zeros((batch, n), dtype)]
+        memory = [ops.zeros((batch, n * d), dtype), ops.zeros((batch, n * d), dtype), ops.zeros((batch, n), dtype)]
         top = [zeros, zeros] if self.top_lstm else []
         return [z0, zeros, *memory, *top, *source]
 
@@ -364,8 +394,11 @@ class RMNCell(DecoderCell):
         ``(B, [T,] E + 2d)`` step inputs to ``(B, [T,] projection_size)``."""
         embedding_dim = self._embedding_dim
         e = inputs[..., :embedding_dim]
-        parts = [] if self.query_dense is None else [
-            self.rows_product(e, self.query_dense.kernel, self.units, bias=self.query_dense.bias)]
+        parts = (
+            []
+            if self.query_dense is None
+            else [self.rows_product(e, self.query_dense.kernel, self.units, bias=self.query_dense.bias)]
+        )
         parts.append(self.rows_product(e, self.lstm.kernel, 0, embedding_dim, bias=self.lstm.bias))
         return parts[0] if len(parts) == 1 else ops.concatenate(parts, axis=-1)
 
@@ -399,21 +432,25 @@ class RMNCell(DecoderCell):
         # Slices, not ops.split: with split points, PyTorch's split reads them back from a
         # tensor (`.tolist()`), which fails on the "meta" device Keras builds models on.
         embedding_dim = int(inputs.shape[-1]) - 2 * d
-        key_new, value_new = inputs[:, embedding_dim:embedding_dim + d], inputs[:, embedding_dim + d:]
+        key_new, value_new = inputs[:, embedding_dim : embedding_dim + d], inputs[:, embedding_dim + d :]
 
         # 1. the source context c_t
         if self.context == "attention":
             annotations_flat, source_keys_flat, source_mask = rest
             annotations = self.unflatten(annotations_flat, source_mask, self.annotation_units)
             source_keys = self.unflatten(source_keys_flat, source_mask, self.attention_units)
-            query = z_prev if self.query_dense is None else self.query_dense.activation(
-                ops.matmul(z_prev, self.step_weights()["query_state"])
-                + products[:, : self.units])  # W [z_{t-1}; e] + b, e's rows in `products`
+            query = (
+                z_prev
+                if self.query_dense is None
+                else self.query_dense.activation(
+                    ops.matmul(z_prev, self.step_weights()["query_state"]) + products[:, : self.units]
+                )
+            )  # W [z_{t-1}; e] + b, e's rows in `products`
             context, attention = self.attention(query, source_keys, annotations, mask=source_mask)
         else:
             (context,), attention = rest, None
         # 2. the LSTM (Eq. 8-12), its input [e; c_t] (Eq. 14) or e alone
-        lstm_product = products[:, -4 * self.units:]  # e's rows, with the bias
+        lstm_product = products[:, -4 * self.units :]  # e's rows, with the bias
         if self.context_once != "output":  # + c_t's rows
             lstm_product = lstm_product + ops.matmul(context, self.step_weights()["lstm_context"])
         z, (_, k) = self.lstm.step_from_input_product(lstm_product, [z_prev, k_prev])

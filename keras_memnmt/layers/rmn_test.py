@@ -25,8 +25,9 @@ pytestmark = pytest.mark.backend
 
 B, TX, D, E, T = 3, 5, 6, 4, 5
 UNITS, VOCAB, ATT, READ = 8, 11, 7, 9
-ARGUMENTS = dict(units=UNITS, target_vocab_size=VOCAB, attention_units=ATT, readout_units=READ,
-                 annotation_units=D, memory_size=3)
+ARGUMENTS = dict(
+    units=UNITS, target_vocab_size=VOCAB, attention_units=ATT, readout_units=READ, annotation_units=D, memory_size=3
+)
 
 
 def _make(**kwargs):
@@ -61,11 +62,16 @@ def _reference_logits(cell, encoded, inputs):
                 query = z
             attention = cell.attention
             context, _ = reference.additive_attention(
-                query, annotations, mask, numpy(attention.query_kernel), numpy(attention.key_kernel),
-                numpy(attention.score_vector))
+                query,
+                annotations,
+                mask,
+                numpy(attention.query_kernel),
+                numpy(attention.key_kernel),
+                numpy(attention.score_vector),
+            )
         lstm_input = e if cell.context_once == "output" else np.concatenate([e, context], -1)
         z, k = reference.lstm_step(lstm_input, z, k, *_weights(cell.lstm))
-        words = [(inputs[:, t, width:width + d], inputs[:, t, width + d:])] + words[: n - 1]
+        words = [(inputs[:, t, width : width + d], inputs[:, t, width + d :])] + words[: n - 1]
         keys, values = np.zeros((batch, n, d)), np.zeros((batch, n, d))
         for i, (key, value) in enumerate(words):
             keys[:, i], values[:, i] = key, value
@@ -79,24 +85,35 @@ def _reference_logits(cell, encoded, inputs):
             h = top_h
         outputs.append(h if cell.context_once == "input" else np.concatenate([h, context], -1))
     deep = cell.deep_output
-    return reference.readout(np.stack(outputs, 1), *[numpy(w) for w in (
-        deep.hidden.kernel, deep.hidden.bias, deep.logits.kernel, deep.logits.bias)])
+    return reference.readout(
+        np.stack(outputs, 1),
+        *[numpy(w) for w in (deep.hidden.kernel, deep.hidden.bias, deep.logits.kernel, deep.logits.bias)],
+    )
 
 
 @pytest.mark.parametrize(
     "kwargs, fit",
     [
         ({"dropout": 0.1, "seed": 1}, True),  # attention, context twice, temporal rows, d = units
-        ({"context": "fixed", "context_once": "output", "memory_dim": 5, "temporal_embeddings": False,
-          "top_lstm": True}, True),  # the report's fixed context; RMR; a memory query map
+        (
+            {
+                "context": "fixed",
+                "context_once": "output",
+                "memory_dim": 5,
+                "temporal_embeddings": False,
+                "top_lstm": True,
+            },
+            True,
+        ),  # the report's fixed context; RMR; a memory query map
         ({"context_once": "input", "feedback_attention": False, "memory_size": 2}, False),
     ],
     ids=["rmn_attention", "rmr_fixed_context_output_once", "input_once_bahdanau_query"],
 )
 def test_cell_contract_and_numpy_reference(kwargs, fit):
     masking = kwargs.get("context") != "fixed"
-    run_cell_test(lambda: _make(**kwargs), embedding_dim=E, target_length=T,
-                  reference=_reference_logits, masking=masking, fit=fit)
+    run_cell_test(
+        lambda: _make(**kwargs), embedding_dim=E, target_length=T, reference=_reference_logits, masking=masking, fit=fit
+    )
 
 
 def _built(seed=0, **kwargs):
@@ -154,15 +171,18 @@ def test_memory_attention_depends_on_the_query():
 
 
 def test_bad_arguments_raise_value_error_naming_the_argument():
-    check_bad_arguments(_make, [
-        ({"memory_size": 0}, "memory_size"),
-        ({"memory_dim": -1}, "memory_dim"),
-        ({"context": "summary"}, "context"),
-        ({"context_once": "both"}, "context_once"),
-        ({"top_lstm": 1}, "top_lstm"),
-        ({"temporal_embeddings": "yes"}, "temporal_embeddings"),
-        ({"attention_units": 0}, "attention_units"),
-    ])
+    check_bad_arguments(
+        _make,
+        [
+            ({"memory_size": 0}, "memory_size"),
+            ({"memory_dim": -1}, "memory_dim"),
+            ({"context": "summary"}, "context"),
+            ({"context_once": "both"}, "context_once"),
+            ({"top_lstm": 1}, "top_lstm"),
+            ({"temporal_embeddings": "yes"}, "temporal_embeddings"),
+            ({"attention_units": 0}, "attention_units"),
+        ],
+    )
 
 
 def test_build_names_inputs_that_skipped_prepare_inputs():

@@ -131,9 +131,7 @@ class RNNsearchCell(DecoderCell):
         self.init_state = check_choice("init_state", init_state, INIT_STATES)
 
         self.init_dense = sublayers.dense(self, self.units, "init_state")
-        self.query_dense = (
-            sublayers.dense(self, self.units, "feedback_query") if feedback_attention else None
-        )
+        self.query_dense = sublayers.dense(self, self.units, "feedback_query") if feedback_attention else None
         self.attention = sublayers.additive_attention(self)
         self.gru_cell = sublayers.gru_cell(self)
         self.deep_output = sublayers.deep_output(self, self.seed)
@@ -213,8 +211,11 @@ class RNNsearchCell(DecoderCell):
         """
         embedding_dim = self._embedding_dim
         gru = self.gru_cell
-        parts = [] if self.query_dense is None else [
-            self.rows_product(inputs, self.query_dense.kernel, self.units, bias=self.query_dense.bias)]
+        parts = (
+            []
+            if self.query_dense is None
+            else [self.rows_product(inputs, self.query_dense.kernel, self.units, bias=self.query_dense.bias)]
+        )
         parts.append(self.rows_product(inputs, gru.kernel, 0, embedding_dim, bias=gru.bias[0]))
         return parts[0] if len(parts) == 1 else ops.concatenate(parts, axis=-1)
 
@@ -242,7 +243,7 @@ class RNNsearchCell(DecoderCell):
         s_prev, annotations_flat, keys_flat, mask = states
         annotations = self.unflatten(annotations_flat, mask, self.annotation_units)  # (B, Tx, D)
         keys = self.unflatten(keys_flat, mask, self.attention_units)  # (B, Tx, A)
-        gru_e = products[:, -3 * self.units:]  # W^gru_e e + b^gru
+        gru_e = products[:, -3 * self.units :]  # W^gru_e e + b^gru
         loop = self.step_weights()
 
         # 1. query: feedback attention tanh(W [s_{t-1}; e] + b) (MemDec §2.1) or s_{t-1}.
@@ -254,8 +255,7 @@ class RNNsearchCell(DecoderCell):
         # 2. context c_t = sum_j alpha_tj h_j (Eq. 3).
         context, weights = self.attention(query, keys, annotations, mask=mask)
         # 3. s_t = GRU(s_{t-1}, [e; c_t]) (Eq. 2).
-        state = self.gru_cell.step_from_input_product(
-            gru_e + ops.matmul(context, loop["gru_context"]), s_prev)
+        state = self.gru_cell.step_from_input_product(gru_e + ops.matmul(context, loop["gru_context"]), s_prev)
         # 4. o_t = [s_t; c_t; e], the input of the deep output (Eq. 9).
         output = ops.concatenate([state, context, inputs], axis=-1)
         return output, [state, annotations_flat, keys_flat, mask], {"attention": weights}

@@ -25,9 +25,7 @@ pytestmark = pytest.mark.backend
 
 B, TX, D, E, T = 3, 5, 6, 4, 3
 UNITS, VOCAB, ATT, READ = 8, 11, 7, 9
-ARGUMENTS = dict(
-    units=UNITS, target_vocab_size=VOCAB, attention_units=ATT, readout_units=READ, annotation_units=D
-)
+ARGUMENTS = dict(units=UNITS, target_vocab_size=VOCAB, attention_units=ATT, readout_units=READ, annotation_units=D)
 
 
 def _data(seed=0):
@@ -76,9 +74,7 @@ def _reference_outputs(cell, annotations, mask, embedded, summary=None):
         state = reference.rnnsearch_initial_state(annotations, mask, kernel, bias)
     outputs = []
     for t in range(embedded.shape[1]):
-        output, state, _ = reference.rnnsearch_step(
-            embedded[:, t], state, annotations, mask, **_step_weights(cell)
-        )
+        output, state, _ = reference.rnnsearch_step(embedded[:, t], state, annotations, mask, **_step_weights(cell))
         outputs.append(output)
     return np.stack(outputs, 1)
 
@@ -148,9 +144,7 @@ def test_target_mask_with_zero_output_for_mask():
     target_mask = np.ones((B, T), bool)
     target_mask[1, 2:] = False
     rnn = keras.layers.RNN(cell, return_sequences=True, zero_output_for_mask=True)
-    outputs = numpy(
-        rnn(embedded, initial_state=cell.initial_states(annotations, mask), mask=target_mask)
-    )
+    outputs = numpy(rnn(embedded, initial_state=cell.initial_states(annotations, mask), mask=target_mask))
     ref_outputs = _reference_outputs(cell, annotations, mask, embedded)
     np.testing.assert_allclose(outputs[target_mask], ref_outputs[target_mask], atol=1e-5)
     np.testing.assert_array_equal(outputs[~target_mask], 0.0)
@@ -162,9 +156,7 @@ def test_source_length_can_change_between_calls():
     for source_len in (2, 7):
         annotations = np.ones((B, source_len, D), "float32")
         mask = np.ones((B, source_len), "float32")
-        outputs = rnn(
-            np.ones((B, T, E), "float32"), initial_state=cell.initial_states(annotations, mask)
-        )
+        outputs = rnn(np.ones((B, T, E), "float32"), initial_state=cell.initial_states(annotations, mask))
         assert tuple(outputs.shape) == (B, T, UNITS + D + E)
 
 
@@ -181,8 +173,16 @@ def test_the_models_cell_has_no_input_dropout():
     with `dropout=0`: the cell's `drop_inputs` leaves the model's inputs alone."""
     from keras_memnmt.models import RNNsearch
 
-    model = RNNsearch(20, 20, embedding_dim=E, encoder_units=3, decoder_units=UNITS,
-                      attention_units=ATT, readout_units=READ, dropout=0.5)
+    model = RNNsearch(
+        20,
+        20,
+        embedding_dim=E,
+        encoder_units=3,
+        decoder_units=UNITS,
+        attention_units=ATT,
+        readout_units=READ,
+        dropout=0.5,
+    )
     assert model.cell.dropout == 0.0
     embedded = np.random.default_rng(0).normal(size=(B, T, E)).astype("float32")
     np.testing.assert_array_equal(numpy(model.cell.drop_inputs(embedded, training=True)), embedded)

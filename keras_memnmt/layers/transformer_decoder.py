@@ -34,8 +34,9 @@ def _attend(attention: keras.layers.MultiHeadAttention, query, key, value, mask,
     weights are asked for or not (``return_attention_scores=True`` would switch the layer to
     the explicit path), and a compiled search that drops them does not compute them.
     """
-    output, scores = attention._compute_attention(query=query, key=key, value=value, attention_mask=mask,
-                                                  training=training)  # scores: None from the fused kernel
+    output, scores = attention._compute_attention(
+        query=query, key=key, value=value, attention_mask=mask, training=training
+    )  # scores: None from the fused kernel
     if weights and scores is None:
         scaled = ops.multiply(query, ops.cast(attention._inverse_sqrt_key_dim, query.dtype))
         scores = attention._masked_softmax(ops.einsum(attention._dot_product_equation, key, scaled), mask)
@@ -102,9 +103,17 @@ class TransformerDecoder(keras.layers.Layer):
         ...                            return_attention=True)  # doctest: +SKIP
     """
 
-    def __init__(self, intermediate_dim: int, num_heads: int, dropout: float = 0.0, activation: Any = "relu",
-                 layer_norm_epsilon: float = 1e-5, kernel_initializer: Any = "glorot_uniform",
-                 bias_initializer: Any = "zeros", **kwargs):
+    def __init__(
+        self,
+        intermediate_dim: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        activation: Any = "relu",
+        layer_norm_epsilon: float = 1e-5,
+        kernel_initializer: Any = "glorot_uniform",
+        bias_initializer: Any = "zeros",
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.intermediate_dim = check_positive_int("intermediate_dim", intermediate_dim)
         self.num_heads = check_positive_int("num_heads", num_heads)
@@ -124,14 +133,18 @@ class TransformerDecoder(keras.layers.Layer):
 
         def attention(name, **options):
             return keras.layers.MultiHeadAttention(
-                num_heads=self.num_heads, key_dim=head, dropout=self.dropout,
+                num_heads=self.num_heads,
+                key_dim=head,
+                dropout=self.dropout,
                 kernel_initializer=clone_initializer(self.kernel_initializer),
-                bias_initializer=clone_initializer(self.bias_initializer), dtype=self.dtype_policy, name=name,
-                **options)
+                bias_initializer=clone_initializer(self.bias_initializer),
+                dtype=self.dtype_policy,
+                name=name,
+                **options,
+            )
 
         def norm(name):
-            layer = keras.layers.LayerNormalization(epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy,
-                                                    name=name)
+            layer = keras.layers.LayerNormalization(epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name=name)
             layer.build(decoder_sequence_shape)
             return layer
 
@@ -148,15 +161,21 @@ class TransformerDecoder(keras.layers.Layer):
         self._cross_attention_layer_norm = norm("cross_attention_layer_norm")
         self._cross_attention_dropout = dropout("cross_attention_dropout")
         self._feedforward_intermediate_dense = keras.layers.Dense(
-            self.intermediate_dim, activation=self.activation,
+            self.intermediate_dim,
+            activation=self.activation,
             kernel_initializer=clone_initializer(self.kernel_initializer),
-            bias_initializer=clone_initializer(self.bias_initializer), dtype=self.dtype_policy,
-            name="feedforward_intermediate_dense")
+            bias_initializer=clone_initializer(self.bias_initializer),
+            dtype=self.dtype_policy,
+            name="feedforward_intermediate_dense",
+        )
         self._feedforward_intermediate_dense.build(decoder_sequence_shape)
         self._feedforward_output_dense = keras.layers.Dense(
-            hidden, kernel_initializer=clone_initializer(self.kernel_initializer),
-            bias_initializer=clone_initializer(self.bias_initializer), dtype=self.dtype_policy,
-            name="feedforward_output_dense")
+            hidden,
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            bias_initializer=clone_initializer(self.bias_initializer),
+            dtype=self.dtype_policy,
+            name="feedforward_output_dense",
+        )
         self._feedforward_output_dense.build((*decoder_sequence_shape[:-1], self.intermediate_dim))
         self._feedforward_layer_norm = norm("feedforward_layer_norm")
         self._feedforward_dropout = dropout("feedforward_dropout")
@@ -168,16 +187,27 @@ class TransformerDecoder(keras.layers.Layer):
         attention = self._cross_attention_layer
         return ops.stack([attention._key_dense(encoder_sequence), attention._value_dense(encoder_sequence)], axis=1)
 
-    def call(self, decoder_sequence, encoder_sequence=None, encoder_padding_mask=None, self_attention_cache=None,
-             self_attention_cache_update_index=None, cross_attention_cache=None, return_attention: bool = False,
-             training=False):
+    def call(
+        self,
+        decoder_sequence,
+        encoder_sequence=None,
+        encoder_padding_mask=None,
+        self_attention_cache=None,
+        self_attention_cache_update_index=None,
+        cross_attention_cache=None,
+        return_attention: bool = False,
+        training=False,
+    ):
         if (self_attention_cache is None) != (cross_attention_cache is None):
-            raise ValueError("pass self_attention_cache and cross_attention_cache together (a cached step) "
-                             "or neither (teacher forcing)")
+            raise ValueError(
+                "pass self_attention_cache and cross_attention_cache together (a cached step) "
+                "or neither (teacher forcing)"
+            )
         x = decoder_sequence
         # 1. Self-attention: each position attends to itself and the positions before it.
-        attended = self._self_attention(self._self_attention_layer_norm(x), self_attention_cache,
-                                        self_attention_cache_update_index, training)
+        attended = self._self_attention(
+            self._self_attention_layer_norm(x), self_attention_cache, self_attention_cache_update_index, training
+        )
         if self_attention_cache is not None:
             attended, self_attention_cache = attended
         x = ops.add(self._self_attention_dropout(attended, training=training), x)
@@ -210,8 +240,10 @@ class TransformerDecoder(keras.layers.Layer):
         key, value = attention._key_dense(normed), attention._value_dense(normed)
         if cache is None:  # teacher forcing: position i attends to 0..i, keras-hub's (B, T, T) mask
             steps = ops.arange(ops.shape(normed)[1])
-            mask = ops.broadcast_to(ops.expand_dims(ops.greater_equal(steps[:, None], steps[None, :]), 0),
-                                    (ops.shape(normed)[0], ops.shape(normed)[1], ops.shape(normed)[1]))
+            mask = ops.broadcast_to(
+                ops.expand_dims(ops.greater_equal(steps[:, None], steps[None, :]), 0),
+                (ops.shape(normed)[0], ops.shape(normed)[1], ops.shape(normed)[1]),
+            )
         elif index is None:
             # Appended: the cache then holds exactly the positions 0..t, none to mask. A
             # `slice_update` into a cache that grows would be, on TensorFlow, an XLA
@@ -225,8 +257,9 @@ class TransformerDecoder(keras.layers.Layer):
             value = ops.slice_update(cache[:, 1], start, value)
             cache = ops.stack((key, value), axis=1)
             slots = ops.arange(ops.shape(cache)[2])
-            mask = ops.broadcast_to(ops.less_equal(slots, index)[None, None, :],
-                                    (ops.shape(normed)[0], 1, ops.shape(cache)[2]))
+            mask = ops.broadcast_to(
+                ops.less_equal(slots, index)[None, None, :], (ops.shape(normed)[0], 1, ops.shape(cache)[2])
+            )
         attended, _ = _attend(attention, query, key, value, mask, training, weights=False)
         output = attention._output_dense(attended)
         return output if cache is None else (output, cache)
@@ -235,8 +268,13 @@ class TransformerDecoder(keras.layers.Layer):
         return decoder_sequence_shape
 
     def get_config(self) -> dict:
-        return {**super().get_config(), "intermediate_dim": self.intermediate_dim, "num_heads": self.num_heads,
-                "dropout": self.dropout, "activation": keras.activations.serialize(self.activation),
-                "layer_norm_epsilon": self.layer_norm_epsilon,
-                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
-                "bias_initializer": keras.initializers.serialize(self.bias_initializer)}
+        return {
+            **super().get_config(),
+            "intermediate_dim": self.intermediate_dim,
+            "num_heads": self.num_heads,
+            "dropout": self.dropout,
+            "activation": keras.activations.serialize(self.activation),
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+        }

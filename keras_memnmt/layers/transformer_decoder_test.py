@@ -71,12 +71,19 @@ def reference_step(layer, x, memory, mask, past_keys, past_values):
     keys = np.concatenate([past_keys, _projection(normed, own._key_dense)], axis=1)
     values = np.concatenate([past_values, _projection(normed, own._value_dense)], axis=1)
     x = x + _attention(own, normed, None, keys, values)[0]
-    attended, weights = _attention(layer._cross_attention_layer, _layer_norm(x, layer._cross_attention_layer_norm),
-                                   memory, mask=np.asarray(mask, bool))
+    attended, weights = _attention(
+        layer._cross_attention_layer,
+        _layer_norm(x, layer._cross_attention_layer_norm),
+        memory,
+        mask=np.asarray(mask, bool),
+    )
     x = x + attended
     normed = _layer_norm(x, layer._feedforward_layer_norm)
-    hidden = np.maximum(normed @ numpy(layer._feedforward_intermediate_dense.kernel)
-                        + numpy(layer._feedforward_intermediate_dense.bias), 0.0)
+    hidden = np.maximum(
+        normed @ numpy(layer._feedforward_intermediate_dense.kernel)
+        + numpy(layer._feedforward_intermediate_dense.bias),
+        0.0,
+    )
     x = x + hidden @ numpy(layer._feedforward_output_dense.kernel) + numpy(layer._feedforward_output_dense.bias)
     return x, weights.mean(axis=1)[:, 0], keys, values
 
@@ -95,10 +102,16 @@ def test_a_step_matches_the_numpy_reference_and_its_attention_is_a_distribution(
     cache = np.zeros((B, 2, 0 if grow else 4, H, D // H), "float32")
     keys = values = np.zeros((B, 0, H, D // H))
     for t in range(2):
-        x = target[:, t:t + 1]
-        out, cache, attention = layer(x, memory, encoder_padding_mask=mask, self_attention_cache=cache,
-                                      self_attention_cache_update_index=None if grow else t,
-                                      cross_attention_cache=cross, return_attention=True)
+        x = target[:, t : t + 1]
+        out, cache, attention = layer(
+            x,
+            memory,
+            encoder_padding_mask=mask,
+            self_attention_cache=cache,
+            self_attention_cache_update_index=None if grow else t,
+            cross_attention_cache=cross,
+            return_attention=True,
+        )
         expected, expected_attention, keys, values = reference_step(layer, x, memory, mask, keys, values)
         np.testing.assert_allclose(numpy(out), expected, atol=1e-5)
         np.testing.assert_allclose(numpy(cache)[:, 0, : t + 1], keys, atol=1e-5)
@@ -122,9 +135,14 @@ def test_teacher_forcing_equals_the_steps():
     assert tuple(whole.shape) == (B, 4, D) and tuple(attention.shape) == (B, 4, TX)
     cache, cross = np.zeros((B, 2, 0, H, D // H), "float32"), layer.source_keys_values(memory)
     for t in range(4):
-        out, cache, step_attention = layer(target[:, t:t + 1], memory, encoder_padding_mask=mask,
-                                           self_attention_cache=cache, cross_attention_cache=cross,
-                                           return_attention=True)
+        out, cache, step_attention = layer(
+            target[:, t : t + 1],
+            memory,
+            encoder_padding_mask=mask,
+            self_attention_cache=cache,
+            cross_attention_cache=cross,
+            return_attention=True,
+        )
         np.testing.assert_allclose(numpy(out)[:, 0], numpy(whole)[:, t], atol=1e-5)
         np.testing.assert_allclose(numpy(step_attention)[:, 0], numpy(attention)[:, t], atol=1e-6)
     np.testing.assert_array_equal(numpy(layer(target, memory, encoder_padding_mask=mask)), numpy(whole))
@@ -159,8 +177,9 @@ def test_keras_hubs_layer_with_the_same_weights_gives_the_same_bits(dropout, tmp
     _Holder(layer).load_weights(str(tmp_path / "hub.weights.h5"))
     for attend in (False, True):
         ours = layer(target, memory, encoder_padding_mask=mask, return_attention=attend)
-        np.testing.assert_array_equal(numpy(ours[0] if attend else ours),
-                                      numpy(hub(target, memory, encoder_padding_mask=mask)))
+        np.testing.assert_array_equal(
+            numpy(ours[0] if attend else ours), numpy(hub(target, memory, encoder_padding_mask=mask))
+        )
     cross = numpy(layer.source_keys_values(memory))
     hub_cross = np.zeros_like(cross)
     x = target[:, :1]
@@ -168,20 +187,39 @@ def test_keras_hubs_layer_with_the_same_weights_gives_the_same_bits(dropout, tmp
         cache = np.zeros((B, 2, 0 if grow else 3, H, D // H), "float32")
         if grow:  # keras-hub reads a cache that already holds the position (what the model appended)
             normed = hub._self_attention_layer_norm(x)
-            position = keras.ops.stack([hub._self_attention_layer._key_dense(normed),
-                                        hub._self_attention_layer._value_dense(normed)], axis=1)
+            position = keras.ops.stack(
+                [hub._self_attention_layer._key_dense(normed), hub._self_attention_layer._value_dense(normed)], axis=1
+            )
             hub_cache = keras.ops.concatenate([cache, position], axis=2)
             expected, expected_cache, hub_cross = hub(
-                x, memory, encoder_padding_mask=mask, self_attention_cache=hub_cache,
-                cross_attention_cache=numpy(hub_cross), cross_attention_cache_update_index=0, use_causal_mask=False)
+                x,
+                memory,
+                encoder_padding_mask=mask,
+                self_attention_cache=hub_cache,
+                cross_attention_cache=numpy(hub_cross),
+                cross_attention_cache_update_index=0,
+                use_causal_mask=False,
+            )
         else:
-            expected, expected_cache, _ = hub(x, memory, encoder_padding_mask=mask, self_attention_cache=cache,
-                                              self_attention_cache_update_index=0, cross_attention_cache=cross)
+            expected, expected_cache, _ = hub(
+                x,
+                memory,
+                encoder_padding_mask=mask,
+                self_attention_cache=cache,
+                self_attention_cache_update_index=0,
+                cross_attention_cache=cross,
+            )
         np.testing.assert_array_equal(numpy(hub_cross), cross)
         for attend in (False, True):
-            out, new_cache, *_ = layer(x, memory, encoder_padding_mask=mask, self_attention_cache=cache,
-                                       self_attention_cache_update_index=None if grow else 0,
-                                       cross_attention_cache=cross, return_attention=attend)
+            out, new_cache, *_ = layer(
+                x,
+                memory,
+                encoder_padding_mask=mask,
+                self_attention_cache=cache,
+                self_attention_cache_update_index=None if grow else 0,
+                cross_attention_cache=cross,
+                return_attention=attend,
+            )
             np.testing.assert_array_equal(numpy(out), numpy(expected))
             np.testing.assert_array_equal(numpy(new_cache), numpy(expected_cache))
 
@@ -207,15 +245,19 @@ def test_serialization_round_trip():
     target, memory, mask = _data()
     again(target, memory, encoder_padding_mask=mask)
     again.set_weights(layer.get_weights())
-    np.testing.assert_array_equal(numpy(again(target, memory, encoder_padding_mask=mask)),
-                                  numpy(layer(target, memory, encoder_padding_mask=mask)))
+    np.testing.assert_array_equal(
+        numpy(again(target, memory, encoder_padding_mask=mask)), numpy(layer(target, memory, encoder_padding_mask=mask))
+    )
 
 
-@pytest.mark.parametrize("arguments, message", [
-    (dict(intermediate_dim=0, num_heads=2), "intermediate_dim"),
-    (dict(intermediate_dim=8, num_heads=0), "num_heads"),
-    (dict(intermediate_dim=8, num_heads=2, dropout=1.0), "dropout"),
-])
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (dict(intermediate_dim=0, num_heads=2), "intermediate_dim"),
+        (dict(intermediate_dim=8, num_heads=0), "num_heads"),
+        (dict(intermediate_dim=8, num_heads=2, dropout=1.0), "dropout"),
+    ],
+)
 def test_bad_arguments_are_errors_naming_them(arguments, message):
     with pytest.raises(ValueError, match=message):
         TransformerDecoder(**arguments)

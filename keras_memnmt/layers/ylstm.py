@@ -99,30 +99,52 @@ class YLSTMCell(TrackedStack, DecoderCell):
     attention ``(B, Tx)`` over the encoder's tracker states.
     """
 
-    def __init__(self, units: int, target_vocab_size: int, readout_units: int, annotation_units: int,
-                 num_layers: int = 5, tracker_layer: int = 3, tracker_units: int | None = None,
-                 score: str = "dot", layer_dropout: float = 0.0, same_step_context: bool = False,
-                 tracker_reads_masked: bool = True, output_context: bool = False, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        units: int,
+        target_vocab_size: int,
+        readout_units: int,
+        annotation_units: int,
+        num_layers: int = 5,
+        tracker_layer: int = 3,
+        tracker_units: int | None = None,
+        score: str = "dot",
+        layer_dropout: float = 0.0,
+        same_step_context: bool = False,
+        tracker_reads_masked: bool = True,
+        output_context: bool = False,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(units, target_vocab_size, readout_units, annotation_units, **kwargs)
         self.init_tracked_stack(num_layers, tracker_layer, tracker_units, layer_dropout, tracker_reads_masked)
         self.output_context = check_bool("output_context", output_context)
         if self.readout_units != self.units:
-            raise ValueError(f"the softmax reads h^L_t: `readout_units` must equal `units`, got "
-                             f"readout_units={readout_units}, units={units}")
+            raise ValueError(
+                f"the softmax reads h^L_t: `readout_units` must equal `units`, got "
+                f"readout_units={readout_units}, units={units}"
+            )
         if self.annotation_units != 2 * self.tracker_units:
-            raise ValueError(f"the encoder hands over [H; C] of its tracker: `annotation_units` must be "
-                             f"2 * tracker_units = {2 * self.tracker_units}, got annotation_units={annotation_units}")
+            raise ValueError(
+                f"the encoder hands over [H; C] of its tracker: `annotation_units` must be "
+                f"2 * tracker_units = {2 * self.tracker_units}, got annotation_units={annotation_units}"
+            )
         self.score = check_choice("score", score, TRACKER_SCORES)
         self.same_step_context = check_bool("same_step_context", same_step_context)
         if self.same_step_context and self.tracker_layer == self.num_layers:
-            raise ValueError(f"`same_step_context`=True feeds the layers above the tracker's, but the tracker is "
-                             f"on the top layer (tracker_layer={tracker_layer}, num_layers={num_layers})")
+            raise ValueError(
+                f"`same_step_context`=True feeds the layers above the tracker's, but the tracker is "
+                f"on the top layer (tracker_layer={tracker_layer}, num_layers={num_layers})"
+            )
         self.tracker_attention = LuongAttention(
-            self.score, kernel_initializer=clone_initializer(self.kernel_initializer),
-            dtype=self.dtype_policy, name="tracker_attention")
+            self.score,
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            dtype=self.dtype_policy,
+            name="tracker_attention",
+        )
         # W_c (Luong et al. 2015, Eq. 5: no bias), with output_context only.
-        self.context_output = (sublayers.dense(self, self.units, "context_output", use_bias=False)
-                               if self.output_context else None)
+        self.context_output = (
+            sublayers.dense(self, self.units, "context_output", use_bias=False) if self.output_context else None
+        )
         self.deep_output = sublayers.deep_output(self, self.seed, hidden_layer=False)  # W_out
 
     @property
@@ -137,8 +159,9 @@ class YLSTMCell(TrackedStack, DecoderCell):
             self.tracker_attention.build((None, self.tracker_units), (None, None, self.tracker_units))
 
     def build(self, input_shape: tuple) -> None:
-        self.build_tracked_stack(self.set_embedding_dim(input_shape),
-                                 above_tracker=self.tracker_units if self.same_step_context else 0)
+        self.build_tracked_stack(
+            self.set_embedding_dim(input_shape), above_tracker=self.tracker_units if self.same_step_context else 0
+        )
         self._build_attention()
         if self.context_output is not None:
             self.context_output.build((None, self.units + self.tracker_units))
@@ -154,11 +177,17 @@ class YLSTMCell(TrackedStack, DecoderCell):
         mask = ops.cast(encoded.mask, dtype)
         batch = ops.shape(annotations)[0]
         start = self.masked_mean(annotations, mask)  # equal scores: [mean H; mean C]
-        tracker = [start[:, : self.tracker_units], start[:, self.tracker_units:]]
+        tracker = [start[:, : self.tracker_units], start[:, self.tracker_units :]]
         keys = ops.cast(self.tracker_attention.precompute_keys(annotations[..., : self.tracker_units]), dtype)
         lstm_states = [ops.zeros((batch, self.units), dtype)] * (2 * self.num_layers)
-        return [*lstm_states, *tracker, self.layer_masks(batch, training=training),
-                self.flatten(annotations), self.flatten(keys), mask]
+        return [
+            *lstm_states,
+            *tracker,
+            self.layer_masks(batch, training=training),
+            self.flatten(annotations),
+            self.flatten(keys),
+            mask,
+        ]
 
     @property
     def projection_size(self) -> int:
@@ -182,26 +211,33 @@ class YLSTMCell(TrackedStack, DecoderCell):
         ``(h^L_t, states, details)``, details "attention" ``alpha_t (B, Tx)``, the tracker
         attention over the source positions."""
         layers = 2 * self.num_layers
-        tracker, masks = states[layers:layers + 2], states[layers + 2]
-        annotations_flat, keys_flat, source_mask = states[layers + 3:]
+        tracker, masks = states[layers : layers + 2], states[layers + 2]
+        annotations_flat, keys_flat, source_mask = states[layers + 3 :]
         annotations = self.unflatten(annotations_flat, source_mask, 2 * self.tracker_units)
         keys = self.unflatten(keys_flat, source_mask, self.tracker_units)
         attended = {}
 
         def attend(query: Any) -> Any:  # 2., queried by the tracker's output h'_t
             attended["replaced"], attended["attention"] = self.tracker_attention(
-                query, keys, annotations, mask=source_mask)
+                query, keys, annotations, mask=source_mask
+            )
             return attended["replaced"][:, : self.tracker_units] if self.same_step_context else None
 
         top, lstm_states, _ = self.tracked_step(
-            inputs, states[:layers], tracker, masks, bottom_product=products, after_tracker=attend)  # 1.
+            inputs, states[:layers], tracker, masks, bottom_product=products, after_tracker=attend
+        )  # 1.
         replaced, attention = attended["replaced"], attended["attention"]
-        tracker = [replaced[:, : self.tracker_units], replaced[:, self.tracker_units:]]
+        tracker = [replaced[:, : self.tracker_units], replaced[:, self.tracker_units :]]
         new_states = [*lstm_states, *tracker, masks, annotations_flat, keys_flat, source_mask]
         if self.context_output is not None:  # 3., o_t = tanh(W_c [h^L_t; h~^tracker_t])
             top = self.context_output(ops.concatenate([top, tracker[0]], axis=-1))
         return top, new_states, {"attention": attention}
 
     def get_config(self) -> dict:
-        return {**super().get_config(), **self.tracked_config(), "score": self.score,
-                "same_step_context": self.same_step_context, "output_context": self.output_context}
+        return {
+            **super().get_config(),
+            **self.tracked_config(),
+            "score": self.score,
+            "same_step_context": self.same_step_context,
+            "output_context": self.output_context,
+        }

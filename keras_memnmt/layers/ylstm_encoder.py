@@ -40,10 +40,20 @@ class YLSTMEncoderCell(TrackedStack, keras.layers.Layer):
     Returns: ``(output (B, units + 2*tracker_units), new_states)``.
     """
 
-    def __init__(self, units: int, num_layers: int = 5, tracker_layer: int = 3,
-                 tracker_units: int | None = None, layer_dropout: float = 0.0, tracker_reads_masked: bool = True,
-                 kernel_initializer: Any = "glorot_uniform", recurrent_initializer: Any = "orthogonal",
-                 bias_initializer: Any = "zeros", seed: int | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        units: int,
+        num_layers: int = 5,
+        tracker_layer: int = 3,
+        tracker_units: int | None = None,
+        layer_dropout: float = 0.0,
+        tracker_reads_masked: bool = True,
+        kernel_initializer: Any = "glorot_uniform",
+        recurrent_initializer: Any = "orthogonal",
+        bias_initializer: Any = "zeros",
+        seed: int | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         if not isinstance(units, int) or units < 1:
             raise ValueError(f"`units` must be a positive integer, got units={units!r}")
@@ -79,13 +89,17 @@ class YLSTMEncoderCell(TrackedStack, keras.layers.Layer):
         layers = 2 * self.num_layers
         states = states[1:]  # the previous output is not read
         masks = states[layers + 2]
-        top, lstm_states, tracker = self.tracked_step(inputs, states[:layers], states[layers:layers + 2], masks)
+        top, lstm_states, tracker = self.tracked_step(inputs, states[:layers], states[layers : layers + 2], masks)
         output = ops.concatenate([top, *tracker], axis=-1)
         return output, [output, *lstm_states, *tracker, masks]
 
     def get_config(self) -> dict:
-        return {**super().get_config(), "units": self.units, **self.tracked_config(),
-                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
-                "recurrent_initializer": keras.initializers.serialize(self.recurrent_initializer),
-                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
-                "seed": self.seed}
+        return {
+            **super().get_config(),
+            "units": self.units,
+            **self.tracked_config(),
+            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            "recurrent_initializer": keras.initializers.serialize(self.recurrent_initializer),
+            "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+            "seed": self.seed,
+        }

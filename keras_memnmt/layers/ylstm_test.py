@@ -25,8 +25,15 @@ pytestmark = pytest.mark.backend
 
 B, TX, E, T = 3, 5, 4, 5
 UNITS, VOCAB, TRACKER = 8, 11, 6
-ARGUMENTS = dict(units=UNITS, target_vocab_size=VOCAB, readout_units=UNITS, annotation_units=2 * TRACKER,
-                 num_layers=3, tracker_layer=2, tracker_units=TRACKER)
+ARGUMENTS = dict(
+    units=UNITS,
+    target_vocab_size=VOCAB,
+    readout_units=UNITS,
+    annotation_units=2 * TRACKER,
+    num_layers=3,
+    tracker_layer=2,
+    tracker_units=TRACKER,
+)
 
 
 def _make(**kwargs):
@@ -48,7 +55,7 @@ def _tracked_stack_step(cell, x, states, tracker, above_tracker=None, masks=None
         if context is not None:
             x = np.concatenate([x, context], -1)  # [x^l; h~^tracker_t], l > m
         h, c = reference.lstm_step(x, states[2 * i], states[2 * i + 1], *weights_of(cell.lstms[i]))
-        dropped = h if masks is None else h * masks[:, i * cell.units:(i + 1) * cell.units]
+        dropped = h if masks is None else h * masks[:, i * cell.units : (i + 1) * cell.units]
         states[2 * i], states[2 * i + 1], x = h, c, dropped
         if i == middle:  # a^tracker_t
             read = dropped if cell.tracker_reads_masked else h
@@ -85,19 +92,36 @@ def _reference_logits(cell, encoded, embedded):
     return reference.dense(np.stack(outputs, 1), numpy(logits.kernel), numpy(logits.bias))  # W_out h^L + b
 
 
-@pytest.mark.parametrize("kwargs, fit", [
-    ({"layer_dropout": 0.3, "dropout": 0.1, "seed": 2}, True),  # the paper's dot score
-    ({"score": "general", "num_layers": 1, "tracker_layer": 1}, True),
-    ({"tracker_layer": 3, "tracker_units": None, "annotation_units": 2 * UNITS}, False),  # top layer
-    ({"same_step_context": True, "num_layers": 4, "layer_dropout": 0.3, "seed": 2}, True),
-    ({"same_step_context": True, "score": "general", "num_layers": 2, "tracker_layer": 1}, False),
-    ({"output_context": True, "same_step_context": True, "layer_dropout": 0.3, "tracker_reads_masked": False,
-      "seed": 2}, True),
-], ids=["dot_middle", "general_one_layer", "top_layer_tracker", "same_step_context",
-        "same_step_context_bottom_tracker", "output_context"])
+@pytest.mark.parametrize(
+    "kwargs, fit",
+    [
+        ({"layer_dropout": 0.3, "dropout": 0.1, "seed": 2}, True),  # the paper's dot score
+        ({"score": "general", "num_layers": 1, "tracker_layer": 1}, True),
+        ({"tracker_layer": 3, "tracker_units": None, "annotation_units": 2 * UNITS}, False),  # top layer
+        ({"same_step_context": True, "num_layers": 4, "layer_dropout": 0.3, "seed": 2}, True),
+        ({"same_step_context": True, "score": "general", "num_layers": 2, "tracker_layer": 1}, False),
+        (
+            {
+                "output_context": True,
+                "same_step_context": True,
+                "layer_dropout": 0.3,
+                "tracker_reads_masked": False,
+                "seed": 2,
+            },
+            True,
+        ),
+    ],
+    ids=[
+        "dot_middle",
+        "general_one_layer",
+        "top_layer_tracker",
+        "same_step_context",
+        "same_step_context_bottom_tracker",
+        "output_context",
+    ],
+)
 def test_cell_contract_and_numpy_reference(kwargs, fit):
-    run_cell_test(lambda: _make(**kwargs), embedding_dim=E, target_length=T,
-                  reference=_reference_logits, fit=fit)
+    run_cell_test(lambda: _make(**kwargs), embedding_dim=E, target_length=T, reference=_reference_logits, fit=fit)
 
 
 def test_the_tracker_starts_from_the_mean_encoder_state_and_the_source_is_reached_only_by_attention():
@@ -115,7 +139,7 @@ def test_the_tracker_starts_from_the_mean_encoder_state_and_the_source_is_reache
     e = np.random.default_rng(2).normal(size=(B, E)).astype("float32")
     _, new_states, attention = cell.step(e, states)
     np.testing.assert_allclose(numpy(attention).sum(-1), 1.0, atol=1e-6)
-    assert np.all(numpy(attention)[0, TX - 2:] == 0.0)  # padded positions
+    assert np.all(numpy(attention)[0, TX - 2 :] == 0.0)  # padded positions
 
 
 def test_encoder_cell_matches_the_papers_tracker_exchange():
@@ -157,19 +181,22 @@ def test_the_tracker_reads_layer_m_after_or_before_its_dropout_mask(tracker_read
 
 
 def test_bad_arguments_raise_value_error_naming_the_argument():
-    check_bad_arguments(_make, [
-        ({"num_layers": 0}, "num_layers"),
-        ({"tracker_layer": 4}, "tracker_layer"),
-        ({"tracker_units": 0}, "tracker_units"),
-        ({"score": "concat"}, "score"),
-        ({"readout_units": 5}, "readout_units"),
-        ({"annotation_units": 6}, "annotation_units"),
-        ({"layer_dropout": 1.0}, "layer_dropout"),
-        ({"same_step_context": "yes"}, "same_step_context"),
-        ({"tracker_reads_masked": "no"}, "tracker_reads_masked"),
-        ({"output_context": 1}, "output_context"),
-        ({"same_step_context": True, "tracker_layer": 3}, "same_step_context"),
-    ])
+    check_bad_arguments(
+        _make,
+        [
+            ({"num_layers": 0}, "num_layers"),
+            ({"tracker_layer": 4}, "tracker_layer"),
+            ({"tracker_units": 0}, "tracker_units"),
+            ({"score": "concat"}, "score"),
+            ({"readout_units": 5}, "readout_units"),
+            ({"annotation_units": 6}, "annotation_units"),
+            ({"layer_dropout": 1.0}, "layer_dropout"),
+            ({"same_step_context": "yes"}, "same_step_context"),
+            ({"tracker_reads_masked": "no"}, "tracker_reads_masked"),
+            ({"output_context": 1}, "output_context"),
+            ({"same_step_context": True, "tracker_layer": 3}, "same_step_context"),
+        ],
+    )
     with pytest.raises(ValueError, match="tracker_layer"):
         YLSTMEncoderCell(UNITS, num_layers=2, tracker_layer=3)
 
@@ -182,8 +209,9 @@ def test_encoder_cell_serializes():
     cell = YLSTMEncoderCell(UNITS, num_layers=2, tracker_layer=1, tracker_units=TRACKER, layer_dropout=0.1, seed=3)
     again = YLSTMEncoderCell.from_config(cell.get_config())
     assert again.get_config() == cell.get_config()
-    assert isinstance(keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(cell)),
-                      YLSTMEncoderCell)
+    assert isinstance(
+        keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(cell)), YLSTMEncoderCell
+    )
 
 
 def test_step_details_hold_the_tracker_attention():

@@ -32,25 +32,51 @@ class AttentiveNMT(StackedSeq2Seq):
     See :class:`~keras_memnmt.layers.AttentiveCell` for every paper decision.
     """
 
-    tiny_options = dict(embedding_dim=8, encoder_units=10, decoder_units=10, readout_units=7,
-                        num_layers=1, history_length=6, output_dropout=0.0)
+    tiny_options = dict(
+        embedding_dim=8,
+        encoder_units=10,
+        decoder_units=10,
+        readout_units=7,
+        num_layers=1,
+        history_length=6,
+        output_dropout=0.0,
+    )
     # The past states start with the previous step's (lag 1).
-    panels = (SOURCE_ATTENTION,
-              Panel("past_attention", "window", "attention over the past decoder states (window {size})",
-                    "past state, by the word its step read", lag=1))
+    panels = (
+        SOURCE_ATTENTION,
+        Panel(
+            "past_attention",
+            "window",
+            "attention over the past decoder states (window {size})",
+            "past state, by the word its step read",
+            lag=1,
+        ),
+    )
 
-    def __init__(self, source_vocab_size: int, target_vocab_size: int, num_layers: int = 2,
-                 score: str = "general", self_score: str = "single",
-                 self_attention_units: int | None = None, history_length: int = 100, **kwargs):
+    def __init__(
+        self,
+        source_vocab_size: int,
+        target_vocab_size: int,
+        num_layers: int = 2,
+        score: str = "general",
+        self_score: str = "single",
+        self_attention_units: int | None = None,
+        history_length: int = 100,
+        **kwargs,
+    ):
         self.self_score = self_score
         self.self_attention_units = self_attention_units
         self.history_length = history_length
         super().__init__(source_vocab_size, target_vocab_size, num_layers=num_layers, score=score, **kwargs)
 
     def make_cell(self) -> keras.layers.Layer:
-        return AttentiveCell(**self.stacked_cell_arguments(), self_score=self.self_score,
-                             self_attention_units=self.self_attention_units,
-                             history_length=self.history_length, name="attentive_cell")
+        return AttentiveCell(
+            **self.stacked_cell_arguments(),
+            self_score=self.self_score,
+            self_attention_units=self.self_attention_units,
+            history_length=self.history_length,
+            name="attentive_cell",
+        )
 
     def matmul_macs(self) -> tuple[int, int]:
         h, d, cell = self.encoder_units, self.decoder_units, self.cell
@@ -60,5 +86,9 @@ class AttentiveNMT(StackedSeq2Seq):
         return self.stacked_encoder_macs(), decoder + self.deep_output_macs(2 * d)  # Eq. 16 reads [h''_t; h'_t]
 
     def get_config(self) -> dict:
-        return {**super().get_config(), "self_score": self.self_score,
-                "self_attention_units": self.self_attention_units, "history_length": self.history_length}
+        return {
+            **super().get_config(),
+            "self_score": self.self_score,
+            "self_attention_units": self.self_attention_units,
+            "history_length": self.history_length,
+        }

@@ -51,8 +51,7 @@ from keras_memnmt.models.panels import SOURCE_ATTENTION, Panel
 # Options that every model took when one base class held them all: a stored config (a
 # .keras file, a run's config.json) of a model that takes none of them may still hold
 # them, with no effect. They are dropped where such a config is read.
-FORMER_BASE_OPTIONS = ("encoder_units", "decoder_units", "output_dropout", "attention_remat",
-                       "annotation_dropout")
+FORMER_BASE_OPTIONS = ("encoder_units", "decoder_units", "output_dropout", "attention_remat", "annotation_dropout")
 
 
 class EncoderDecoder(Generator, keras.Model):
@@ -127,9 +126,12 @@ class EncoderDecoder(Generator, keras.Model):
             # .keras files key a model's layers by class name, so older runs keep loading.
             embedding = keras.layers.ReversibleEmbedding if tie_embeddings else keras.layers.Embedding
             self.target_scale = float(embedding_dim) ** 0.5 if tie_embeddings else 1.0
-            self.target_embedding = embedding(target_vocab_size, embedding_dim,
-                                              embeddings_initializer=embedding_initializer(self.target_scale),
-                                              name="target_embedding")
+            self.target_embedding = embedding(
+                target_vocab_size,
+                embedding_dim,
+                embeddings_initializer=embedding_initializer(self.target_scale),
+                name="target_embedding",
+            )
             self.target_dropout = keras.layers.Dropout(dropout)
             self.make_decoder()
 
@@ -216,8 +218,9 @@ class EncoderDecoder(Generator, keras.Model):
         return None
 
     @classmethod
-    def warm_start(cls, pretrained: EncoderDecoder, options: dict,
-                   log: Callable[[str], None] = print) -> EncoderDecoder:
+    def warm_start(
+        cls, pretrained: EncoderDecoder, options: dict, log: Callable[[str], None] = print
+    ) -> EncoderDecoder:
         """A new model with ``options``, its weights copied from the trained ``pretrained``.
 
         Default: ``pretrained`` must be the same model with the same weight-shaping

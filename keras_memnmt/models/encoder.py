@@ -77,8 +77,15 @@ class BidirectionalEncoder(keras.layers.Layer):
         and ``final_states = ([→h_last, ←h_first],)`` (one layer, two directions).
     """
 
-    def __init__(self, vocab_size: int, embedding_dim: int = 256, units: int = 256,
-                 dropout: float = 0.0, annotation_dropout: float = 0.0, **kwargs):
+    def __init__(
+        self,
+        vocab_size: int,
+        embedding_dim: int = 256,
+        units: int = 256,
+        dropout: float = 0.0,
+        annotation_dropout: float = 0.0,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         for name, value in (("vocab_size", vocab_size), ("embedding_dim", embedding_dim), ("units", units)):
             if not isinstance(value, int) or value < 1:
@@ -91,8 +98,9 @@ class BidirectionalEncoder(keras.layers.Layer):
         self.units = units
         self.dropout = dropout
         self.annotation_dropout = annotation_dropout
-        self.embedding = keras.layers.Embedding(vocab_size, embedding_dim, name="source_embedding",
-                                                embeddings_initializer=embedding_initializer())
+        self.embedding = keras.layers.Embedding(
+            vocab_size, embedding_dim, name="source_embedding", embeddings_initializer=embedding_initializer()
+        )
         self.embedding_dropout = keras.layers.Dropout(dropout)
         self.annotation_dropout_layer = keras.layers.Dropout(annotation_dropout)
         self.birnn = bidirectional(
@@ -116,12 +124,19 @@ class BidirectionalEncoder(keras.layers.Layer):
         annotations, forward_h, backward_h = self.birnn(x, mask=mask, training=training)
         summary = ops.concatenate([forward_h, backward_h], axis=-1)  # (B, 2u)
         annotations = self.annotation_dropout_layer(annotations, training=training)  # rate 0: a no-op
-        return EncoderOutput(annotations, ops.cast(mask, annotations.dtype), summary,
-                             final_states=([forward_h, backward_h],))
+        return EncoderOutput(
+            annotations, ops.cast(mask, annotations.dtype), summary, final_states=([forward_h, backward_h],)
+        )
 
     def get_config(self) -> dict:
-        return {**super().get_config(), "vocab_size": self.vocab_size, "embedding_dim": self.embedding_dim,
-                "units": self.units, "dropout": self.dropout, "annotation_dropout": self.annotation_dropout}
+        return {
+            **super().get_config(),
+            "vocab_size": self.vocab_size,
+            "embedding_dim": self.embedding_dim,
+            "units": self.units,
+            "dropout": self.dropout,
+            "annotation_dropout": self.annotation_dropout,
+        }
 
 
 @keras.saving.register_keras_serializable(package="keras_memnmt")
@@ -156,16 +171,32 @@ class StackedLSTMEncoder(keras.layers.Layer):
         final ``h``, and ``final_states`` = ``([h_1, c_1], ..., [h_L, c_L])``.
     """
 
-    def __init__(self, vocab_size: int, embedding_dim: int = 256, units: int = 256, num_layers: int = 2,
-                 dropout: float = 0.0, layer_dropout: float = 0.0, annotation_dropout: float = 0.0,
-                 bidirectional_bottom: bool = False, **kwargs):
+    def __init__(
+        self,
+        vocab_size: int,
+        embedding_dim: int = 256,
+        units: int = 256,
+        num_layers: int = 2,
+        dropout: float = 0.0,
+        layer_dropout: float = 0.0,
+        annotation_dropout: float = 0.0,
+        bidirectional_bottom: bool = False,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
-        for name, value in (("vocab_size", vocab_size), ("embedding_dim", embedding_dim), ("units", units),
-                            ("num_layers", num_layers)):
+        for name, value in (
+            ("vocab_size", vocab_size),
+            ("embedding_dim", embedding_dim),
+            ("units", units),
+            ("num_layers", num_layers),
+        ):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        for name, rate in (("dropout", dropout), ("layer_dropout", layer_dropout),
-                           ("annotation_dropout", annotation_dropout)):
+        for name, rate in (
+            ("dropout", dropout),
+            ("layer_dropout", layer_dropout),
+            ("annotation_dropout", annotation_dropout),
+        ):
             if not 0.0 <= rate < 1.0:
                 raise ValueError(f"{name} must be in [0, 1), got {rate}")
         self.vocab_size = vocab_size
@@ -177,17 +208,21 @@ class StackedLSTMEncoder(keras.layers.Layer):
         if bidirectional_bottom and units % 2:
             raise ValueError(f"bidirectional_bottom needs an even units (units // 2 per direction), got {units}")
         self.bidirectional_bottom = bool(bidirectional_bottom)
-        self.embedding = keras.layers.Embedding(vocab_size, embedding_dim, name="source_embedding",
-                                                embeddings_initializer=embedding_initializer())
+        self.embedding = keras.layers.Embedding(
+            vocab_size, embedding_dim, name="source_embedding", embeddings_initializer=embedding_initializer()
+        )
         self.embedding_dropout = keras.layers.Dropout(dropout)
         self.annotation_dropout = annotation_dropout
         self.layer_dropouts = [keras.layers.Dropout(layer_dropout) for _ in range(num_layers - 1)]
         self.layer_dropouts.append(keras.layers.Dropout(annotation_dropout))  # on the annotations
-        self.lstms = [keras.layers.LSTM(units, return_sequences=True, return_state=True, name=f"lstm_{i}")
-                      for i in range(num_layers)]
+        self.lstms = [
+            keras.layers.LSTM(units, return_sequences=True, return_state=True, name=f"lstm_{i}")
+            for i in range(num_layers)
+        ]
         if self.bidirectional_bottom:
             self.lstms[0] = bidirectional(
-                keras.layers.LSTM(units // 2, return_sequences=True, return_state=True), name="lstm_0")
+                keras.layers.LSTM(units // 2, return_sequences=True, return_state=True), name="lstm_0"
+            )
 
     @property
     def annotation_units(self) -> int:
@@ -213,10 +248,17 @@ class StackedLSTMEncoder(keras.layers.Layer):
         return EncoderOutput(x, ops.cast(mask, x.dtype), final_states[-1][0], tuple(final_states))
 
     def get_config(self) -> dict:
-        return {**super().get_config(), "vocab_size": self.vocab_size, "embedding_dim": self.embedding_dim,
-                "units": self.units, "num_layers": self.num_layers, "dropout": self.dropout,
-                "layer_dropout": self.layer_dropout, "annotation_dropout": self.annotation_dropout,
-                "bidirectional_bottom": self.bidirectional_bottom}
+        return {
+            **super().get_config(),
+            "vocab_size": self.vocab_size,
+            "embedding_dim": self.embedding_dim,
+            "units": self.units,
+            "num_layers": self.num_layers,
+            "dropout": self.dropout,
+            "layer_dropout": self.layer_dropout,
+            "annotation_dropout": self.annotation_dropout,
+            "bidirectional_bottom": self.bidirectional_bottom,
+        }
 
 
 @keras.saving.register_keras_serializable(package="keras_memnmt")
@@ -256,10 +298,22 @@ class YLSTMEncoder(keras.layers.Layer):
         its attention over ``H`` and ``C``).
     """
 
-    def __init__(self, vocab_size: int, embedding_dim: int = 256, units: int = 256, num_layers: int = 5,
-                 tracker_layer: int = 3, tracker_units: int | None = None, dropout: float = 0.0,
-                 layer_dropout: float = 0.0, lm_weight: float = 1.0, lm_warmup_steps: int = 0,
-                 seed: int | None = None, tracker_reads_masked: bool = True, **kwargs):
+    def __init__(
+        self,
+        vocab_size: int,
+        embedding_dim: int = 256,
+        units: int = 256,
+        num_layers: int = 5,
+        tracker_layer: int = 3,
+        tracker_units: int | None = None,
+        dropout: float = 0.0,
+        layer_dropout: float = 0.0,
+        lm_weight: float = 1.0,
+        lm_warmup_steps: int = 0,
+        seed: int | None = None,
+        tracker_reads_masked: bool = True,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         if not isinstance(vocab_size, int) or vocab_size < 1:
             raise ValueError(f"vocab_size must be a positive integer, got {vocab_size!r}")
@@ -273,11 +327,20 @@ class YLSTMEncoder(keras.layers.Layer):
         self.lm_weight = float(lm_weight)
         self.lm_warmup_steps = lm_warmup_steps
         self.seed = seed
-        self.cell = YLSTMEncoderCell(units, num_layers, tracker_layer, tracker_units, layer_dropout,
-                                     tracker_reads_masked=tracker_reads_masked, seed=seed,
-                                     dtype=self.dtype_policy, name="cell")
-        self.embedding = keras.layers.Embedding(vocab_size, embedding_dim, name="source_embedding",
-                                                embeddings_initializer=embedding_initializer())
+        self.cell = YLSTMEncoderCell(
+            units,
+            num_layers,
+            tracker_layer,
+            tracker_units,
+            layer_dropout,
+            tracker_reads_masked=tracker_reads_masked,
+            seed=seed,
+            dtype=self.dtype_policy,
+            name="cell",
+        )
+        self.embedding = keras.layers.Embedding(
+            vocab_size, embedding_dim, name="source_embedding", embeddings_initializer=embedding_initializer()
+        )
         self.embedding_dropout = keras.layers.Dropout(dropout)
         self.rnn = keras.layers.RNN(self.cell, return_sequences=True, name="rnn")
         self.lm_output = keras.layers.Dense(vocab_size, name="lm_output") if self.lm_weight > 0 else None
@@ -292,8 +355,9 @@ class YLSTMEncoder(keras.layers.Layer):
         if self.lm_output is not None:
             self.lm_output.build((None, None, self.cell.units))
             if self.lm_warmup_steps:
-                self.lm_steps = self.add_weight(shape=(), initializer="zeros", dtype="float32",
-                                                trainable=False, name="lm_steps")
+                self.lm_steps = self.add_weight(
+                    shape=(), initializer="zeros", dtype="float32", trainable=False, name="lm_steps"
+                )
 
     def call(self, source_ids, training=False):
         mask = ops.not_equal(source_ids, PAD_ID)  # (B, Tx) bool
@@ -325,6 +389,14 @@ class YLSTMEncoder(keras.layers.Layer):
         return ops.sum(losses * weights) / ops.maximum(ops.sum(weights), 1.0)
 
     def get_config(self) -> dict:
-        return {**super().get_config(), "vocab_size": self.vocab_size, "embedding_dim": self.embedding_dim,
-                "units": self.cell.units, **self.cell.tracked_config(), "dropout": self.dropout,
-                "lm_weight": self.lm_weight, "lm_warmup_steps": self.lm_warmup_steps, "seed": self.seed}
+        return {
+            **super().get_config(),
+            "vocab_size": self.vocab_size,
+            "embedding_dim": self.embedding_dim,
+            "units": self.cell.units,
+            **self.cell.tracked_config(),
+            "dropout": self.dropout,
+            "lm_weight": self.lm_weight,
+            "lm_warmup_steps": self.lm_warmup_steps,
+            "seed": self.seed,
+        }

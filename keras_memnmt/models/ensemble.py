@@ -72,8 +72,7 @@ class Ensemble(Generator, keras.Model):
                 raise ValueError(f"every ensemble member needs a target_vocab_size; {', '.join(missing)} has none")
             if len({s for _, s in known}) > 1:
                 listed = ", ".join(f"{_describe(i, members[i])}: {attribute}={s}" for i, s in known)
-                raise ValueError(f"ensemble members must share the {attribute.split('_')[0]} vocabulary; "
-                                 f"got {listed}")
+                raise ValueError(f"ensemble members must share the {attribute.split('_')[0]} vocabulary; got {listed}")
         self.members = members
         self.target_vocab_size = int(members[0].target_vocab_size)
         self.source_vocab_size = getattr(members[0], "source_vocab_size", None)
@@ -87,8 +86,14 @@ class Ensemble(Generator, keras.Model):
     def search_states(self, source_ids, max_steps: int) -> list:
         """Every member's states for a search of at most ``max_steps`` steps (its own
         ``search_states`` where it has one, else its ``encode``'s), in member order."""
-        return self._join([member.search_states(source_ids, max_steps) if hasattr(member, "search_states")
-                           else member.encode(source_ids) for member in self.members])
+        return self._join(
+            [
+                member.search_states(source_ids, max_steps)
+                if hasattr(member, "search_states")
+                else member.encode(source_ids)
+                for member in self.members
+            ]
+        )
 
     def _join(self, per_member: list[list]) -> list:
         # How many states each member has: Python ints, the same at every call.
@@ -99,11 +104,13 @@ class Ensemble(Generator, keras.Model):
         if self._state_counts is None:
             raise ValueError("Ensemble.decode_step needs the states of Ensemble.encode; call encode first")
         if len(states) != sum(self._state_counts):
-            raise ValueError(f"the ensemble's members have {sum(self._state_counts)} states "
-                             f"({', '.join(map(str, self._state_counts))}), got {len(states)}")
+            raise ValueError(
+                f"the ensemble's members have {sum(self._state_counts)} states "
+                f"({', '.join(map(str, self._state_counts))}), got {len(states)}"
+            )
         parts, start = [], 0
         for count in self._state_counts:
-            parts.append(list(states[start:start + count]))
+            parts.append(list(states[start : start + count]))
             start += count
         return parts
 

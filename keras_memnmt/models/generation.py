@@ -137,14 +137,24 @@ class Generator:
             extras["prefix"] = ops.convert_to_tensor(prefix, "int32")
         if constraints is not None:
             if beam_size < 2 or sampling is not None:
-                raise ValueError(f"constraints need beam search (beam_size 2 or more), got beam_size {beam_size}"
-                                 + (" and sampling" if sampling is not None else ""))
+                raise ValueError(
+                    f"constraints need beam search (beam_size 2 or more), got beam_size {beam_size}"
+                    + (" and sampling" if sampling is not None else "")
+                )
             extras["constraints"] = ops.convert_to_tensor(constraints, "int32")
-        plan = SearchPlan(beam_size=int(beam_size), max_length_a=float(max_length_a),
-                          max_length_b=int(max_length_b), length_penalty=length_penalty, alpha=float(alpha),
-                          n_best=int(n_best), return_attention=bool(return_attention), sampling=sampling,
-                          temperature=float(temperature), min_length=int(min_length),
-                          no_repeat_ngram_size=int(no_repeat_ngram_size))
+        plan = SearchPlan(
+            beam_size=int(beam_size),
+            max_length_a=float(max_length_a),
+            max_length_b=int(max_length_b),
+            length_penalty=length_penalty,
+            alpha=float(alpha),
+            n_best=int(n_best),
+            return_attention=bool(return_attention),
+            sampling=sampling,
+            temperature=float(temperature),
+            min_length=int(min_length),
+            no_repeat_ngram_size=int(no_repeat_ngram_size),
+        )
         source_ids = ops.convert_to_tensor(source_ids, "int32")
         if not self.built:  # create the weights eagerly: never inside jit / tf.function
             self((source_ids[:1], ops.full((1, 1), BOS_ID, "int32")))
@@ -160,8 +170,11 @@ class Generator:
         # sets the buffers' too).
         shared = backend == "tensorflow" and not return_attention and not {"prefix", "constraints"} & set(extras)
         batch, width = (int(d) for d in source_ids.shape)
-        key = (plan, tuple(sorted(extras)), batch, _width_cap(width)) if shared else \
-            (plan, tuple(sorted(extras)), None, None)
+        key = (
+            (plan, tuple(sorted(extras)), batch, _width_cap(width))
+            if shared
+            else (plan, tuple(sorted(extras)), None, None)
+        )
         cache = self.__dict__.setdefault("_compiled_generate", {})
         if key not in cache:
             cache[key] = self._compile_generate(plan, batch=key[2], width_cap=key[3], extras=key[1])
@@ -176,8 +189,7 @@ class Generator:
             # included) took most of the tracing time: the first greedy pass over
             # test_2016_flickr went from 2.6-3.0 s to 1.6-1.7 s without it (docs/benchmarks.md).
             if width_cap is None:  # one trace per (batch, width) shape
-                return tf.function(lambda src, extras: self._generate(src, plan=plan, extras=extras),
-                                   autograph=False)
+                return tf.function(lambda src, extras: self._generate(src, plan=plan, extras=extras), autograph=False)
             # One trace for every source width up to `width_cap` (tracing and optimizing
             # the search graph takes seconds, so a trace per padded width made the first
             # pass over a test set several times slower than the second). The width is
@@ -185,20 +197,24 @@ class Generator:
             # still stops once every sentence has finished.
             spec = tf.TensorSpec([batch, None], tf.int32)
             extra_specs = {name: tf.TensorSpec([batch], tf.int32) for name in extras}  # keys
-            return tf.function(lambda src, extras: self._generate(src, plan=plan, width_cap=width_cap,
-                                                                  extras=extras),
-                               input_signature=[spec, extra_specs], autograph=False)
+            return tf.function(
+                lambda src, extras: self._generate(src, plan=plan, width_cap=width_cap, extras=extras),
+                input_signature=[spec, extra_specs],
+                autograph=False,
+            )
         import jax
 
         @jax.jit
         def run(source_ids, extras, trainable, non_trainable):
             mapping = list(zip(self.trainable_variables, trainable)) + list(
-                zip(self.non_trainable_variables, non_trainable))
+                zip(self.non_trainable_variables, non_trainable)
+            )
             with keras.StatelessScope(state_mapping=mapping):
                 return self._generate(source_ids, plan=plan, extras=extras)
 
-        return lambda src, extras: run(src, extras, [v.value for v in self.trainable_variables],
-                                       [v.value for v in self.non_trainable_variables])
+        return lambda src, extras: run(
+            src, extras, [v.value for v in self.trainable_variables], [v.value for v in self.non_trainable_variables]
+        )
 
     def _generate(self, source_ids, *, plan: SearchPlan, width_cap=None, extras=None) -> dict:
         """The search ``plan`` over ``source_ids`` ``(B, W)``, traced or eager; ``extras``:
@@ -225,16 +241,32 @@ class Generator:
         if constraints is not None:  # the limit grows by the sentence's constraint tokens (in the search)
             steps += int(constraints.shape[1])
         states = self.search_states(source_ids, steps)
-        common = dict(bos_id=BOS_ID, eos_id=EOS_ID, pad_id=PAD_ID, max_steps=steps,
-                      return_attention=plan.return_attention, prefix=prefix, min_length=plan.min_length,
-                      no_repeat_ngram_size=plan.no_repeat_ngram_size)
+        common = dict(
+            bos_id=BOS_ID,
+            eos_id=EOS_ID,
+            pad_id=PAD_ID,
+            max_steps=steps,
+            return_attention=plan.return_attention,
+            prefix=prefix,
+            min_length=plan.min_length,
+            no_repeat_ngram_size=plan.no_repeat_ngram_size,
+        )
         if plan.beam_size == 1:
-            out = greedy_search(self.decode_step, states, batch, per_sentence, sampling=plan.sampling,
-                                temperature=plan.temperature, keys=extras.get("keys"), **common)
+            out = greedy_search(
+                self.decode_step,
+                states,
+                batch,
+                per_sentence,
+                sampling=plan.sampling,
+                temperature=plan.temperature,
+                keys=extras.get("keys"),
+                **common,
+            )
             # (B, ...) -> (B, 1, ...): the same layout as beam search's n-best
             return {k: ops.expand_dims(v, 1) for k, v in out.items() if k in ("tokens", "scores", "attention")}
         beam = dict(length_penalty=plan.length_penalty, alpha=plan.alpha, n_best=plan.n_best, **common)
         if constraints is not None:
-            return constrained_beam_search(self.decode_step, states, batch, plan.beam_size, per_sentence,
-                                           constraints, **beam)
+            return constrained_beam_search(
+                self.decode_step, states, batch, plan.beam_size, per_sentence, constraints, **beam
+            )
         return beam_search(self.decode_step, states, batch, plan.beam_size, per_sentence, **beam)

@@ -28,11 +28,19 @@ class LuongNMT(StackedSeq2Seq):
     See :class:`~keras_memnmt.layers.LuongCell` for every paper decision.
     """
 
-    tiny_options = dict(embedding_dim=8, encoder_units=10, decoder_units=10, readout_units=7, num_layers=1,
-                        output_dropout=0.0)
+    tiny_options = dict(
+        embedding_dim=8, encoder_units=10, decoder_units=10, readout_units=7, num_layers=1, output_dropout=0.0
+    )
 
-    def __init__(self, source_vocab_size: int, target_vocab_size: int, num_layers: int = 4,
-                 score: str = "dot", input_feeding: bool = True, **kwargs):
+    def __init__(
+        self,
+        source_vocab_size: int,
+        target_vocab_size: int,
+        num_layers: int = 4,
+        score: str = "dot",
+        input_feeding: bool = True,
+        **kwargs,
+    ):
         self.input_feeding = input_feeding
         super().__init__(source_vocab_size, target_vocab_size, num_layers=num_layers, score=score, **kwargs)
 

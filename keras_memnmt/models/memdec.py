@@ -47,36 +47,63 @@ class MemDec(Seq2Seq):
     See :class:`MemDecCell`, where each paper ambiguity is documented at its equation.
     """
 
-    tiny_options = dict(embedding_dim=8, encoder_units=6, decoder_units=10, attention_units=9,
-                        readout_units=7, output_dropout=0.0, memory_size=4, memory_dim=5)
+    tiny_options = dict(
+        embedding_dim=8,
+        encoder_units=6,
+        decoder_units=10,
+        attention_units=9,
+        readout_units=7,
+        output_dropout=0.0,
+        memory_size=4,
+        memory_dim=5,
+    )
     fast_tier = True  # the memory decoders
     # What the memory holds beside what is read from it: a step writes from s_t, which has
     # read y_{t-1} (its input, the label of its column) and predicts y_t (its row's label).
     panels = (
         SOURCE_ATTENTION,
         Panel("read_weights", "memory", "memory read weights ({size} cells)", "memory cell"),
-        Panel("write_weights", "writes", "what the memory holds: write weights ({size} cells)",
-              "the word each step writes (its input)",
-              caption="Column t is step t (row t of the other panels): it writes from $s_t$, which "
-                      "has read $y_{t-1}$ (the label) and predicts $y_t$. With shared weights (the "
-                      "default addressing) step t+1 reads with these weights: read row t+1 is "
-                      "column t (row 1 reads 1/n)."),
-        Panel("add_weights", "writes", "what the memory holds: add weights ({size} cells)",
-              "the word each step writes (its input)",
-              caption="The write weight times the mean of the add vector (Eq. 13): how much of "
-                      "step t each cell takes in; a column sums to the step's mean add."),
+        Panel(
+            "write_weights",
+            "writes",
+            "what the memory holds: write weights ({size} cells)",
+            "the word each step writes (its input)",
+            caption="Column t is step t (row t of the other panels): it writes from $s_t$, which "
+            "has read $y_{t-1}$ (the label) and predicts $y_t$. With shared weights (the "
+            "default addressing) step t+1 reads with these weights: read row t+1 is "
+            "column t (row 1 reads 1/n).",
+        ),
+        Panel(
+            "add_weights",
+            "writes",
+            "what the memory holds: add weights ({size} cells)",
+            "the word each step writes (its input)",
+            caption="The write weight times the mean of the add vector (Eq. 13): how much of "
+            "step t each cell takes in; a column sums to the step's mean add.",
+        ),
         Panel("erase_mean", "scalar", "mean erase"),
         Panel("add_mean", "scalar", "mean add"),
     )
     curves_title = "per target step: the memory write's erase and add vectors"
 
-    def __init__(self, source_vocab_size: int, target_vocab_size: int, attention_units: int = 512,
-                 readout_units: int = 256, memory_size: int = 8, memory_dim: int | None = None,
-                 address_units: int | None = None, address_nonlinearity: str = "tanh",
-                 addressing: str | None = None, shared_addressing: bool | None = None,
-                 init_noise_std: float = 0.1,
-                 init_noise: str = "fixed", noise_at_inference: bool = False,
-                 query_state: bool = False, **kwargs):
+    def __init__(
+        self,
+        source_vocab_size: int,
+        target_vocab_size: int,
+        attention_units: int = 512,
+        readout_units: int = 256,
+        memory_size: int = 8,
+        memory_dim: int | None = None,
+        address_units: int | None = None,
+        address_nonlinearity: str = "tanh",
+        addressing: str | None = None,
+        shared_addressing: bool | None = None,
+        init_noise_std: float = 0.1,
+        init_noise: str = "fixed",
+        noise_at_inference: bool = False,
+        query_state: bool = False,
+        **kwargs,
+    ):
         self.attention_units = attention_units
         self.readout_units = readout_units
         self.memory_size = memory_size
@@ -92,15 +119,24 @@ class MemDec(Seq2Seq):
 
     def make_cell(self) -> keras.layers.Layer:
         return MemDecCell(
-            self.decoder_units, self.target_vocab_size, attention_units=self.attention_units,
-            readout_units=self.readout_units, annotation_units=self.encoder.annotation_units,
-            memory_size=self.memory_size, memory_dim=self.memory_dim,
-            address_units=self.address_units, address_nonlinearity=self.address_nonlinearity,
-            addressing=self.addressing, init_noise_std=self.init_noise_std,
-            init_noise=self.init_noise, noise_at_inference=self.noise_at_inference,
-            query_state=self.query_state, output_dropout=self.output_dropout,
+            self.decoder_units,
+            self.target_vocab_size,
+            attention_units=self.attention_units,
+            readout_units=self.readout_units,
+            annotation_units=self.encoder.annotation_units,
+            memory_size=self.memory_size,
+            memory_dim=self.memory_dim,
+            address_units=self.address_units,
+            address_nonlinearity=self.address_nonlinearity,
+            addressing=self.addressing,
+            init_noise_std=self.init_noise_std,
+            init_noise=self.init_noise,
+            noise_at_inference=self.noise_at_inference,
+            query_state=self.query_state,
+            output_dropout=self.output_dropout,
             tied_output=self.tie_embeddings,
-            attention_remat=self.attention_remat, name="memdec_cell",
+            attention_remat=self.attention_remat,
+            name="memdec_cell",
         )
 
     def matmul_macs(self) -> tuple[int, int]:
@@ -115,8 +151,7 @@ class MemDec(Seq2Seq):
         return self.gru_encoder_macs() + keys, decoder + self.deep_output_macs(d + 2 * h + e)
 
     @classmethod
-    def warm_start(cls, pretrained: Seq2Seq, options: dict, log=print,
-                   warm_start_new: str = "zeros") -> Seq2Seq:
+    def warm_start(cls, pretrained: Seq2Seq, options: dict, log=print, warm_start_new: str = "zeros") -> Seq2Seq:
         """MemDec from a trained RNNsearch (§4.2, :func:`memdec_from_rnnsearch`), else from a
         MemDec (:meth:`~keras_memnmt.models.EncoderDecoder.warm_start`).
 
@@ -134,21 +169,29 @@ class MemDec(Seq2Seq):
             return super().warm_start(pretrained, options, log)
         tied = options.get("tie_embeddings", False)
         if pretrained.tie_embeddings != tied:
-            raise ValueError(f"the RNNsearch has tie_embeddings={pretrained.tie_embeddings}, this "
-                             f"config tie_embeddings={tied}: they must agree")
+            raise ValueError(
+                f"the RNNsearch has tie_embeddings={pretrained.tie_embeddings}, this "
+                f"config tie_embeddings={tied}: they must agree"
+            )
         log(f"new read weights: {warm_start_new}")
-        memdec_only = {k: v for k, v in options.items()
-                       if k not in pretrained.get_config() or k in cls.free_options}
+        memdec_only = {k: v for k, v in options.items() if k not in pretrained.get_config() or k in cls.free_options}
         return memdec_from_rnnsearch(pretrained, new_weights=warm_start_new, **memdec_only)
 
     def get_config(self) -> dict:
-        return {**super().get_config(), "attention_units": self.attention_units,
-                "readout_units": self.readout_units, "memory_size": self.memory_size,
-                "memory_dim": self.memory_dim, "address_units": self.address_units,
-                "address_nonlinearity": self.address_nonlinearity,
-                "addressing": self.addressing, "init_noise_std": self.init_noise_std,
-                "init_noise": self.init_noise, "noise_at_inference": self.noise_at_inference,
-                "query_state": self.query_state}
+        return {
+            **super().get_config(),
+            "attention_units": self.attention_units,
+            "readout_units": self.readout_units,
+            "memory_size": self.memory_size,
+            "memory_dim": self.memory_dim,
+            "address_units": self.address_units,
+            "address_nonlinearity": self.address_nonlinearity,
+            "addressing": self.addressing,
+            "init_noise_std": self.init_noise_std,
+            "init_noise": self.init_noise,
+            "noise_at_inference": self.noise_at_inference,
+            "query_state": self.query_state,
+        }
 
 
 def memdec_from_rnnsearch(rnnsearch: RNNsearch, new_weights: str = "zeros", **memdec_kwargs) -> MemDec:
@@ -188,15 +231,19 @@ def memdec_from_rnnsearch(rnnsearch: RNNsearch, new_weights: str = "zeros", **me
     rnnsearch.build_weights()
     memdec.build_weights()
     src, dst = rnnsearch.cell, memdec.cell
-    for a, b in ((rnnsearch.encoder, memdec.encoder), (rnnsearch.target_embedding, memdec.target_embedding),
-                 (src.init_dense, dst.init_dense), (src.attention, dst.attention),
-                 (src.deep_output, dst.deep_output)):
+    for a, b in (
+        (rnnsearch.encoder, memdec.encoder),
+        (rnnsearch.target_embedding, memdec.target_embedding),
+        (src.init_dense, dst.init_dense),
+        (src.attention, dst.attention),
+        (src.deep_output, dst.deep_output),
+    ):
         b.set_weights(a.get_weights())
     kernel, recurrent, bias = src.gru_cell.get_weights()
     new_kernel = dst.gru_cell.get_weights()[0]
     new_kernel[: kernel.shape[0]] = kernel  # rows [e; c]
     if new_weights == "zeros":
-        new_kernel[kernel.shape[0]:] = 0.0  # rows r
+        new_kernel[kernel.shape[0] :] = 0.0  # rows r
     dst.gru_cell.set_weights([new_kernel, recurrent, bias])
     if src.query_dense is not None:
         q_kernel, q_bias = src.query_dense.get_weights()  # rows [s (units); e (E)]

@@ -42,10 +42,21 @@ class RecurrentEncoderDecoder(EncoderDecoder):
 
     free_options: tuple[str, ...] = (*EncoderDecoder.free_options, "output_dropout")
     tiny_options: ClassVar[dict[str, Any]] = {
-        "embedding_dim": 8, "encoder_units": 6, "decoder_units": 10, "output_dropout": 0.0}
+        "embedding_dim": 8,
+        "encoder_units": 6,
+        "decoder_units": 10,
+        "output_dropout": 0.0,
+    }
 
-    def __init__(self, source_vocab_size: int, target_vocab_size: int, encoder_units: int = 256,
-                 decoder_units: int = 512, output_dropout: float = 0.5, **kwargs):
+    def __init__(
+        self,
+        source_vocab_size: int,
+        target_vocab_size: int,
+        encoder_units: int = 256,
+        decoder_units: int = 512,
+        output_dropout: float = 0.5,
+        **kwargs,
+    ):
         self.encoder_units = encoder_units
         self.decoder_units = decoder_units
         self.output_dropout = output_dropout
@@ -58,16 +69,19 @@ class RecurrentEncoderDecoder(EncoderDecoder):
         Default: the bidirectional GRU encoder (:class:`BidirectionalEncoder`). Called
         once in ``__init__``, after the options are set and before ``make_cell``.
         """
-        return BidirectionalEncoder(self.source_vocab_size, self.embedding_dim, self.encoder_units,
-                                    self.dropout, name="encoder")
+        return BidirectionalEncoder(
+            self.source_vocab_size, self.embedding_dim, self.encoder_units, self.dropout, name="encoder"
+        )
 
     def make_decoder(self) -> None:
         """The cell of :meth:`make_cell` (``self.cell``), run over the target by
         ``keras.layers.RNN`` (``self.decoder_rnn``)."""
         self.cell = self.make_cell()
         if self.tie_embeddings and self.cell.readout_units != self.embedding_dim:
-            raise ValueError(f"tie_embeddings needs readout_units == embedding_dim, got "
-                             f"readout_units={self.cell.readout_units}, embedding_dim={self.embedding_dim}")
+            raise ValueError(
+                f"tie_embeddings needs readout_units == embedding_dim, got "
+                f"readout_units={self.cell.readout_units}, embedding_dim={self.embedding_dim}"
+            )
         self.decoder_rnn = keras.layers.RNN(self.cell, return_sequences=True, name="decoder")
 
     def make_cell(self) -> DecoderCell:
@@ -81,8 +95,9 @@ class RecurrentEncoderDecoder(EncoderDecoder):
         """Source ids → the cell's initial states (all 2-D, batch first)."""
         encoded = self.encoder(source_ids, training=training)
         if not isinstance(encoded, EncoderOutput):
-            raise TypeError(f"{type(self.encoder).__name__} returned {type(encoded).__name__}; "
-                            "an encoder returns an EncoderOutput")
+            raise TypeError(
+                f"{type(self.encoder).__name__} returned {type(encoded).__name__}; an encoder returns an EncoderOutput"
+            )
         # `training` reaches cells with a stochastic start (MemDec's Eq. 14 memory noise).
         return list(self.cell.initial_states(encoded, training=training))
 
@@ -133,8 +148,12 @@ class RecurrentEncoderDecoder(EncoderDecoder):
         return self.readout_units * inputs + self.readout_units * self.target_vocab_size
 
     def get_config(self) -> dict:
-        return {**super().get_config(), "encoder_units": self.encoder_units,
-                "decoder_units": self.decoder_units, "output_dropout": self.output_dropout}
+        return {
+            **super().get_config(),
+            "encoder_units": self.encoder_units,
+            "decoder_units": self.decoder_units,
+            "output_dropout": self.output_dropout,
+        }
 
 
 class Seq2Seq(RecurrentEncoderDecoder):
@@ -151,21 +170,34 @@ class Seq2Seq(RecurrentEncoderDecoder):
             encoder applies it; a model with an encoder of its own passes it on.
     """
 
-    free_options: tuple[str, ...] = (*RecurrentEncoderDecoder.free_options, "annotation_dropout",
-                                     "attention_remat")
+    free_options: tuple[str, ...] = (*RecurrentEncoderDecoder.free_options, "annotation_dropout", "attention_remat")
 
-    def __init__(self, source_vocab_size: int, target_vocab_size: int, attention_remat: bool = True,
-                 annotation_dropout: float = 0.0, **kwargs):
+    def __init__(
+        self,
+        source_vocab_size: int,
+        target_vocab_size: int,
+        attention_remat: bool = True,
+        annotation_dropout: float = 0.0,
+        **kwargs,
+    ):
         self.attention_remat = attention_remat
         self.annotation_dropout = annotation_dropout
         super().__init__(source_vocab_size, target_vocab_size, **kwargs)
 
     def make_encoder(self) -> keras.layers.Layer:
         """The bidirectional GRU encoder, its annotations dropped at ``annotation_dropout``."""
-        return BidirectionalEncoder(self.source_vocab_size, self.embedding_dim, self.encoder_units,
-                                    self.dropout, annotation_dropout=self.annotation_dropout,
-                                    name="encoder")
+        return BidirectionalEncoder(
+            self.source_vocab_size,
+            self.embedding_dim,
+            self.encoder_units,
+            self.dropout,
+            annotation_dropout=self.annotation_dropout,
+            name="encoder",
+        )
 
     def get_config(self) -> dict:
-        return {**super().get_config(), "attention_remat": self.attention_remat,
-                "annotation_dropout": self.annotation_dropout}
+        return {
+            **super().get_config(),
+            "attention_remat": self.attention_remat,
+            "annotation_dropout": self.annotation_dropout,
+        }

@@ -46,18 +46,38 @@ class RMN(Seq2Seq):
         >>> logits = model((source_ids, target_in_ids))  # doctest: +SKIP
     """
 
-    tiny_options = dict(embedding_dim=8, encoder_units=6, decoder_units=10, attention_units=9,
-                        readout_units=7, output_dropout=0.0, memory_size=4)
+    tiny_options = dict(
+        embedding_dim=8,
+        encoder_units=6,
+        decoder_units=10,
+        attention_units=9,
+        readout_units=7,
+        output_dropout=0.0,
+        memory_size=4,
+    )
     # The memory holds the step's own input word y_{t-1} in slot 0 (lag 0).
-    panels = (SOURCE_ATTENTION,
-              Panel("memory_attention", "window", "attention over the {size} most recent target words",
-                    "previous word", lag=0))
+    panels = (
+        SOURCE_ATTENTION,
+        Panel(
+            "memory_attention", "window", "attention over the {size} most recent target words", "previous word", lag=0
+        ),
+    )
 
-    def __init__(self, source_vocab_size: int, target_vocab_size: int, attention_units: int = 512,
-                 readout_units: int = 256, feedback_attention: bool = True, memory_size: int = 7,
-                 memory_dim: int | None = None, temporal_embeddings: bool = True,
-                 context: str = "attention", context_once: str | None = None, top_lstm: bool = False,
-                 **kwargs):
+    def __init__(
+        self,
+        source_vocab_size: int,
+        target_vocab_size: int,
+        attention_units: int = 512,
+        readout_units: int = 256,
+        feedback_attention: bool = True,
+        memory_size: int = 7,
+        memory_dim: int | None = None,
+        temporal_embeddings: bool = True,
+        context: str = "attention",
+        context_once: str | None = None,
+        top_lstm: bool = False,
+        **kwargs,
+    ):
         self.attention_units = attention_units
         self.readout_units = readout_units
         self.feedback_attention = feedback_attention
@@ -71,13 +91,22 @@ class RMN(Seq2Seq):
 
     def make_cell(self) -> keras.layers.Layer:
         return RMNCell(
-            self.decoder_units, self.target_vocab_size, readout_units=self.readout_units,
-            annotation_units=self.encoder.annotation_units, attention_units=self.attention_units,
-            memory_size=self.memory_size, memory_dim=self.memory_dim,
-            temporal_embeddings=self.temporal_embeddings, context=self.context,
-            context_once=self.context_once, top_lstm=self.top_lstm,
-            feedback_attention=self.feedback_attention, attention_remat=self.attention_remat,
-            output_dropout=self.output_dropout, tied_output=self.tie_embeddings, name="rmn_cell",
+            self.decoder_units,
+            self.target_vocab_size,
+            readout_units=self.readout_units,
+            annotation_units=self.encoder.annotation_units,
+            attention_units=self.attention_units,
+            memory_size=self.memory_size,
+            memory_dim=self.memory_dim,
+            temporal_embeddings=self.temporal_embeddings,
+            context=self.context,
+            context_once=self.context_once,
+            top_lstm=self.top_lstm,
+            feedback_attention=self.feedback_attention,
+            attention_remat=self.attention_remat,
+            output_dropout=self.output_dropout,
+            tied_output=self.tie_embeddings,
+            name="rmn_cell",
         )
 
     def matmul_macs(self) -> tuple[int, int]:
@@ -96,11 +125,18 @@ class RMN(Seq2Seq):
         return self.gru_encoder_macs() + keys, decoder + self.deep_output_macs(readout_inputs)
 
     def get_config(self) -> dict:
-        return {**super().get_config(), "attention_units": self.attention_units,
-                "readout_units": self.readout_units, "feedback_attention": self.feedback_attention,
-                "memory_size": self.memory_size, "memory_dim": self.memory_dim,
-                "temporal_embeddings": self.temporal_embeddings, "context": self.context,
-                "context_once": self.context_once, "top_lstm": self.top_lstm}
+        return {
+            **super().get_config(),
+            "attention_units": self.attention_units,
+            "readout_units": self.readout_units,
+            "feedback_attention": self.feedback_attention,
+            "memory_size": self.memory_size,
+            "memory_dim": self.memory_dim,
+            "temporal_embeddings": self.temporal_embeddings,
+            "context": self.context,
+            "context_once": self.context_once,
+            "top_lstm": self.top_lstm,
+        }
 
 
 @register_model("rmr")

@@ -26,12 +26,20 @@ class RNNsearch(Seq2Seq):
         >>> logits = model((source_ids, target_in_ids))  # doctest: +SKIP
     """
 
-    tiny_options = dict(embedding_dim=8, encoder_units=6, decoder_units=10, attention_units=9,
-                        readout_units=7, output_dropout=0.0)
+    tiny_options = dict(
+        embedding_dim=8, encoder_units=6, decoder_units=10, attention_units=9, readout_units=7, output_dropout=0.0
+    )
     fast_tier = True  # the attention-GRU family
 
-    def __init__(self, source_vocab_size: int, target_vocab_size: int, attention_units: int = 512,
-                 readout_units: int = 256, feedback_attention: bool = True, **kwargs):
+    def __init__(
+        self,
+        source_vocab_size: int,
+        target_vocab_size: int,
+        attention_units: int = 512,
+        readout_units: int = 256,
+        feedback_attention: bool = True,
+        **kwargs,
+    ):
         self.attention_units = attention_units
         self.readout_units = readout_units
         self.feedback_attention = feedback_attention
@@ -39,9 +47,13 @@ class RNNsearch(Seq2Seq):
 
     def make_cell(self) -> keras.layers.Layer:
         return RNNsearchCell(
-            self.decoder_units, self.target_vocab_size, attention_units=self.attention_units,
-            readout_units=self.readout_units, annotation_units=self.encoder.annotation_units,
-            feedback_attention=self.feedback_attention, output_dropout=self.output_dropout,
+            self.decoder_units,
+            self.target_vocab_size,
+            attention_units=self.attention_units,
+            readout_units=self.readout_units,
+            annotation_units=self.encoder.annotation_units,
+            feedback_attention=self.feedback_attention,
+            output_dropout=self.output_dropout,
             tied_output=self.tie_embeddings,
             attention_remat=self.attention_remat,
             name="rnnsearch_cell",
@@ -56,8 +68,12 @@ class RNNsearch(Seq2Seq):
         return self.gru_encoder_macs() + keys, decoder + self.deep_output_macs(d + 2 * h + e)
 
     def get_config(self) -> dict:
-        return {**super().get_config(), "attention_units": self.attention_units,
-                "readout_units": self.readout_units, "feedback_attention": self.feedback_attention}
+        return {
+            **super().get_config(),
+            "attention_units": self.attention_units,
+            "readout_units": self.readout_units,
+            "feedback_attention": self.feedback_attention,
+        }
 
 
 @register_model("cho")
@@ -82,8 +98,11 @@ class ChoEncoderDecoder(RecurrentEncoderDecoder):
 
     def make_cell(self) -> keras.layers.Layer:
         return ChoDecoderCell(
-            self.decoder_units, self.target_vocab_size, readout_units=self.readout_units,
-            annotation_units=self.encoder.annotation_units, output_dropout=self.output_dropout,
+            self.decoder_units,
+            self.target_vocab_size,
+            readout_units=self.readout_units,
+            annotation_units=self.encoder.annotation_units,
+            output_dropout=self.output_dropout,
             tied_output=self.tie_embeddings,
             name="cho_cell",
         )

@@ -38,11 +38,22 @@ class StackedSeq2Seq(Seq2Seq):
         decoder_units: LSTM size of every decoder layer (default 512).
     """
 
-    def __init__(self, source_vocab_size: int, target_vocab_size: int, num_layers: int = 2,
-                 score: str = "general", concat_units: int | None = None, layer_dropout: float = 0.0,
-                 readout_units: int = 256, init_state: str = "encoder", bidirectional_bottom: bool = False,
-                 layer_dropout_on_top: bool = True, encoder_units: int = 512, decoder_units: int = 512,
-                 **kwargs):
+    def __init__(
+        self,
+        source_vocab_size: int,
+        target_vocab_size: int,
+        num_layers: int = 2,
+        score: str = "general",
+        concat_units: int | None = None,
+        layer_dropout: float = 0.0,
+        readout_units: int = 256,
+        init_state: str = "encoder",
+        bidirectional_bottom: bool = False,
+        layer_dropout_on_top: bool = True,
+        encoder_units: int = 512,
+        decoder_units: int = 512,
+        **kwargs,
+    ):
         self.num_layers = num_layers
         self.score = score
         self.concat_units = concat_units
@@ -52,29 +63,47 @@ class StackedSeq2Seq(Seq2Seq):
         self.bidirectional_bottom = bidirectional_bottom
         self.layer_dropout_on_top = layer_dropout_on_top
         if init_state == "encoder" and encoder_units != decoder_units:
-            raise ValueError(f"init_state='encoder' (the layer-by-layer hand-off) needs encoder_units == "
-                             f"decoder_units, got encoder_units={encoder_units}, decoder_units={decoder_units}; "
-                             "pass init_state='zeros' or equal sizes")
-        super().__init__(source_vocab_size, target_vocab_size, encoder_units=encoder_units,
-                         decoder_units=decoder_units, **kwargs)
+            raise ValueError(
+                f"init_state='encoder' (the layer-by-layer hand-off) needs encoder_units == "
+                f"decoder_units, got encoder_units={encoder_units}, decoder_units={decoder_units}; "
+                "pass init_state='zeros' or equal sizes"
+            )
+        super().__init__(
+            source_vocab_size, target_vocab_size, encoder_units=encoder_units, decoder_units=decoder_units, **kwargs
+        )
 
     free_options = (*Seq2Seq.free_options, "layer_dropout")
 
     def make_encoder(self) -> keras.layers.Layer:
-        return StackedLSTMEncoder(self.source_vocab_size, self.embedding_dim, self.encoder_units,
-                                  self.num_layers, dropout=self.dropout, layer_dropout=self.layer_dropout,
-                                  annotation_dropout=self.annotation_dropout,
-                                  bidirectional_bottom=self.bidirectional_bottom, name="encoder")
+        return StackedLSTMEncoder(
+            self.source_vocab_size,
+            self.embedding_dim,
+            self.encoder_units,
+            self.num_layers,
+            dropout=self.dropout,
+            layer_dropout=self.layer_dropout,
+            annotation_dropout=self.annotation_dropout,
+            bidirectional_bottom=self.bidirectional_bottom,
+            name="encoder",
+        )
 
     def stacked_cell_arguments(self) -> dict:
         """The cell arguments every stacked-LSTM cell takes, from this model's options."""
-        return dict(units=self.decoder_units, target_vocab_size=self.target_vocab_size,
-                    readout_units=self.readout_units, annotation_units=self.encoder.annotation_units,
-                    num_layers=self.num_layers, score=self.score, concat_units=self.concat_units,
-                    layer_dropout=self.layer_dropout, layer_dropout_on_top=self.layer_dropout_on_top,
-                    init_state=self.init_state,
-                    attention_remat=self.attention_remat, output_dropout=self.output_dropout,
-                    tied_output=self.tie_embeddings)
+        return dict(
+            units=self.decoder_units,
+            target_vocab_size=self.target_vocab_size,
+            readout_units=self.readout_units,
+            annotation_units=self.encoder.annotation_units,
+            num_layers=self.num_layers,
+            score=self.score,
+            concat_units=self.concat_units,
+            layer_dropout=self.layer_dropout,
+            layer_dropout_on_top=self.layer_dropout_on_top,
+            init_state=self.init_state,
+            attention_remat=self.attention_remat,
+            output_dropout=self.output_dropout,
+            tied_output=self.tie_embeddings,
+        )
 
     def stacked_encoder_macs(self) -> int:
         """Per source token: the encoder's LSTM stack of ``h`` units, and the source
@@ -92,8 +121,14 @@ class StackedSeq2Seq(Seq2Seq):
         return 4 * d * (e + fed + d) + (layers - 1) * 4 * d * 2 * d
 
     def get_config(self) -> dict:
-        return {**super().get_config(), "num_layers": self.num_layers, "score": self.score,
-                "concat_units": self.concat_units, "layer_dropout": self.layer_dropout,
-                "readout_units": self.readout_units, "init_state": self.init_state,
-                "bidirectional_bottom": self.bidirectional_bottom,
-                "layer_dropout_on_top": self.layer_dropout_on_top}
+        return {
+            **super().get_config(),
+            "num_layers": self.num_layers,
+            "score": self.score,
+            "concat_units": self.concat_units,
+            "layer_dropout": self.layer_dropout,
+            "readout_units": self.readout_units,
+            "init_state": self.init_state,
+            "bidirectional_bottom": self.bidirectional_bottom,
+            "layer_dropout_on_top": self.layer_dropout_on_top,
+        }

@@ -80,9 +80,18 @@ class TransformerEncoderStack(keras.layers.Layer):
         ``source_ids != PAD_ID``; padded positions are never attended to.
     """
 
-    def __init__(self, vocab_size: int, model_dim: int = 256, num_layers: int = 3, num_heads: int = 4,
-                 feedforward_units: int = 1024, dropout: float = 0.1, lookup_scale: float = 1.0,
-                 own_embedding: bool = True, **kwargs):
+    def __init__(
+        self,
+        vocab_size: int,
+        model_dim: int = 256,
+        num_layers: int = 3,
+        num_heads: int = 4,
+        feedforward_units: int = 1024,
+        dropout: float = 0.1,
+        lookup_scale: float = 1.0,
+        own_embedding: bool = True,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         from keras_hub.layers import TransformerEncoder
 
@@ -94,22 +103,38 @@ class TransformerEncoderStack(keras.layers.Layer):
         self.dropout = dropout
         self.lookup_scale = float(lookup_scale)
         self.own_embedding = own_embedding
-        self.embedding = (keras.layers.Embedding(vocab_size, model_dim, name="source_embedding",
-                                                 embeddings_initializer=embedding_initializer(self.lookup_scale))
-                          if own_embedding else None)
+        self.embedding = (
+            keras.layers.Embedding(
+                vocab_size,
+                model_dim,
+                name="source_embedding",
+                embeddings_initializer=embedding_initializer(self.lookup_scale),
+            )
+            if own_embedding
+            else None
+        )
         self.positions = _sine_positions("source_positions")
         self.embedding_dropout = keras.layers.Dropout(dropout)
         self.encoder_layers = [
-            TransformerEncoder(feedforward_units, num_heads, dropout=dropout, normalize_first=True,
-                               layer_norm_epsilon=LAYER_NORM_EPSILON, name=f"encoder_layer_{i}")
-            for i in range(num_layers)]
+            TransformerEncoder(
+                feedforward_units,
+                num_heads,
+                dropout=dropout,
+                normalize_first=True,
+                layer_norm_epsilon=LAYER_NORM_EPSILON,
+                name=f"encoder_layer_{i}",
+            )
+            for i in range(num_layers)
+        ]
         self.norm = keras.layers.LayerNormalization(epsilon=LAYER_NORM_EPSILON, name="encoder_norm")
 
     def call(self, source_ids, training=False, embedded=None):
         mask = ops.not_equal(source_ids, PAD_ID)  # (B, Tx)
         if (embedded is None) == (self.embedding is None):
-            raise ValueError("pass `embedded` exactly when the stack has no embedding of its own "
-                             f"(own_embedding={self.own_embedding})")
+            raise ValueError(
+                "pass `embedded` exactly when the stack has no embedding of its own "
+                f"(own_embedding={self.own_embedding})"
+            )
         if embedded is None:
             embedded = self.embedding(source_ids)
             if self.lookup_scale != 1.0:
@@ -121,10 +146,17 @@ class TransformerEncoderStack(keras.layers.Layer):
         return self.norm(x), mask
 
     def get_config(self) -> dict:
-        return {**super().get_config(), "vocab_size": self.vocab_size, "model_dim": self.model_dim,
-                "num_layers": self.num_layers, "num_heads": self.num_heads,
-                "feedforward_units": self.feedforward_units, "dropout": self.dropout,
-                "lookup_scale": self.lookup_scale, "own_embedding": self.own_embedding}
+        return {
+            **super().get_config(),
+            "vocab_size": self.vocab_size,
+            "model_dim": self.model_dim,
+            "num_layers": self.num_layers,
+            "num_heads": self.num_heads,
+            "feedforward_units": self.feedforward_units,
+            "dropout": self.dropout,
+            "lookup_scale": self.lookup_scale,
+            "own_embedding": self.own_embedding,
+        }
 
 
 @register_model("transformer")
@@ -200,21 +232,38 @@ class Transformer(EncoderDecoder):
 
     tiny_options = dict(embedding_dim=8, num_layers=2, num_heads=2, feedforward_units=16, dropout=0.0)
 
-    def __init__(self, source_vocab_size: int, target_vocab_size: int, num_layers: int = 3, num_heads: int = 4,
-                 feedforward_units: int = 1024, dropout: float = 0.1, share_embeddings: bool = False,
-                 scale_source_embedding: bool = False, **kwargs):
-        for name, value in (("source_vocab_size", source_vocab_size), ("num_layers", num_layers),
-                            ("num_heads", num_heads), ("feedforward_units", feedforward_units)):
+    def __init__(
+        self,
+        source_vocab_size: int,
+        target_vocab_size: int,
+        num_layers: int = 3,
+        num_heads: int = 4,
+        feedforward_units: int = 1024,
+        dropout: float = 0.1,
+        share_embeddings: bool = False,
+        scale_source_embedding: bool = False,
+        **kwargs,
+    ):
+        for name, value in (
+            ("source_vocab_size", source_vocab_size),
+            ("num_layers", num_layers),
+            ("num_heads", num_heads),
+            ("feedforward_units", feedforward_units),
+        ):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
         if share_embeddings and not kwargs.get("tie_embeddings", False):
-            raise ValueError("share_embeddings needs tie_embeddings=True (the one matrix is the source's "
-                             "and target's embedding and the output projection)")
+            raise ValueError(
+                "share_embeddings needs tie_embeddings=True (the one matrix is the source's "
+                "and target's embedding and the output projection)"
+            )
         if share_embeddings and source_vocab_size != target_vocab_size:
-            raise ValueError(f"share_embeddings needs one vocabulary for both sides (joint_vocab=True), got "
-                             f"source_vocab_size={source_vocab_size}, target_vocab_size={target_vocab_size}")
+            raise ValueError(
+                f"share_embeddings needs one vocabulary for both sides (joint_vocab=True), got "
+                f"source_vocab_size={source_vocab_size}, target_vocab_size={target_vocab_size}"
+            )
         self.num_layers = num_layers
         self.num_heads = num_heads
         self.feedforward_units = feedforward_units
@@ -223,14 +272,24 @@ class Transformer(EncoderDecoder):
         super().__init__(source_vocab_size, target_vocab_size, dropout=dropout, **kwargs)
         # keras-hub's layers take head size embedding_dim // num_heads without checking it divides.
         if not isinstance(self.embedding_dim, int) or self.embedding_dim < 1 or self.embedding_dim % num_heads:
-            raise ValueError(f"embedding_dim must be a positive multiple of num_heads, got "
-                             f"embedding_dim={self.embedding_dim!r}, num_heads={num_heads}")
+            raise ValueError(
+                f"embedding_dim must be a positive multiple of num_heads, got "
+                f"embedding_dim={self.embedding_dim!r}, num_heads={num_heads}"
+            )
 
     def make_encoder(self) -> keras.layers.Layer:
         scale = float(self.embedding_dim) ** 0.5 if self.scale_source_embedding else 1.0
-        return TransformerEncoderStack(self.source_vocab_size, self.embedding_dim, self.num_layers, self.num_heads,
-                                       self.feedforward_units, self.dropout, lookup_scale=scale,
-                                       own_embedding=not self.share_embeddings, name="encoder")
+        return TransformerEncoderStack(
+            self.source_vocab_size,
+            self.embedding_dim,
+            self.num_layers,
+            self.num_heads,
+            self.feedforward_units,
+            self.dropout,
+            lookup_scale=scale,
+            own_embedding=not self.share_embeddings,
+            name="encoder",
+        )
 
     def encode_source(self, source_ids, training=False):
         """The encoder stack on ``source_ids``: ``(memory (B, Tx, D), mask (B, Tx))``; with
@@ -248,9 +307,15 @@ class Transformer(EncoderDecoder):
         # off the fused attention kernel, which changes the last bits of its outputs.
         self.target_positions = _sine_positions("target_positions")
         self.decoder_layers = [
-            TransformerDecoder(self.feedforward_units, self.num_heads, dropout=self.dropout,
-                               layer_norm_epsilon=LAYER_NORM_EPSILON, name=f"decoder_layer_{i}")
-            for i in range(self.num_layers)]
+            TransformerDecoder(
+                self.feedforward_units,
+                self.num_heads,
+                dropout=self.dropout,
+                layer_norm_epsilon=LAYER_NORM_EPSILON,
+                name=f"decoder_layer_{i}",
+            )
+            for i in range(self.num_layers)
+        ]
         self.decoder_norm = keras.layers.LayerNormalization(epsilon=LAYER_NORM_EPSILON, name="decoder_norm")
         self.output_layer = self.make_output_layer()  # None when tied
 
@@ -262,8 +327,9 @@ class Transformer(EncoderDecoder):
         """
         source_ids, target_in = inputs
         memory, mask = self.encode_source(source_ids, training=training)  # (B, Tx, D), (B, Tx)
-        x = self.target_dropout(_add_positions(self.target_positions, self.embed_target(target_in)),
-                                training=training)  # (B, T, D)
+        x = self.target_dropout(
+            _add_positions(self.target_positions, self.embed_target(target_in)), training=training
+        )  # (B, T, D)
         for layer in self.decoder_layers:
             x = layer(x, memory, encoder_padding_mask=mask, training=training)
         return self.readout(x, training=training)
@@ -298,8 +364,10 @@ class Transformer(EncoderDecoder):
         if cache_length is None:
             cache_length = 0 if shapes_may_change() else CACHE_LENGTH
         elif cache_length and shapes_may_change():
-            raise ValueError(f"cache_length={cache_length}: on {keras.backend.backend()} the caches grow with "
-                             "the step and start empty (pass 0 or None)")
+            raise ValueError(
+                f"cache_length={cache_length}: on {keras.backend.backend()} the caches grow with "
+                "the step and start empty (pass 0 or None)"
+            )
         length = int(cache_length)
         batch = ops.shape(memory)[0]
         head_dim = self.embedding_dim // self.num_heads
@@ -337,13 +405,24 @@ class Transformer(EncoderDecoder):
             for i, layer in enumerate(self.decoder_layers):
                 cache, cross = states[3 + 2 * i], states[4 + 2 * i]
                 # Growing, the layer appends the position: the cache then holds 0..step exactly.
-                x, cache, *attention = layer(x, memory, encoder_padding_mask=mask, self_attention_cache=cache,
-                                             self_attention_cache_update_index=None if grow else index,
-                                             cross_attention_cache=cross, return_attention=i == last)
+                x, cache, *attention = layer(
+                    x,
+                    memory,
+                    encoder_padding_mask=mask,
+                    self_attention_cache=cache,
+                    self_attention_cache_update_index=None if grow else index,
+                    cross_attention_cache=cross,
+                    return_attention=i == last,
+                )
                 new_states += [cache, cross]
         return self.readout(x)[:, 0], new_states, attention[0][:, 0]
 
     def get_config(self) -> dict:
-        return {**super().get_config(), "num_layers": self.num_layers, "num_heads": self.num_heads,
-                "feedforward_units": self.feedforward_units, "share_embeddings": self.share_embeddings,
-                "scale_source_embedding": self.scale_source_embedding}
+        return {
+            **super().get_config(),
+            "num_layers": self.num_layers,
+            "num_heads": self.num_heads,
+            "feedforward_units": self.feedforward_units,
+            "share_embeddings": self.share_embeddings,
+            "scale_source_embedding": self.scale_source_embedding,
+        }

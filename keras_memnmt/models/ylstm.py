@@ -52,11 +52,24 @@ class YLSTM(RecurrentEncoderDecoder):
     See :class:`~keras_memnmt.layers.YLSTMCell` for every paper decision.
     """
 
-    def __init__(self, source_vocab_size: int, target_vocab_size: int, num_layers: int = 5,
-                 tracker_layer: int = 3, tracker_units: int | None = None, score: str = "dot",
-                 layer_dropout: float = 0.0, encoder_lm_weight: float = 1.0, encoder_lm_warmup: int = 0,
-                 same_step_context: bool = False, tracker_reads_masked: bool = True, output_context: bool = False,
-                 encoder_units: int = 256, decoder_units: int = 256, **kwargs):
+    def __init__(
+        self,
+        source_vocab_size: int,
+        target_vocab_size: int,
+        num_layers: int = 5,
+        tracker_layer: int = 3,
+        tracker_units: int | None = None,
+        score: str = "dot",
+        layer_dropout: float = 0.0,
+        encoder_lm_weight: float = 1.0,
+        encoder_lm_warmup: int = 0,
+        same_step_context: bool = False,
+        tracker_reads_masked: bool = True,
+        output_context: bool = False,
+        encoder_units: int = 256,
+        decoder_units: int = 256,
+        **kwargs,
+    ):
         self.num_layers = num_layers
         self.tracker_layer = tracker_layer
         self.tracker_units = tracker_units
@@ -67,8 +80,9 @@ class YLSTM(RecurrentEncoderDecoder):
         self.same_step_context = same_step_context
         self.tracker_reads_masked = tracker_reads_masked
         self.output_context = output_context
-        super().__init__(source_vocab_size, target_vocab_size, encoder_units=encoder_units,
-                         decoder_units=decoder_units, **kwargs)
+        super().__init__(
+            source_vocab_size, target_vocab_size, encoder_units=encoder_units, decoder_units=decoder_units, **kwargs
+        )
         if encoder_lm_weight > 0:  # the two losses, logged apart
             self.translation_loss_tracker = keras.metrics.Mean(name="translation_loss")
             self.encoder_lm_loss_tracker = keras.metrics.Mean(name="encoder_lm_loss")
@@ -76,34 +90,60 @@ class YLSTM(RecurrentEncoderDecoder):
     # encoder_lm_weight is not free: 0 builds no language-model softmax.
     free_options = (*RecurrentEncoderDecoder.free_options, "layer_dropout", "tracker_reads_masked")
 
-    tiny_options = dict(embedding_dim=8, encoder_units=10, decoder_units=10, num_layers=2, tracker_layer=1,
-                        output_dropout=0.0)
+    tiny_options = dict(
+        embedding_dim=8, encoder_units=10, decoder_units=10, num_layers=2, tracker_layer=1, output_dropout=0.0
+    )
     # Its "attention" is the decoder tracker's, over the encoder tracker's states.
     panels = (Panel("attention", "source", "tracker attention over the source", "source"),)
 
     def make_encoder(self) -> keras.layers.Layer:
-        return YLSTMEncoder(self.source_vocab_size, self.embedding_dim, self.encoder_units, self.num_layers,
-                            self.tracker_layer, self._tracker_units, dropout=self.dropout,
-                            layer_dropout=self.layer_dropout, lm_weight=self.encoder_lm_weight,
-                            lm_warmup_steps=self.encoder_lm_warmup, tracker_reads_masked=self.tracker_reads_masked,
-                            name="encoder")
+        return YLSTMEncoder(
+            self.source_vocab_size,
+            self.embedding_dim,
+            self.encoder_units,
+            self.num_layers,
+            self.tracker_layer,
+            self._tracker_units,
+            dropout=self.dropout,
+            layer_dropout=self.layer_dropout,
+            lm_weight=self.encoder_lm_weight,
+            lm_warmup_steps=self.encoder_lm_warmup,
+            tracker_reads_masked=self.tracker_reads_masked,
+            name="encoder",
+        )
 
     @property
     def _tracker_units(self) -> int:
         return self.decoder_units if self.tracker_units is None else self.tracker_units
 
     def make_cell(self) -> keras.layers.Layer:
-        return YLSTMCell(self.decoder_units, self.target_vocab_size, readout_units=self.decoder_units,
-                         annotation_units=self.encoder.annotation_units, num_layers=self.num_layers,
-                         tracker_layer=self.tracker_layer, tracker_units=self._tracker_units, score=self.score,
-                         layer_dropout=self.layer_dropout, same_step_context=self.same_step_context,
-                         tracker_reads_masked=self.tracker_reads_masked, output_context=self.output_context,
-                         output_dropout=self.output_dropout, tied_output=self.tie_embeddings, name="ylstm_cell")
+        return YLSTMCell(
+            self.decoder_units,
+            self.target_vocab_size,
+            readout_units=self.decoder_units,
+            annotation_units=self.encoder.annotation_units,
+            num_layers=self.num_layers,
+            tracker_layer=self.tracker_layer,
+            tracker_units=self._tracker_units,
+            score=self.score,
+            layer_dropout=self.layer_dropout,
+            same_step_context=self.same_step_context,
+            tracker_reads_masked=self.tracker_reads_masked,
+            output_context=self.output_context,
+            output_dropout=self.output_dropout,
+            tied_output=self.tie_embeddings,
+            name="ylstm_cell",
+        )
 
     def matmul_macs(self) -> tuple[int, int]:
         # Two tracked stacks of h and d units, trackers of t units.
-        e, h, d, layers, t = self.embedding_dim, self.encoder_units, self.decoder_units, self.num_layers, \
-            self.cell.tracker_units
+        e, h, d, layers, t = (
+            self.embedding_dim,
+            self.encoder_units,
+            self.decoder_units,
+            self.num_layers,
+            self.cell.tracker_units,
+        )
         encoder = 4 * h * (e + h) + (layers - 1) * 4 * h * 2 * h + 4 * h * t + 4 * t * (h + t)
         encoder += h * self.source_vocab_size if self.encoder_lm_weight > 0 else 0  # the language model's softmax
         keys = t * t if self.cell.score == "general" else 0
@@ -123,8 +163,16 @@ class YLSTM(RecurrentEncoderDecoder):
         return total
 
     def get_config(self) -> dict:
-        return {**super().get_config(), "num_layers": self.num_layers, "tracker_layer": self.tracker_layer,
-                "tracker_units": self.tracker_units, "score": self.score, "layer_dropout": self.layer_dropout,
-                "encoder_lm_weight": self.encoder_lm_weight,
-                "encoder_lm_warmup": self.encoder_lm_warmup, "same_step_context": self.same_step_context,
-                "tracker_reads_masked": self.tracker_reads_masked, "output_context": self.output_context}
+        return {
+            **super().get_config(),
+            "num_layers": self.num_layers,
+            "tracker_layer": self.tracker_layer,
+            "tracker_units": self.tracker_units,
+            "score": self.score,
+            "layer_dropout": self.layer_dropout,
+            "encoder_lm_weight": self.encoder_lm_weight,
+            "encoder_lm_warmup": self.encoder_lm_warmup,
+            "same_step_context": self.same_step_context,
+            "tracker_reads_masked": self.tracker_reads_masked,
+            "output_context": self.output_context,
+        }

@@ -78,8 +78,10 @@ def _json_recipe(path: str):
         raise ConfigError(f"{path}: {e}") from None
     unknown = sorted(set(raw) - fields - set(declared))
     if unknown:
-        raise ConfigError(f"{path}: {', '.join(unknown)}: no such config field or option of model "
-                          f"{raw.get('model', TrainConfig.model)!r} (docs/config.md)")
+        raise ConfigError(
+            f"{path}: {', '.join(unknown)}: no such config field or option of model "
+            f"{raw.get('model', TrainConfig.model)!r} (docs/config.md)"
+        )
     return types.SimpleNamespace(CONFIG=TrainConfig.from_dict(raw, source=path))
 
 
@@ -98,11 +100,12 @@ def _run_recipe(name: str, origin: str | None, load):
         where = f", line {e.lineno}" if _same_file(e.filename, origin) else f": {e.filename}, line {e.lineno}"
         raise ConfigError(f"recipe {name}{where}: {e.msg}") from None
     except SystemExit as e:
-        raise ConfigError(f"recipe {name}{_recipe_line(e, origin)}: calls sys.exit({e.code!r}) when "
-                          "loaded; a recipe defines CONFIG (and run), it trains nothing by itself") from None
+        raise ConfigError(
+            f"recipe {name}{_recipe_line(e, origin)}: calls sys.exit({e.code!r}) when "
+            "loaded; a recipe defines CONFIG (and run), it trains nothing by itself"
+        ) from None
     except Exception as e:
-        raise ConfigError(f"recipe {name}{_recipe_line(e, origin)}: {type(e).__name__}: "
-                          f"{one_line(e)}") from None
+        raise ConfigError(f"recipe {name}{_recipe_line(e, origin)}: {type(e).__name__}: {one_line(e)}") from None
 
 
 def _same_file(a: str | None, b: str | None) -> bool:
@@ -111,8 +114,7 @@ def _same_file(a: str | None, b: str | None) -> bool:
 
 def _recipe_line(error: BaseException, origin: str | None) -> str:
     """``", line N"``: the recipe file's last line in ``error``'s traceback (empty if none)."""
-    lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__)
-             if _same_file(frame.filename, origin)]
+    lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if _same_file(frame.filename, origin)]
     return f", line {lines[-1]}" if lines else ""
 
 
@@ -123,8 +125,10 @@ def load_recipe(name_or_path: str, module=None):
     if not hasattr(module, "CONFIG"):
         raise ConfigError(f"recipe {name_or_path} defines no CONFIG")
     if not isinstance(module.CONFIG, TrainConfig):
-        raise ConfigError(f"recipe {name_or_path}: CONFIG is a {type(module.CONFIG).__name__}, "
-                          "expected a keras_memnmt.config.TrainConfig")
+        raise ConfigError(
+            f"recipe {name_or_path}: CONFIG is a {type(module.CONFIG).__name__}, "
+            "expected a keras_memnmt.config.TrainConfig"
+        )
     return validate(module.CONFIG)
 
 

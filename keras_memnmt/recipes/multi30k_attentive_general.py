@@ -17,6 +17,14 @@ from keras_memnmt.recipes.multi30k_rnnsearch import CONFIG as RNNSEARCH
 # 0.3 between layers (the paper: 0.5 on every non-recurrent connection, for 1,000 units). The
 # past-state attention reads the 32 most recent states (a sliding window beyond): the buffer is
 # carried and kept for the backward pass at every step, so its length costs time and memory.
-CONFIG = RNNSEARCH.replace(model="attentive", score="general", num_layers=2, encoder_units=384,
-                           decoder_units=384, bidirectional_bottom=True, layer_dropout=0.3,
-                           self_score="single", history_length=32)
+CONFIG = RNNSEARCH.replace(
+    model="attentive",
+    score="general",
+    num_layers=2,
+    encoder_units=384,
+    decoder_units=384,
+    bidirectional_bottom=True,
+    layer_dropout=0.3,
+    self_score="single",
+    history_length=32,
+)

@@ -91,8 +91,11 @@ class Options:
         """The keyword arguments of ``translate`` that make the synthetic source."""
         if self.bt_decoding == "beam":
             return {"beam_size": self.backtranslation_beam}
-        return {"beam_size": 1, "sampling": "full" if self.bt_decoding == "sampling" else self.bt_decoding,
-                "seed": seed}
+        return {
+            "beam_size": 1,
+            "sampling": "full" if self.bt_decoding == "sampling" else self.bt_decoding,
+            "seed": seed,
+        }
 
 
 OPTIONS = Options()
@@ -114,12 +117,16 @@ def stage_configs(config: TrainConfig, options: Options, out_dir: str, real: int
         reverse = reverse.replace(model=options.reverse_model)
     if options.reverse_epochs is not None:
         reverse = reverse.replace(epochs=options.reverse_epochs)
-    return {"reverse": reverse, "baseline": config.replace(train_limit=real),
-            "union": config.replace(train_prefix=os.path.join(out_dir, "union"), train_limit=None)}
+    return {
+        "reverse": reverse,
+        "baseline": config.replace(train_limit=real),
+        "union": config.replace(train_prefix=os.path.join(out_dir, "union"), train_limit=None),
+    }
 
 
-def train_stage(config: TrainConfig, run_dir: str, data_dir: str | None, log=print,
-                resume: bool = False, overwrite: bool = False) -> dict:
+def train_stage(
+    config: TrainConfig, run_dir: str, data_dir: str | None, log=print, resume: bool = False, overwrite: bool = False
+) -> dict:
     """Trains ``config`` into ``run_dir``, or returns its ``results.json`` when that run is
     finished (and was trained with ``config``)."""
     results = os.path.join(run_dir, "results.json")
@@ -130,9 +137,11 @@ def train_stage(config: TrainConfig, run_dir: str, data_dir: str | None, log=pri
     wanted = json.loads(json.dumps(config.to_dict()))  # tuples as JSON has them
     changed = sorted(k for k in set(saved) | set(wanted) if saved.get(k) != wanted.get(k))
     if changed:
-        raise ConfigError(f"{run_dir} is a finished run trained with other settings ("
-                          + ", ".join(f"{k}={saved.get(k)!r}, now {wanted.get(k)!r}" for k in changed)
-                          + "); pass --overwrite to train every stage again, or another --out")
+        raise ConfigError(
+            f"{run_dir} is a finished run trained with other settings ("
+            + ", ".join(f"{k}={saved.get(k)!r}, now {wanted.get(k)!r}" for k in changed)
+            + "); pass --overwrite to train every stage again, or another --out"
+        )
     log(f"back-translation: {run_dir} is finished; skipped")
     with open(results) as f:
         return json.load(f)
@@ -162,8 +171,9 @@ def _complete_lines(path: str) -> int:
     return data[:end].count(b"\n")
 
 
-def backtranslate(reverse_dir: str, sentences: list[str], prefix: str, src: str, tgt: str,
-                  options: Options, log=print, seed: int = 0) -> int:
+def backtranslate(
+    reverse_dir: str, sentences: list[str], prefix: str, src: str, tgt: str, options: Options, log=print, seed: int = 0
+) -> int:
     """Writes ``sentences`` (target language) to ``{prefix}.{tgt}`` and their translations
     by the run ``reverse_dir`` to ``{prefix}.{src}``, one line each; returns the number of
     sentences translated now (0 when the files were complete).
@@ -179,10 +189,13 @@ def backtranslate(reverse_dir: str, sentences: list[str], prefix: str, src: str,
         reverse_id = _sha256(f.read())
     # The run's folder relative to the record's own, so that the record names no folder
     # of the machine that made it.
-    record = {"reverse_run": os.path.relpath(reverse_dir, os.path.dirname(os.path.abspath(prefix))),
-              "reverse_run_sha256": reverse_id,
-              "beam_size": options.backtranslation_beam, "sentences": len(sentences),
-              "sentences_sha256": _sha256("\n".join(sentences).encode("utf-8"))}
+    record = {
+        "reverse_run": os.path.relpath(reverse_dir, os.path.dirname(os.path.abspath(prefix))),
+        "reverse_run_sha256": reverse_id,
+        "beam_size": options.backtranslation_beam,
+        "sentences": len(sentences),
+        "sentences_sha256": _sha256("\n".join(sentences).encode("utf-8")),
+    }
     if options.bt_decoding != "beam":  # files made by beam search keep the record they had
         record.update(decoding=options.bt_decoding, seed=seed)
     meta, target_file, source_file = prefix + ".json", f"{prefix}.{tgt}", f"{prefix}.{src}"
@@ -191,8 +204,10 @@ def backtranslate(reverse_dir: str, sentences: list[str], prefix: str, src: str,
             made = json.load(f)
         changed = sorted(k for k in record if made.get(k) != record[k])
         if changed:
-            raise ConfigError(f"{prefix}.* were made with other {', '.join(changed)} ({made}); pass "
-                              "--overwrite to make them again, or another --out")
+            raise ConfigError(
+                f"{prefix}.* were made with other {', '.join(changed)} ({made}); pass "
+                "--overwrite to make them again, or another --out"
+            )
     else:
         with open(meta + ".tmp", "w") as f:
             json.dump(record, f, indent=2)
@@ -201,22 +216,29 @@ def backtranslate(reverse_dir: str, sentences: list[str], prefix: str, src: str,
         open(source_file, "w").close()
     done = _complete_lines(source_file)
     if done > len(sentences):
-        raise ConfigError(f"{source_file} has {done} lines for {len(sentences)} sentences; "
-                          "pass --overwrite to make it again")
+        raise ConfigError(
+            f"{source_file} has {done} lines for {len(sentences)} sentences; pass --overwrite to make it again"
+        )
     if done == len(sentences):
         log(f"back-translation: {source_file} is complete ({done} lines); skipped")
         return 0
     model, vocab, _ = load_run(reverse_dir)
-    how = f"beam {options.backtranslation_beam}" if options.bt_decoding == "beam" else \
-        f"{options.bt_decoding}, seed {seed}"
-    log(f"back-translation: translating {len(sentences) - done} {tgt} sentences into {source_file} "
-        f"with {reverse_dir} ({how}; {done} done before)")
+    how = (
+        f"beam {options.backtranslation_beam}"
+        if options.bt_decoding == "beam"
+        else f"{options.bt_decoding}, seed {seed}"
+    )
+    log(
+        f"back-translation: translating {len(sentences) - done} {tgt} sentences into {source_file} "
+        f"with {reverse_dir} ({how}; {done} done before)"
+    )
     decoding = options.decoding(seed)
     for start in range(done, len(sentences), options.chunk_size):
-        chunk = sentences[start:start + options.chunk_size]
+        chunk = sentences[start : start + options.chunk_size]
         offset = {"line_offset": start} if "sampling" in decoding else {}
-        out = translate(model, vocab, chunk, batch_size=options.translate_batch_size, progress=False,
-                        **decoding, **offset)
+        out = translate(
+            model, vocab, chunk, batch_size=options.translate_batch_size, progress=False, **decoding, **offset
+        )
         with open(source_file, "a", encoding="utf-8") as f:
             f.write("".join(" ".join(line.split("\n")) + "\n" for line in out))
             f.flush()
@@ -226,31 +248,54 @@ def backtranslate(reverse_dir: str, sentences: list[str], prefix: str, src: str,
 
 
 def _row(results: dict, run_dir: str, direction: str, pairs: str) -> dict:
-    keys = ("bleu", "bleu_lowercase", "chrf", "ter", "best_val_bleu", "train_seconds", "test_split",
-            "beam_size", "sentences")
-    return {"run_dir": run_dir, "direction": direction, "training_pairs": pairs,
-            **{k: results.get(k) for k in keys}}
+    keys = (
+        "bleu",
+        "bleu_lowercase",
+        "chrf",
+        "ter",
+        "best_val_bleu",
+        "train_seconds",
+        "test_split",
+        "beam_size",
+        "sentences",
+    )
+    return {"run_dir": run_dir, "direction": direction, "training_pairs": pairs, **{k: results.get(k) for k in keys}}
 
 
-def run(config: TrainConfig, out_dir: str, options: Options = OPTIONS, data_dir: str | None = None,
-        log=print, resume: bool = False, overwrite: bool = False) -> str:
+def run(
+    config: TrainConfig,
+    out_dir: str,
+    options: Options = OPTIONS,
+    data_dir: str | None = None,
+    log=print,
+    resume: bool = False,
+    overwrite: bool = False,
+) -> str:
     """The stages of the module docstring; returns the comparison table (markdown)."""
     if config.corpus == "synthetic":
-        raise ConfigError("multi30k_backtranslation needs a language pair: corpus='multi30k', "
-                          "got corpus='synthetic'")
+        raise ConfigError("multi30k_backtranslation needs a language pair: corpus='multi30k', got corpus='synthetic'")
     if resume and overwrite:
         raise ConfigError("resume and overwrite exclude each other")
     config, out_dir = config.replace(corpus="multi30k"), os.path.normpath(out_dir)
     if overwrite:
-        for name in ("synthetic.json", f"synthetic.{config.src}", f"synthetic.{config.tgt}",
-                     f"union.{config.src}", f"union.{config.tgt}", "comparison.json", "comparison.md"):
+        for name in (
+            "synthetic.json",
+            f"synthetic.{config.src}",
+            f"synthetic.{config.tgt}",
+            f"union.{config.src}",
+            f"union.{config.tgt}",
+            "comparison.json",
+            "comparison.md",
+        ):
             if os.path.isfile(os.path.join(out_dir, name)):
                 os.remove(os.path.join(out_dir, name))
     os.makedirs(out_dir, exist_ok=True)
     pool = load_corpora(config, data_dir, log)[0]
     real, mono = halves(len(pool))
-    log(f"back-translation: of {len(pool)} training pairs, {len(real)} real and {len(mono)} used "
-        f"through their {config.tgt} side only")
+    log(
+        f"back-translation: of {len(pool)} training pairs, {len(real)} real and {len(mono)} used "
+        f"through their {config.tgt} side only"
+    )
     configs = stage_configs(config, options, out_dir, len(real))
     common = dict(data_dir=data_dir, log=log, resume=resume, overwrite=overwrite)
     # 1. the reverse model
@@ -261,8 +306,9 @@ def run(config: TrainConfig, out_dir: str, options: Options = OPTIONS, data_dir:
         reverse_dir = options.reverse_run
         saved = read_config(reverse_dir)
         if (saved.src, saved.tgt) != (config.tgt, config.src):
-            raise ConfigError(f"reverse_run {reverse_dir} translates {saved.src}->{saved.tgt}; "
-                              f"expected {config.tgt}->{config.src}")
+            raise ConfigError(
+                f"reverse_run {reverse_dir} translates {saved.src}->{saved.tgt}; expected {config.tgt}->{config.src}"
+            )
         path, reverse = os.path.join(reverse_dir, "results.json"), {}
         if os.path.isfile(path):
             with open(path) as f:
@@ -285,22 +331,21 @@ def run(config: TrainConfig, out_dir: str, options: Options = OPTIONS, data_dir:
     comparison = {
         "reverse": _row(reverse, reverse_dir, backward, f"{len(real)} real"),
         "baseline": _row(baseline, os.path.join(out_dir, "baseline"), forward, f"{len(real)} real"),
-        "union": _row(union, os.path.join(out_dir, "union"), forward,
-                      f"{len(real)} real + {len(mono)} synthetic"),
+        "union": _row(union, os.path.join(out_dir, "union"), forward, f"{len(real)} real + {len(mono)} synthetic"),
         "real_pairs": len(real),
         "synthetic_pairs": len(mono),
         "backtranslation_beam": options.backtranslation_beam,
-        "union_minus_baseline": {k: round(union[k] - baseline[k], 2)
-                                 for k in ("bleu", "bleu_lowercase", "chrf")},
+        "union_minus_baseline": {k: round(union[k] - baseline[k], 2) for k in ("bleu", "bleu_lowercase", "chrf")},
     }
     with open(os.path.join(out_dir, "comparison.json"), "w") as f:
         json.dump(comparison, f, indent=2)
     fmt = lambda v: "–" if v is None else f"{v:.2f}"  # noqa: E731
-    table = ["| run | direction | training pairs | BLEU | lowercased BLEU | chrF |",
-             "|---|---|---|---|---|---|"]
-    table += [f"| {name} | {r['direction']} | {r['training_pairs']} | {fmt(r['bleu'])} | "
-              f"{fmt(r['bleu_lowercase'])} | {fmt(r['chrf'])} |"
-              for name, r in ((n, comparison[n]) for n in ("reverse", "baseline", "union"))]
+    table = ["| run | direction | training pairs | BLEU | lowercased BLEU | chrF |", "|---|---|---|---|---|---|"]
+    table += [
+        f"| {name} | {r['direction']} | {r['training_pairs']} | {fmt(r['bleu'])} | "
+        f"{fmt(r['bleu_lowercase'])} | {fmt(r['chrf'])} |"
+        for name, r in ((n, comparison[n]) for n in ("reverse", "baseline", "union"))
+    ]
     with open(os.path.join(out_dir, "comparison.md"), "w") as f:
         f.write("\n".join(table) + "\n")
     return "\n".join(table)

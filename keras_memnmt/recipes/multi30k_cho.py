@@ -1,6 +1,6 @@
 """The Cho et al. encoder–decoder baseline on Multi30k en→de (same pipeline and sizes as RNNsearch).
 
-    memnmt train multi30k_cho --data-dir $MEMNMT_DATA --out runs/cho
+memnmt train multi30k_cho --data-dir $MEMNMT_DATA --out runs/cho
 """
 
 from keras_memnmt.recipes.multi30k_rnnsearch import CONFIG as RNNSEARCH

@@ -22,6 +22,17 @@ from keras_memnmt.recipes.multi30k_rnnsearch import CONFIG as RNNSEARCH
 # annotations. At 300 steps of width 128 (benchmarks/source_gain.py) this placement gave a
 # teacher-forced validation cross-entropy of 4.62 and a source gain of 0.35 nats per token,
 # against 4.67 and 0.30 with the top output and the annotations dropped (docs/decisions.md).
-CONFIG = RNNSEARCH.replace(model="luong", score="dot", input_feeding=True, num_layers=2, encoder_units=384,
-                           decoder_units=384, readout_units=256, bidirectional_bottom=True, layer_dropout=0.3,
-                           layer_dropout_on_top=False, annotation_dropout=0.0, keep_checkpoints=True)
+CONFIG = RNNSEARCH.replace(
+    model="luong",
+    score="dot",
+    input_feeding=True,
+    num_layers=2,
+    encoder_units=384,
+    decoder_units=384,
+    readout_units=256,
+    bidirectional_bottom=True,
+    layer_dropout=0.3,
+    layer_dropout_on_top=False,
+    annotation_dropout=0.0,
+    keep_checkpoints=True,
+)

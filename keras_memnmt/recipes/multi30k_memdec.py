@@ -31,8 +31,7 @@ class Options:
         if self.pretrain_epochs < 0:
             raise ConfigError(f"pretrain_epochs={self.pretrain_epochs!r}: expected an int >= 0")
         if self.pretrain_learning_rate is not None and not self.pretrain_learning_rate >= 0.0:
-            raise ConfigError(f"pretrain_learning_rate={self.pretrain_learning_rate!r}: "
-                              "expected a number >= 0")
+            raise ConfigError(f"pretrain_learning_rate={self.pretrain_learning_rate!r}: expected a number >= 0")
 
 
 # The RNNsearch stage: 20 epochs of the RNNsearch recipe (tied embeddings, smoothing 0.1,
@@ -65,12 +64,25 @@ def stage_config(config: TrainConfig, options: Options) -> TrainConfig:
     """The RNNsearch pre-training stage of a MemDec ``config``: the same data, sizes and
     schedule, ``options.pretrain_epochs`` epochs at ``options.pretrain_learning_rate``."""
     rate = config.learning_rate if options.pretrain_learning_rate is None else options.pretrain_learning_rate
-    return config.replace(model="rnnsearch", epochs=options.pretrain_epochs, learning_rate=rate,
-                          keep_checkpoints=False, pretrain_run=None, pretrain_checkpoint=None)
+    return config.replace(
+        model="rnnsearch",
+        epochs=options.pretrain_epochs,
+        learning_rate=rate,
+        keep_checkpoints=False,
+        pretrain_run=None,
+        pretrain_checkpoint=None,
+    )
 
 
-def pretrain_stage(config: TrainConfig, options: Options, out_dir: str, data_dir: str | None = None,
-                   log=print, resume: bool = False, overwrite: bool = False) -> str:
+def pretrain_stage(
+    config: TrainConfig,
+    options: Options,
+    out_dir: str,
+    data_dir: str | None = None,
+    log=print,
+    resume: bool = False,
+    overwrite: bool = False,
+) -> str:
     """Trains the RNNsearch stage into ``out_dir/pretrain_rnnsearch`` unless it is finished
     (its ``results.json``); returns that run directory. With ``resume``, an interrupted
     stage continues from its ``model.keras``; with ``overwrite``, even a finished one is
@@ -78,13 +90,19 @@ def pretrain_stage(config: TrainConfig, options: Options, out_dir: str, data_dir
     stage = os.path.join(out_dir, "pretrain_rnnsearch")
     if overwrite or not os.path.isfile(os.path.join(stage, "results.json")):
         log(f"pre-training RNNsearch for {options.pretrain_epochs} epochs in {stage}")
-        train(stage_config(config, options), stage, data_dir=data_dir, log=log, resume=resume,
-              overwrite=overwrite)
+        train(stage_config(config, options), stage, data_dir=data_dir, log=log, resume=resume, overwrite=overwrite)
     return stage
 
 
-def run(config: TrainConfig, out_dir: str, options: Options = OPTIONS, data_dir: str | None = None,
-        log=print, resume: bool = False, overwrite: bool = False) -> dict:
+def run(
+    config: TrainConfig,
+    out_dir: str,
+    options: Options = OPTIONS,
+    data_dir: str | None = None,
+    log=print,
+    resume: bool = False,
+    overwrite: bool = False,
+) -> dict:
     """The RNNsearch stage (unless ``config.pretrain_run`` is given, or
     ``options.pretrain_epochs`` is 0), then MemDec warm-started from it."""
     with lock_run_dir(out_dir, log):  # both stages: one writer

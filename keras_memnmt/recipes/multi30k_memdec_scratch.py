@@ -1,6 +1,6 @@
 """MemDec on Multi30k en→de trained from scratch (no RNNsearch pre-training).
 
-    memnmt train multi30k_memdec_scratch --data-dir $MEMNMT_DATA --out runs/memdec_scratch
+memnmt train multi30k_memdec_scratch --data-dir $MEMNMT_DATA --out runs/memdec_scratch
 """
 
 from keras_memnmt.recipes.multi30k_memdec import CONFIG as MEMDEC
@@ -15,5 +15,6 @@ from keras_memnmt.recipes.multi30k_memdec import Options, run  # noqa: F401  (--
 # difference significant (docs/records/compare_seeds.md); docs/results.md has the
 # commands and the other variants.
 OPTIONS = Options(pretrain_epochs=0)
-CONFIG = MEMDEC.replace(pretrain_run=None, epochs=30, learning_rate=MEMDEC_OPTIONS.pretrain_learning_rate,
-                        query_state=False)
+CONFIG = MEMDEC.replace(
+    pretrain_run=None, epochs=30, learning_rate=MEMDEC_OPTIONS.pretrain_learning_rate, query_state=False
+)

@@ -17,8 +17,15 @@ from keras_memnmt.training import train
 SIZES = (4, 6, 8, 10, 12)  # paper Table 2
 
 
-def run(config: TrainConfig, out_dir: str, options: Options = OPTIONS, data_dir: str | None = None,
-        log=print, resume: bool = False, overwrite: bool = False) -> str:
+def run(
+    config: TrainConfig,
+    out_dir: str,
+    options: Options = OPTIONS,
+    data_dir: str | None = None,
+    log=print,
+    resume: bool = False,
+    overwrite: bool = False,
+) -> str:
     """One run per memory size into ``OUT/memory_size=N``; returns the results table (markdown)."""
     common = dict(data_dir=data_dir, log=log, resume=resume, overwrite=overwrite)
     if config.pretrain_run is None and options.pretrain_epochs:
@@ -30,8 +37,11 @@ def run(config: TrainConfig, out_dir: str, options: Options = OPTIONS, data_dir:
         log(f"study: memory_size={n} -> {run_dir}")
         rows.append((n, train(config.replace(memory_size=n), run_dir, **common)))
     table = ["| memory_size | BLEU | lowercased BLEU | best val BLEU | train min |", "|---|---|---|---|---|"]
-    table += [f"| {n} | {r['bleu']:.2f} | {r['bleu_lowercase']:.2f} | {r['best_val_bleu']:.2f} | "
-              f"{r['train_seconds'] / 60:.1f} |" for n, r in rows]
+    table += [
+        f"| {n} | {r['bleu']:.2f} | {r['bleu_lowercase']:.2f} | {r['best_val_bleu']:.2f} | "
+        f"{r['train_seconds'] / 60:.1f} |"
+        for n, r in rows
+    ]
     with open(os.path.join(out_dir, "results.md"), "w") as f:
         f.write("\n".join(table) + "\n")
     return "\n".join(table)

@@ -1,6 +1,6 @@
 """The Transformer (Vaswani et al. 2017) on Multi30k en→de, sized for a 2-core CPU.
 
-    memnmt train multi30k_transformer --data-dir $MEMNMT_DATA --out runs/transformer
+memnmt train multi30k_transformer --data-dir $MEMNMT_DATA --out runs/transformer
 """
 
 from keras_memnmt.recipes.multi30k_rnnsearch import CONFIG as RNNSEARCH

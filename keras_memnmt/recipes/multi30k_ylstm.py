@@ -29,6 +29,17 @@ from keras_memnmt.recipes.multi30k_rnnsearch import CONFIG as RNNSEARCH
 # weight 0 and 0.177 with the weight at 1 from step 300; with output_context too, 0.362
 # after 300 steps at width 128 (docs/decisions.md). `--set same_step_context=false --set encoder_lm_warmup=0 --set
 # output_context=false` trains the printed model.
-CONFIG = RNNSEARCH.replace(model="ylstm", num_layers=5, tracker_layer=3, tracker_units=256, encoder_units=256,
-                           decoder_units=256, score="dot", layer_dropout=0.2, encoder_lm_weight=1.0,
-                           same_step_context=True, encoder_lm_warmup=4610, output_context=True)
+CONFIG = RNNSEARCH.replace(
+    model="ylstm",
+    num_layers=5,
+    tracker_layer=3,
+    tracker_units=256,
+    encoder_units=256,
+    decoder_units=256,
+    score="dot",
+    layer_dropout=0.2,
+    encoder_lm_weight=1.0,
+    same_step_context=True,
+    encoder_lm_warmup=4610,
+    output_context=True,
+)

@@ -26,7 +26,18 @@ from keras_memnmt.rundir.runs import (
 from keras_memnmt.rundir.tables import results_table, run_summary
 
 __all__ = [
-    "CheckpointError", "RunLockedError", "archive_run", "average_checkpoints", "check_output",
-    "checkpoint_path", "last_checkpoints", "load_ensemble", "load_model", "load_run", "read_config",
-    "read_record", "results_table", "run_summary",
+    "CheckpointError",
+    "RunLockedError",
+    "archive_run",
+    "average_checkpoints",
+    "check_output",
+    "checkpoint_path",
+    "last_checkpoints",
+    "load_ensemble",
+    "load_model",
+    "load_run",
+    "read_config",
+    "read_record",
+    "results_table",
+    "run_summary",
 ]

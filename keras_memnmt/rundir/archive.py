@@ -53,8 +53,11 @@ def _portable(value):
     """``value`` (a record's JSON) with every ``command`` list in it made portable and
     every ``cwd`` (a folder of the machine that made the run) left out."""
     if isinstance(value, dict):
-        return {k: portable_command(v) if k == "command" and isinstance(v, list) else _portable(v)
-                for k, v in value.items() if k != "cwd"}
+        return {
+            k: portable_command(v) if k == "command" and isinstance(v, list) else _portable(v)
+            for k, v in value.items()
+            if k != "cwd"
+        }
     if isinstance(value, list):
         return [_portable(v) for v in value]
     return value
@@ -70,16 +73,23 @@ def archive_files(run_dir: str, out_dir: str, overwrite: bool = False) -> list[s
         names += [os.path.join(HYPS_DIR, n) for n in sorted(os.listdir(hyps)) if n.endswith(".txt")]
     blind = os.path.join(run_dir, BLIND_DIR)
     if os.path.isdir(blind):
-        names += [os.path.join(BLIND_DIR, n) for n in sorted(os.listdir(blind))
-                  if not n.startswith(".") and not n.endswith(".partial") and os.path.isfile(os.path.join(blind, n))]
+        names += [
+            os.path.join(BLIND_DIR, n)
+            for n in sorted(os.listdir(blind))
+            if not n.startswith(".") and not n.endswith(".partial") and os.path.isfile(os.path.join(blind, n))
+        ]
     for name in names:  # an archive holds the run's own files, never what a link leads to
         path = os.path.join(run_dir, name)
         if os.path.islink(path):
-            raise ValueError(f"{path} is a symbolic link (to {os.readlink(path)}): an archive copies "
-                             "only the run's own files; replace it with the file, or remove it")
+            raise ValueError(
+                f"{path} is a symbolic link (to {os.readlink(path)}): an archive copies "
+                "only the run's own files; replace it with the file, or remove it"
+            )
         if leads_outside(run_dir, path):
-            raise ValueError(f"{path} lies outside {run_dir} (its real path is {os.path.realpath(path)}): "
-                             "an archive copies only the run's own files")
+            raise ValueError(
+                f"{path} lies outside {run_dir} (its real path is {os.path.realpath(path)}): "
+                "an archive copies only the run's own files"
+            )
     if os.path.exists(out_dir):
         if not os.path.isdir(out_dir):
             raise FileExistsError(f"{out_dir} exists and is not a directory")
@@ -87,16 +97,16 @@ def archive_files(run_dir: str, out_dir: str, overwrite: bool = False) -> list[s
             raise ValueError(f"{out_dir} is the run directory itself; choose another folder")
         held = run_only_files(out_dir)
         if held:
-            raise FileExistsError(f"{out_dir} holds {held[0]}: it is a run, not an archive; "
-                                  "choose another folder")
+            raise FileExistsError(f"{out_dir} holds {held[0]}: it is a run, not an archive; choose another folder")
         if os.listdir(out_dir) and not overwrite:
-            raise FileExistsError(f"{out_dir} exists and is not empty (pass --overwrite to replace "
-                                  "the archive in it)")
+            raise FileExistsError(f"{out_dir} exists and is not empty (pass --overwrite to replace the archive in it)")
         if os.listdir(out_dir):
             why = not_an_archive(out_dir)
             if why:
-                raise FileExistsError(f"{out_dir} is not an archive of a run ({why}): --overwrite "
-                                      "replaces only an earlier archive; choose another --out")
+                raise FileExistsError(
+                    f"{out_dir} is not an archive of a run ({why}): --overwrite "
+                    "replaces only an earlier archive; choose another --out"
+                )
     return names
 
 

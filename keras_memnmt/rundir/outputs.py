@@ -56,8 +56,14 @@ def run_only_files(folder: str) -> list[str]:
     return [n for n in NOT_IN_ARCHIVES if os.path.lexists(os.path.join(folder, n))]
 
 
-def check_output(flag: str, path: str, directory: bool = False, make_parents: bool = False,
-                 inputs: Sequence[tuple[str, str]] = (), replaces: str | None = None) -> None:
+def check_output(
+    flag: str,
+    path: str,
+    directory: bool = False,
+    make_parents: bool = False,
+    inputs: Sequence[tuple[str, str]] = (),
+    replaces: str | None = None,
+) -> None:
     """A one-line ``ValueError`` naming ``flag`` and ``path`` when ``path`` cannot be ``flag``'s
     output (see the module docstring); makes no change.
 
@@ -77,27 +83,31 @@ def check_output(flag: str, path: str, directory: bool = False, make_parents: bo
     if not directory and os.path.isfile(real) and os.stat(real).st_nlink > 1:
         # Another name of the same file (a hard link) could be a run's file or an input,
         # which a write in place would change too.
-        raise ValueError(f"{flag} {path}: the file has other names (hard links), which writing "
-                         "it would change too; remove it or choose another path")
+        raise ValueError(
+            f"{flag} {path}: the file has other names (hard links), which writing "
+            "it would change too; remove it or choose another path"
+        )
     for what, source in inputs:
         if not os.path.exists(source):
             continue
         read = os.path.realpath(source)
         if not directory and read == real:
             named = "" if os.path.abspath(source) == os.path.abspath(path) else f" {source}"
-            raise ValueError(f"{flag} {path} is {what}{named}: writing it would replace what "
-                             f"this command reads; choose another {flag}")
+            raise ValueError(
+                f"{flag} {path} is {what}{named}: writing it would replace what "
+                f"this command reads; choose another {flag}"
+            )
         if directory and os.path.commonpath([real, read]) == real:
-            raise ValueError(f"{flag} {path} is or holds {source} ({what}): it would be replaced; "
-                             f"choose another {flag}")
+            raise ValueError(
+                f"{flag} {path} is or holds {source} ({what}): it would be replaced; choose another {flag}"
+            )
     if directory and os.path.isdir(real):
         marks = run_marks(real)
         only = run_only_files(real) if marks else []
         if marks and (replaces != "run" or not only):  # a training writes into a run, never an archive
             if replaces != "archive" or only:
                 kind = "a run directory" if only else "a run's archive"
-                raise ValueError(f"{flag} {path}: {kind} (it holds {(only or marks)[0]}); "
-                                 "choose another path")
+                raise ValueError(f"{flag} {path}: {kind} (it holds {(only or marks)[0]}); choose another path")
     _check_not_in_a_run(flag, path, real)
 
 

@@ -88,8 +88,9 @@ def code_version() -> dict:
     root = os.path.dirname(os.path.dirname(os.path.abspath(keras_memnmt.__file__)))
 
     def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
-                              timeout=20, check=True).stdout.strip()
+        return subprocess.run(
+            ["git", *args], cwd=root, capture_output=True, text=True, timeout=20, check=True
+        ).stdout.strip()
 
     try:
         top = git("rev-parse", "--show-toplevel")
@@ -118,8 +119,12 @@ def environment() -> dict:
     names = ["keras", "tensorflow", "sacrebleu", "numpy", "sentencepiece"]
     names += {"jax": ["jax", "jaxlib"], "torch": ["torch"]}.get(backend, [])
     versions = {name: _version(name) for name in names}
-    return {"backend": backend, "python": platform.python_version(),
-            "platform": platform.platform(), "versions": {k: v for k, v in versions.items() if v}}
+    return {
+        "backend": backend,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "versions": {k: v for k, v in versions.items() if v},
+    }
 
 
 def cpu_model() -> str | None:
@@ -137,9 +142,23 @@ def cpu_model() -> str | None:
 
 
 # The vector and matrix extensions that decide a CPU's float32/bfloat16 matmul rate.
-MATMUL_EXTENSIONS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl",
-                     "avx512_vnni", "avx512_bf16", "avx512_fp16", "avx_vnni", "amx_tile",
-                     "amx_bf16", "amx_int8", "amx_fp16")
+MATMUL_EXTENSIONS = (
+    "sse4_2",
+    "avx",
+    "avx2",
+    "fma",
+    "avx512f",
+    "avx512bw",
+    "avx512vl",
+    "avx512_vnni",
+    "avx512_bf16",
+    "avx512_fp16",
+    "avx_vnni",
+    "amx_tile",
+    "amx_bf16",
+    "amx_int8",
+    "amx_fp16",
+)
 
 
 def cpu_extensions() -> list[str]:
@@ -176,8 +195,10 @@ def gpus() -> list[str]:
         if backend == "tensorflow":
             import tensorflow as tf
 
-            return [tf.config.experimental.get_device_details(d).get("device_name", d.name)
-                    for d in tf.config.list_physical_devices("GPU")]
+            return [
+                tf.config.experimental.get_device_details(d).get("device_name", d.name)
+                for d in tf.config.list_physical_devices("GPU")
+            ]
         if backend == "jax":
             import jax
 
@@ -193,14 +214,25 @@ def gpus() -> list[str]:
 
 def machine() -> dict:
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return {"cpu": cpu_model(), "cores": os.cpu_count(), "usable_cores": usable,
-            "memory_gb": _memory_gb(), "gpus": gpus()}
+    return {
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "usable_cores": usable,
+        "memory_gb": _memory_gb(),
+        "gpus": gpus(),
+    }
 
 
 def provenance() -> dict:
     """What made a file: ``command``, ``cwd``, ``date``, ``code``, ``environment``, ``machine``."""
-    return {"command": command(), "cwd": os.getcwd(), "date": now(), "code": code_version(),
-            "environment": environment(), "machine": machine()}
+    return {
+        "command": command(),
+        "cwd": os.getcwd(),
+        "date": now(),
+        "code": code_version(),
+        "environment": environment(),
+        "machine": machine(),
+    }
 
 
 def read_record(run_dir: str) -> dict | None:
@@ -233,37 +265,75 @@ def start_record(run_dir: str, config: dict, resume: bool = False) -> dict:
     made = provenance()
     record = read_record(run_dir) if resume else None
     if record is None:
-        record = {"format": FORMAT, "command": made["command"], "cwd": made["cwd"],
-                  "started": made["date"], "finished": None, "resumed": bool(resume),
-                  "code": made["code"], "environment": made["environment"],
-                  "machine": made["machine"], "config": config}
+        record = {
+            "format": FORMAT,
+            "command": made["command"],
+            "cwd": made["cwd"],
+            "started": made["date"],
+            "finished": None,
+            "resumed": bool(resume),
+            "code": made["code"],
+            "environment": made["environment"],
+            "machine": made["machine"],
+            "config": config,
+        }
     else:
         record.setdefault("resumes", []).append(
-            {"command": made["command"], "cwd": made["cwd"], "started": made["date"], "finished": None,
-             "code": made["code"], "environment": made["environment"], "machine": made["machine"]})
+            {
+                "command": made["command"],
+                "cwd": made["cwd"],
+                "started": made["date"],
+                "finished": None,
+                "code": made["code"],
+                "environment": made["environment"],
+                "machine": made["machine"],
+            }
+        )
         record.update(config=config, finished=None)
     write_record(run_dir, record)
     return record
 
 
-def finish_record(run_dir: str, results: dict, hypotheses: Sequence[str], references: Sequence[str],
-                  split: str, length_penalty: str = "gnmt", alpha: float = 0.6,
-                  limit: int | None = None) -> dict:
+def finish_record(
+    run_dir: str,
+    results: dict,
+    hypotheses: Sequence[str],
+    references: Sequence[str],
+    split: str,
+    length_penalty: str = "gnmt",
+    alpha: float = 0.6,
+    limit: int | None = None,
+) -> dict:
     """Completes the record when training ends: times, the best validation, and the test
     evaluation (``results``: what ``results.json`` holds; its hypotheses are written to
     ``hyps/``)."""
-    key = store_evaluation(run_dir, split, hypotheses, references, results,
-                           beam_size=results["beam_size"], length_penalty=length_penalty,
-                           alpha=alpha, limit=limit, corpus=results.get("corpus"))["key"]
+    key = store_evaluation(
+        run_dir,
+        split,
+        hypotheses,
+        references,
+        results,
+        beam_size=results["beam_size"],
+        length_penalty=length_penalty,
+        alpha=alpha,
+        limit=limit,
+        corpus=results.get("corpus"),
+    )["key"]
     record = read_record(run_dir) or {"format": FORMAT}
     finished = now()
     if record.get("resumes"):
         record["resumes"][-1]["finished"] = finished
     history = results.get("validations") or []
-    record.update(finished=finished, parameters=results.get("parameters"), train_seconds=results.get("train_seconds"),
-                  total_seconds=results.get("total_seconds"), test=key,
-                  validations=len(history), steps=history[-1].get("step") if history else None,
-                  best_validation=best_validation(history, (record.get("config") or {}).get("validate_every")))
+    record.update(
+        finished=finished,
+        parameters=results.get("parameters"),
+        train_seconds=results.get("train_seconds"),
+        total_seconds=results.get("total_seconds"),
+        test=key,
+        validations=len(history),
+        steps=history[-1].get("step") if history else None,
+        best_validation=best_validation(history, (record.get("config") or {}).get("validate_every")),
+    )
     write_record(run_dir, record)
     return record
 
@@ -286,15 +356,20 @@ def best_validation(history: Sequence[dict], validate_every: int | None = None) 
         return None
     index = max(range(len(history)), key=lambda i: (history[i]["val_bleu"], -i))
     entry = history[index]
-    best = {"index": index, "step": entry.get("step"), "val_bleu": entry["val_bleu"],
-            "train_seconds": entry.get("train_seconds")}
+    best = {
+        "index": index,
+        "step": entry.get("step"),
+        "val_bleu": entry["val_bleu"],
+        "train_seconds": entry.get("train_seconds"),
+    }
     if not validate_every:
         best["epoch"] = index + 1
     return best
 
 
-def hypotheses_key(split: str, beam_size: int, length_penalty: str = "gnmt", alpha: float = 0.6,
-                   limit: int | None = None) -> str:
+def hypotheses_key(
+    split: str, beam_size: int, length_penalty: str = "gnmt", alpha: float = 0.6, limit: int | None = None
+) -> str:
     """``{split}.{settings key}``, e.g. ``test_2016_flickr.beam5.gnmt0.6``
     (:meth:`~keras_memnmt.decoding.settings.SearchSettings.key`), with ``.first{N}`` added
     for the first ``N`` sentences."""
@@ -319,14 +394,32 @@ def run_model_file(run_dir: str) -> str:
     raise FileNotFoundError(f"no best.keras or model.keras in {run_dir}")
 
 
-SCORE_KEYS = ("bleu", "bleu_signature", "bleu_lowercase", "bleu_lowercase_signature", "chrf",
-              "chrf_signature", "ter", "ter_signature", "sentences")
+SCORE_KEYS = (
+    "bleu",
+    "bleu_signature",
+    "bleu_lowercase",
+    "bleu_lowercase_signature",
+    "chrf",
+    "chrf_signature",
+    "ter",
+    "ter_signature",
+    "sentences",
+)
 
 
-def store_evaluation(run_dir: str, split: str, hypotheses: Sequence[str], references: Sequence[str],
-                     scores: dict, beam_size: int, length_penalty: str = "gnmt", alpha: float = 0.6,
-                     limit: int | None = None, corpus: str | None = None,
-                     model_file: str | None = None) -> dict:
+def store_evaluation(
+    run_dir: str,
+    split: str,
+    hypotheses: Sequence[str],
+    references: Sequence[str],
+    scores: dict,
+    beam_size: int,
+    length_penalty: str = "gnmt",
+    alpha: float = 0.6,
+    limit: int | None = None,
+    corpus: str | None = None,
+    model_file: str | None = None,
+) -> dict:
     """Writes ``hypotheses`` to ``RUN/hyps/{key}.txt`` and their ``scores`` (those of
     :func:`~keras_memnmt.evaluation.translation.score`) into the record's ``evaluations``, with what made
     them; returns the entry. ``model_file``: the model translated with (default: the
@@ -339,13 +432,22 @@ def store_evaluation(run_dir: str, split: str, hypotheses: Sequence[str], refere
     write_text(os.path.join(run_dir, relative), "".join(h.replace("\n", " ") + "\n" for h in hypotheses))
     model_file = model_file or run_model_file(run_dir)
     made = provenance()
-    entry = {"key": key, "split": split, "corpus": corpus, "beam_size": beam_size,
-             "length_penalty": length_penalty, "alpha": alpha, "limit": limit,
-             "sentences": len(hypotheses), "model_file": os.path.basename(model_file),
-             "model_sha256": sha256_file(model_file), "references_sha256": sha256_lines(references),
-             "hypotheses": relative,
-             "scores": {k: scores[k] for k in SCORE_KEYS if k in scores},
-             **{k: made[k] for k in ("command", "cwd", "date", "code", "environment", "machine")}}
+    entry = {
+        "key": key,
+        "split": split,
+        "corpus": corpus,
+        "beam_size": beam_size,
+        "length_penalty": length_penalty,
+        "alpha": alpha,
+        "limit": limit,
+        "sentences": len(hypotheses),
+        "model_file": os.path.basename(model_file),
+        "model_sha256": sha256_file(model_file),
+        "references_sha256": sha256_lines(references),
+        "hypotheses": relative,
+        "scores": {k: scores[k] for k in SCORE_KEYS if k in scores},
+        **{k: made[k] for k in ("command", "cwd", "date", "code", "environment", "machine")},
+    }
     record = read_record(run_dir) or {"format": FORMAT}
     record.setdefault("evaluations", {})[key] = entry
     write_record(run_dir, record)
@@ -360,12 +462,15 @@ def hypotheses_path(run_dir: str, entry: dict) -> str:
     relative = entry.get("hypotheses")
     record = os.path.join(run_dir, RECORD_FILE)
     if not isinstance(relative, str) or not relative:
-        raise ValueError(f"{record}: evaluation {entry.get('key')!r} names no translations file "
-                         f"(hypotheses={relative!r})")
+        raise ValueError(
+            f"{record}: evaluation {entry.get('key')!r} names no translations file (hypotheses={relative!r})"
+        )
     path = os.path.join(run_dir, relative)
     if os.path.isabs(relative) or leads_outside(run_dir, path):
-        raise ValueError(f"{record}: evaluation {entry.get('key')!r} names translations outside "
-                         f"{run_dir}: {relative!r}; a record's hypotheses are a file of its own folder")
+        raise ValueError(
+            f"{record}: evaluation {entry.get('key')!r} names translations outside "
+            f"{run_dir}: {relative!r}; a record's hypotheses are a file of its own folder"
+        )
     return path
 
 
@@ -383,9 +488,15 @@ def check_hypotheses_paths(run_dir: str) -> None:
         hypotheses_path(run_dir, entry)
 
 
-def stored_hypotheses(run_dir: str, split: str, beam_size: int, references: Sequence[str],
-                      length_penalty: str = "gnmt", alpha: float = 0.6,
-                      limit: int | None = None) -> tuple[list[str], dict] | None:
+def stored_hypotheses(
+    run_dir: str,
+    split: str,
+    beam_size: int,
+    references: Sequence[str],
+    length_penalty: str = "gnmt",
+    alpha: float = 0.6,
+    limit: int | None = None,
+) -> tuple[list[str], dict] | None:
     """``(hypotheses, entry)`` stored for these search settings, or ``None``.
 
     ``references``: the whole split's. Stored hypotheses count while the run's model

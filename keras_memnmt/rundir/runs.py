@@ -53,8 +53,20 @@ from keras_memnmt.rundir.records import (
 RUN_FILES = ("config.json", "vocab/vocab.json")
 
 # What `train` writes into a run directory; `overwrite=True` removes exactly these.
-WRITTEN_BY_TRAIN = ("model.keras", "best.keras", "checkpoints", "validations.json", "log.csv",
-                    "results.json", "config.json", "tensorboard", "vocab", "record.json", "hyps", "train.log")
+WRITTEN_BY_TRAIN = (
+    "model.keras",
+    "best.keras",
+    "checkpoints",
+    "validations.json",
+    "log.csv",
+    "results.json",
+    "config.json",
+    "tensorboard",
+    "vocab",
+    "record.json",
+    "hyps",
+    "train.log",
+)
 TRAIN_LOG = "train.log"  # what `memnmt train` logged, appended to by each --resume
 # The ``made_by`` of the vocabulary a training trains (its ``vocab/vocab.json``).
 TRAIN_COMMAND = "memnmt train"
@@ -79,8 +91,9 @@ def read_config(run_dir: str) -> TrainConfig:
         missing = ", ".join(k for k in REQUIRED_CONFIG_FIELDS if k not in raw)
         missing = missing and f"no field {missing}"
     if missing:
-        raise ConfigError(f"{path} is not a run's config ({missing}): it was not written by "
-                          "`memnmt train`, or was replaced since")
+        raise ConfigError(
+            f"{path} is not a run's config ({missing}): it was not written by `memnmt train`, or was replaced since"
+        )
     try:
         return TrainConfig.from_dict(raw, source=path)
     except TypeError as e:
@@ -91,8 +104,9 @@ def write_config(run_dir: str, config: TrainConfig) -> None:
     write_json(os.path.join(run_dir, "config.json"), config.to_dict())
 
 
-def prepare_run_dir(out_dir: str, resume: bool, overwrite: bool, log=print,
-                    written: tuple[str, ...] = WRITTEN_BY_TRAIN) -> None:
+def prepare_run_dir(
+    out_dir: str, resume: bool, overwrite: bool, log=print, written: tuple[str, ...] = WRITTEN_BY_TRAIN
+) -> None:
     """Refuses to train over an earlier run unless told to continue it or to start over.
 
     An earlier run is any of the files a training writes (``written``), a run killed
@@ -111,20 +125,26 @@ def prepare_run_dir(out_dir: str, resume: bool, overwrite: bool, log=print,
         return
     why = not_a_run(out_dir, found)
     if why:  # a user's files of those names: neither continued nor removed
-        raise FileExistsError(f"{out_dir} is not a run ({why}) but holds {', '.join(found)}, names "
-                              "that a run writes; --resume and --overwrite take only a run; choose another --out")
+        raise FileExistsError(
+            f"{out_dir} is not a run ({why}) but holds {', '.join(found)}, names "
+            "that a run writes; --resume and --overwrite take only a run; choose another --out"
+        )
     if resume:
         return
     if not overwrite:
         trained = [n for n in ("model.keras", "best.keras", "validations.json") if n in found]
         what = "a trained run" if trained else "the start of a run"
-        raise FileExistsError(f"{out_dir} already holds {what} ({', '.join(trained or found)}); pass "
-                              "--resume to continue it, --overwrite to start over, or another --out")
+        raise FileExistsError(
+            f"{out_dir} already holds {what} ({', '.join(trained or found)}); pass "
+            "--resume to continue it, --overwrite to start over, or another --out"
+        )
     made_by = vocabulary_maker(os.path.join(out_dir, "vocab")) if "vocab" in found else None
     if made_by not in (None, TRAIN_COMMAND):  # a user's vocabulary: never removed
-        raise FileExistsError(f"{os.path.join(out_dir, 'vocab')} is a vocabulary that `{made_by}` made, "
-                              "not a training: --overwrite removes only what a training made; move it "
-                              "elsewhere, or choose another --out")
+        raise FileExistsError(
+            f"{os.path.join(out_dir, 'vocab')} is a vocabulary that `{made_by}` made, "
+            "not a training: --overwrite removes only what a training made; move it "
+            "elsewhere, or choose another --out"
+        )
     remove_run_files(out_dir, written)
     log(f"overwrite: removed the earlier run in {out_dir}")
 
@@ -212,8 +232,12 @@ def lock_run_dir(out_dir: str, log=print):
     created = not os.path.isdir(out_dir)
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, LOCK_FILE)
-    me = {"host": socket.gethostname(), "pid": os.getpid(), "started": _process_start(os.getpid()),
-          "command": " ".join(sys.argv)}
+    me = {
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "started": _process_start(os.getpid()),
+        "command": " ".join(sys.argv),
+    }
     for _ in range(2):
         try:
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
@@ -228,15 +252,18 @@ def lock_run_dir(out_dir: str, log=print):
                 yield  # this process holds it already (a recipe's stages): the outer block releases it
                 return
             if other is not None and host != me["host"]:
-                raise RunLockedError(f"{out_dir} is in use by process {pid} on host {host} "
-                                     f"({other.get('command', '?')}); if that process is gone, "
-                                     f"remove {path}") from None
+                raise RunLockedError(
+                    f"{out_dir} is in use by process {pid} on host {host} "
+                    f"({other.get('command', '?')}); if that process is gone, "
+                    f"remove {path}"
+                ) from None
             if other is not None and _running(pid, other.get("started")):
-                raise RunLockedError(f"{out_dir} is in use by process {pid} "
-                                     f"({other.get('command', '?')}); wait for it to end or "
-                                     "stop it, or train into another --out") from None
-            log(f"removing a stale lock of process {other['pid'] if other else '?'}, which is not "
-                f"running ({path})")
+                raise RunLockedError(
+                    f"{out_dir} is in use by process {pid} "
+                    f"({other.get('command', '?')}); wait for it to end or "
+                    "stop it, or train into another --out"
+                ) from None
+            log(f"removing a stale lock of process {other['pid'] if other else '?'}, which is not running ({path})")
             with contextlib.suppress(FileNotFoundError):
                 os.remove(path)
             continue
@@ -262,9 +289,25 @@ def lock_run_dir(out_dir: str, log=print):
 # batches, the seed, the validation set its BLEU is compared on, the run it started from)
 # or what model.keras holds (the model, the optimizer, the loss, the compile settings),
 # which a resume takes as saved.
-RESUME_FIELDS = ("epochs", "max_steps", "patience", "validate_every", "log_every", "val_loss_sentences",
-                 "tensorboard_pictures", "keep_checkpoints", "max_loss", "lr_decay", "lr_patience",
-                 "min_lr", "distribution", "beam_size", "test_split", "test_limit", "test_prefix")
+RESUME_FIELDS = (
+    "epochs",
+    "max_steps",
+    "patience",
+    "validate_every",
+    "log_every",
+    "val_loss_sentences",
+    "tensorboard_pictures",
+    "keep_checkpoints",
+    "max_loss",
+    "lr_decay",
+    "lr_patience",
+    "min_lr",
+    "distribution",
+    "beam_size",
+    "test_split",
+    "test_limit",
+    "test_prefix",
+)
 
 
 def check_resume(out_dir: str, config: TrainConfig) -> None:
@@ -280,8 +323,9 @@ def check_resume(out_dir: str, config: TrainConfig) -> None:
     else:  # the options that shape no weight too: the resumed model is model.keras as saved
         changed = option_differences(before, now)
         a, b = before.get_config(), now.get_config()
-        changed += [f"{k}={a.get(k)!r} (now {b.get(k)!r})" for k in getattr(now, "free_options", ())
-                    if a.get(k) != b.get(k)]
+        changed += [
+            f"{k}={a.get(k)!r} (now {b.get(k)!r})" for k in getattr(now, "free_options", ()) if a.get(k) != b.get(k)
+        ]
     for f in dataclasses.fields(TrainConfig):
         name = f.name
         if name in RESUME_FIELDS or name in ("model", "model_options"):
@@ -292,9 +336,11 @@ def check_resume(out_dir: str, config: TrainConfig) -> None:
         if was != new and not (name == "corpus" and "auto" in (was, new)):
             changed.append(f"{name}={was!r} (now {new!r})")
     if changed:
-        raise ConfigError(f"cannot resume {out_dir}: it was trained with {', '.join(changed)}; "
-                          "pass its values with --set (a resume may change only "
-                          f"{', '.join(RESUME_FIELDS)})")
+        raise ConfigError(
+            f"cannot resume {out_dir}: it was trained with {', '.join(changed)}; "
+            "pass its values with --set (a resume may change only "
+            f"{', '.join(RESUME_FIELDS)})"
+        )
 
 
 def checkpoint_path(run_dir: str, checkpoint: str) -> str:
@@ -305,10 +351,15 @@ def checkpoint_path(run_dir: str, checkpoint: str) -> str:
     for path in candidates:
         if os.path.isfile(path):
             return path
-    kept = sorted(os.listdir(os.path.join(run_dir, "checkpoints"))) if os.path.isdir(
-        os.path.join(run_dir, "checkpoints")) else []
-    raise FileNotFoundError(f"checkpoint {checkpoint!r} not found (tried {', '.join(candidates)}); "
-                            f"{run_dir}/checkpoints holds: {', '.join(kept) or 'nothing'}")
+    kept = (
+        sorted(os.listdir(os.path.join(run_dir, "checkpoints")))
+        if os.path.isdir(os.path.join(run_dir, "checkpoints"))
+        else []
+    )
+    raise FileNotFoundError(
+        f"checkpoint {checkpoint!r} not found (tried {', '.join(candidates)}); "
+        f"{run_dir}/checkpoints holds: {', '.join(kept) or 'nothing'}"
+    )
 
 
 class CheckpointError(ValueError):
@@ -325,8 +376,9 @@ def read_model_file(path: str, compile: bool = False) -> keras.Model:
     if not os.path.isfile(path):
         raise FileNotFoundError(f"model file not found: {path}")
     if not zipfile.is_zipfile(path):
-        raise CheckpointError(f"{path} is truncated or corrupt ({os.path.getsize(path)} bytes, not a "
-                              "whole .keras archive)")
+        raise CheckpointError(
+            f"{path} is truncated or corrupt ({os.path.getsize(path)} bytes, not a whole .keras archive)"
+        )
     try:
         return keras.saving.load_model(path, compile=compile)
     except (ValueError, KeyError, TypeError, OSError, EOFError, zipfile.BadZipFile) as e:
@@ -339,16 +391,25 @@ def read_model_file(path: str, compile: bool = False) -> keras.Model:
 def intact_alternatives(run_dir: str, broken: str) -> list[str]:
     """The run's other model files that are whole archives, newest kind first: ``model.keras``,
     ``best.keras``, then the kept checkpoints, latest first."""
-    candidates = [os.path.join(run_dir, "model.keras"), os.path.join(run_dir, "best.keras"),
-                  *reversed(kept_checkpoints(run_dir))]
-    return [p for p in candidates if os.path.abspath(p) != os.path.abspath(broken)
-            and os.path.isfile(p) and zipfile.is_zipfile(p)]
+    candidates = [
+        os.path.join(run_dir, "model.keras"),
+        os.path.join(run_dir, "best.keras"),
+        *reversed(kept_checkpoints(run_dir)),
+    ]
+    return [
+        p
+        for p in candidates
+        if os.path.abspath(p) != os.path.abspath(broken) and os.path.isfile(p) and zipfile.is_zipfile(p)
+    ]
 
 
 def _broken(run_dir: str, error: CheckpointError, path: str) -> CheckpointError:
     others = intact_alternatives(run_dir, path)
-    hint = (f"; intact: {', '.join(others)} (pass one with --checkpoint)" if others
-            else "; the run holds no intact model file")
+    hint = (
+        f"; intact: {', '.join(others)} (pass one with --checkpoint)"
+        if others
+        else "; the run holds no intact model file"
+    )
     return CheckpointError(f"{error}{hint}")
 
 
@@ -388,8 +449,9 @@ def load_model(run_dir: str, checkpoint: str | None = None, warn=None) -> keras.
             return read_model_file(latest)
         except CheckpointError as e:
             raise _broken(run_dir, e, latest) from None
-    raise FileNotFoundError(f"no best.keras or model.keras in {run_dir}: is it a finished "
-                            "`memnmt train` run directory?")
+    raise FileNotFoundError(
+        f"no best.keras or model.keras in {run_dir}: is it a finished `memnmt train` run directory?"
+    )
 
 
 def _stderr(message: str) -> None:
@@ -473,12 +535,13 @@ def check_same_vocab(run_a: str, vocab_a: SubwordVocab, run_b: str, vocab_b: Sub
         a, b = getattr(vocab_a, side), getattr(vocab_b, side)
         if a.proto == b.proto:
             continue
-        if a.vocab_size == b.vocab_size and all(a.id_to_piece(i) == b.id_to_piece(i)
-                                                for i in range(a.vocab_size)):
+        if a.vocab_size == b.vocab_size and all(a.id_to_piece(i) == b.id_to_piece(i) for i in range(a.vocab_size)):
             continue
-        raise ValueError(f"{run_a} and {run_b} have different {side} vocabularies "
-                         f"({a.vocab_size} and {b.vocab_size} pieces, {side}.model in their vocab/ "
-                         "folders differ): an ensemble's members must share both vocabularies")
+        raise ValueError(
+            f"{run_a} and {run_b} have different {side} vocabularies "
+            f"({a.vocab_size} and {b.vocab_size} pieces, {side}.model in their vocab/ "
+            "folders differ): an ensemble's members must share both vocabularies"
+        )
 
 
 CHECKPOINT_NAME = re.compile(r"step(\d+)\.keras")
@@ -489,8 +552,7 @@ def kept_checkpoints(run_dir: str) -> list[str]:
     folder = os.path.join(run_dir, "checkpoints")
     if not os.path.isdir(folder):
         return []
-    steps = [(int(m.group(1)), name) for name in os.listdir(folder)
-             if (m := CHECKPOINT_NAME.fullmatch(name))]
+    steps = [(int(m.group(1)), name) for name in os.listdir(folder) if (m := CHECKPOINT_NAME.fullmatch(name))]
     return [os.path.join(folder, name) for _, name in sorted(steps)]
 
 
@@ -505,10 +567,13 @@ def last_checkpoints(run_dir: str, k: int) -> list[str]:
     if len(kept) >= k:
         return kept[-k:]
     held = sorted(os.listdir(folder)) if os.path.isdir(folder) else []
-    hint = ("" if kept else " (a run keeps a checkpoint at every validation only with "
-            "keep_checkpoints=True: `memnmt train ... --set keep_checkpoints=true`)")
-    where = f"{folder} holds: {', '.join(held) or 'nothing'}" if os.path.isdir(folder) else \
-        f"{folder} does not exist"
+    hint = (
+        ""
+        if kept
+        else " (a run keeps a checkpoint at every validation only with "
+        "keep_checkpoints=True: `memnmt train ... --set keep_checkpoints=true`)"
+    )
+    where = f"{folder} holds: {', '.join(held) or 'nothing'}" if os.path.isdir(folder) else f"{folder} does not exist"
     raise FileNotFoundError(f"need the last {k} checkpoints, found {len(kept)}: {where}{hint}")
 
 

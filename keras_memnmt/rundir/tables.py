@@ -55,12 +55,13 @@ def recipe_of(argv: Sequence[str] | None) -> str | None:
     argv = list(argv or [])
     if "train" not in argv:
         return None
-    rest = argv[argv.index("train") + 1:]
+    rest = argv[argv.index("train") + 1 :]
     return next((a for a in rest if not a.startswith("-")), None)
 
 
-def run_summary(run_dir: str, split: str | None = None, beam_size: int = 5,
-                length_penalty: str = "gnmt", alpha: float = 0.6) -> dict:
+def run_summary(
+    run_dir: str, split: str | None = None, beam_size: int = 5, length_penalty: str = "gnmt", alpha: float = 0.6
+) -> dict:
     """One run's row: recipe, seed, best validation, training time, test scores, date, command.
 
     ``split``: the scores of the evaluation stored for that split and search settings
@@ -96,10 +97,18 @@ def run_summary(run_dir: str, split: str | None = None, beam_size: int = 5,
 
     date, date_source = (record.get("finished") or record.get("started")), "record"
     if not date:
-        stamped = next((p for p in (os.path.join(run_dir, n) for n in ("results.json", "validations.json"))
-                        if os.path.isfile(p)), None)
-        date, date_source = (datetime.datetime.fromtimestamp(os.path.getmtime(stamped)).astimezone()
-                             .isoformat(timespec="seconds"), "file") if stamped else (None, None)
+        stamped = next(
+            (p for p in (os.path.join(run_dir, n) for n in ("results.json", "validations.json")) if os.path.isfile(p)),
+            None,
+        )
+        date, date_source = (
+            (
+                datetime.datetime.fromtimestamp(os.path.getmtime(stamped)).astimezone().isoformat(timespec="seconds"),
+                "file",
+            )
+            if stamped
+            else (None, None)
+        )
     commands = [record.get("command")] + [r.get("command") for r in record.get("resumes", [])]
     summary = {
         "run": run_dir,
@@ -148,21 +157,52 @@ def _row(s: dict) -> list[str]:
     if s["train_seconds"] is None:
         training = MISSING
     else:
-        span = (f"{s['validations']} epochs, " if s["validations"] and not s["validate_every"]
-                else f"{s['steps']} steps, " if s["steps"] else "")
+        span = (
+            f"{s['validations']} epochs, "
+            if s["validations"] and not s["validate_every"]
+            else f"{s['steps']} steps, "
+            if s["steps"]
+            else ""
+        )
         training = f"{span}{s['train_seconds'] / 60:.1f} min" + ("" if s["finished"] else ", unfinished")
-    test = MISSING if s["test_split"] is None else s["test_split"] + (
-        f" (first {s['test_limit']})" if s["test_limit"] else "") + (
-        f", beam {s['beam_size']}" if s["beam_size"] else "")
+    test = (
+        MISSING
+        if s["test_split"] is None
+        else s["test_split"]
+        + (f" (first {s['test_limit']})" if s["test_limit"] else "")
+        + (f", beam {s['beam_size']}" if s["beam_size"] else "")
+    )
     date = MISSING if s["date"] is None else s["date"][:10] + (" (file)" if s["date_source"] == "file" else "")
-    command = MISSING if s["command"] is None else f"`{s['command']}`" + "".join(
-        f"; then `{c}`" for c in s["resumed_with"])
-    return [f"`{s['run']}`", s["recipe"] or MISSING, MISSING if s["seed"] is None else str(s["seed"]),
-            best, training, test, *(_number(s[k]) for k in SCORES), date, _cell(command)]
+    command = (
+        MISSING if s["command"] is None else f"`{s['command']}`" + "".join(f"; then `{c}`" for c in s["resumed_with"])
+    )
+    return [
+        f"`{s['run']}`",
+        s["recipe"] or MISSING,
+        MISSING if s["seed"] is None else str(s["seed"]),
+        best,
+        training,
+        test,
+        *(_number(s[k]) for k in SCORES),
+        date,
+        _cell(command),
+    ]
 
 
-HEADER = ["run", "recipe", "seed", "best (val BLEU)", "training", "test", "cased", "lc", "chrF", "TER",
-          "date", "command"]
+HEADER = [
+    "run",
+    "recipe",
+    "seed",
+    "best (val BLEU)",
+    "training",
+    "test",
+    "cased",
+    "lc",
+    "chrF",
+    "TER",
+    "date",
+    "command",
+]
 
 
 def results_table(summaries: Sequence[dict], format: str = "markdown") -> str:
@@ -179,15 +219,17 @@ def results_table(summaries: Sequence[dict], format: str = "markdown") -> str:
     lines += ["| " + " | ".join(_row(s)) + " |" for s in summaries]
     notes = []
     if any(s["missing"] for s in summaries):
-        notes.append(f"{MISSING}: not held by the run directory (a run made before run records "
-                     "holds no command or date; an unfinished run has no test scores).")
+        notes.append(
+            f"{MISSING}: not held by the run directory (a run made before run records "
+            "holds no command or date; an unfinished run has no test scores)."
+        )
     if any(s["date_source"] == "file" for s in summaries):
-        notes.append("(file): the modification date of the run's results.json (or validations.json), "
-                     "not a recorded date.")
+        notes.append(
+            "(file): the modification date of the run's results.json (or validations.json), not a recorded date."
+        )
     if summaries and all(s["bleu_signature"] for s in summaries):
         signatures = sorted({s["bleu_signature"] for s in summaries})
-        notes.append("cased: sacreBLEU " + ", ".join(f"`{sig}`" for sig in signatures)
-                     + "; lc: the same, lowercased.")
+        notes.append("cased: sacreBLEU " + ", ".join(f"`{sig}`" for sig in signatures) + "; lc: the same, lowercased.")
     return "\n".join(lines + ([""] + notes if notes else []))
 
 
@@ -214,8 +256,9 @@ def update_marked_tables(text: str, render: Callable[[list[str]], str], name: st
             continue
         end = next((j for j in range(i + 1, len(lines)) if lines[j].strip() == TABLE_END), None)
         if end is None:
-            raise ValueError(f"{name} line {i + 1}: a `<!-- memnmt results ... -->` table without "
-                             f"its closing `{TABLE_END}`")
+            raise ValueError(
+                f"{name} line {i + 1}: a `<!-- memnmt results ... -->` table without its closing `{TABLE_END}`"
+            )
         try:
             body = render(shlex.split(match.group(1)))
         except (ValueError, FileNotFoundError) as error:  # which table of which file

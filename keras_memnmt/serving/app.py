@@ -72,8 +72,9 @@ def parse_predict(body) -> tuple[str, list[tuple[str, str, str]], bool, dict]:
         raise RequestError('the body must be a JSON object with "instances" or "inputs"')
     unknown = sorted(set(body) - {"signature_name", "instances", "inputs", "options"})
     if unknown:
-        raise RequestError(f"unknown field(s) {', '.join(unknown)}: expected instances or inputs, "
-                           "signature_name, options")
+        raise RequestError(
+            f"unknown field(s) {', '.join(unknown)}: expected instances or inputs, signature_name, options"
+        )
     signature = body.get("signature_name", DEFAULT_SIGNATURE)
     signature = "translate" if signature == DEFAULT_SIGNATURE else signature
     if not isinstance(signature, str) or signature not in SIGNATURES:
@@ -87,25 +88,33 @@ def parse_predict(body) -> tuple[str, list[tuple[str, str, str]], bool, dict]:
             raise RequestError(f'inputs: expected {{"{INPUT}": [...]}}, got the keys {sorted(given)}')
         given = given[INPUT]
     if not isinstance(given, list):
-        raise RequestError(f"{'instances' if row else 'inputs'}: expected a list of sentences, "
-                           f"got {json.dumps(given)[:80]}")
+        raise RequestError(
+            f"{'instances' if row else 'inputs'}: expected a list of sentences, got {json.dumps(given)[:80]}"
+        )
     items = []
     for i, item in enumerate(given):
         where = f"{'instances' if row else 'inputs'}[{i}]"
         prefix, constraints = "", []
         if row and isinstance(item, dict) and not is_b64(item):
             if INPUT not in item or not set(item) <= INSTANCE_FIELDS:
-                raise RequestError(f'{where}: expected a string or {{"{INPUT}": "...", "prefix": "...", '
-                                   f'"constraints": ["...", ...]}}, got the keys {sorted(item)}')
+                raise RequestError(
+                    f'{where}: expected a string or {{"{INPUT}": "...", "prefix": "...", '
+                    f'"constraints": ["...", ...]}}, got the keys {sorted(item)}'
+                )
             prefix = string_of(item.get("prefix", ""), where + ".prefix")
             if prefix is None:
                 raise RequestError(f"{where}.prefix: expected a string, got {json.dumps(item['prefix'])[:80]}")
             given_constraints = item.get("constraints", [])
-            constraints = ([string_of(c, f"{where}.constraints[{j}]") for j, c in enumerate(given_constraints)]
-                           if isinstance(given_constraints, list) else None)
+            constraints = (
+                [string_of(c, f"{where}.constraints[{j}]") for j, c in enumerate(given_constraints)]
+                if isinstance(given_constraints, list)
+                else None
+            )
             if constraints is None or not all(isinstance(c, str) and "\t" not in c for c in constraints):
-                raise RequestError(f"{where}.constraints: expected a list of phrases (strings without "
-                                   f"tabs), got {json.dumps(given_constraints)[:80]}")
+                raise RequestError(
+                    f"{where}.constraints: expected a list of phrases (strings without "
+                    f"tabs), got {json.dumps(given_constraints)[:80]}"
+                )
             item = item[INPUT]
         text = string_of(item, where)
         if text is None:
@@ -136,8 +145,9 @@ def string_of(value, where: str) -> str | None:
     try:
         data = base64.b64decode(encoded, validate=True)
     except ValueError:  # binascii.Error, or a character outside ASCII
-        raise RequestError(f"{where}.b64: not base64 (RFC 4648: A-Z, a-z, 0-9, '+', '/', '=' padding to a "
-                           "multiple of 4 characters)") from None
+        raise RequestError(
+            f"{where}.b64: not base64 (RFC 4648: A-Z, a-z, 0-9, '+', '/', '=' padding to a multiple of 4 characters)"
+        ) from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -150,8 +160,9 @@ def check_text(text: str, where: str) -> None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as e:
-        raise RequestError(f"{where}: not UTF-8 text (a lone surrogate, U+{ord(text[e.start]):04X}, at "
-                           f"character {e.start})") from None
+        raise RequestError(
+            f"{where}: not UTF-8 text (a lone surrogate, U+{ord(text[e.start]):04X}, at character {e.start})"
+        ) from None
 
 
 def json_score(score: float) -> float | None:
@@ -176,8 +187,9 @@ def answer(signature: str, results: list[list[tuple]], row: bool) -> dict:
     if signature == "translate":
         values = [(best[0][0], *(json_score(x) for x in best[0][1:kinds])) for best in results]
     else:
-        values = [([h[0] for h in best], *([json_score(h[k]) for h in best] for k in range(1, kinds)))
-                  for best in results]
+        values = [
+            ([h[0] for h in best], *([json_score(h[k]) for h in best] for k in range(1, kinds))) for best in results
+        ]
     if row:
         return {"predictions": [dict(zip(names, v)) for v in values]}
     return {"outputs": {name: [v[k] for v in values] for k, name in enumerate(names[:kinds])}}
@@ -187,7 +199,7 @@ def host_name(header: str) -> str:
     """The name in a Host header: ``[::1]:8501`` -> ``::1``, ``localhost:8501`` -> ``localhost``."""
     header = header.strip().lower()
     if header.startswith("["):
-        return header[1:header.find("]")] if "]" in header else header
+        return header[1 : header.find("]")] if "]" in header else header
     return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
 
 
@@ -207,14 +219,18 @@ class OriginGate:
         host = headers.get("host")
         why = None
         if self.hosts is not None and host is not None and host_name(host) not in self.hosts:
-            why = (f"Host {json.dumps(host)[:80]} is no name of this server ({', '.join(self.hosts)}): "
-                   "it answers on its loopback address only")
+            why = (
+                f"Host {json.dumps(host)[:80]} is no name of this server ({', '.join(self.hosts)}): "
+                "it answers on its loopback address only"
+            )
         origin = headers.get("origin")
         if why is None and origin is not None:
             own = f"{scope.get('scheme', 'http')}://{host}".lower() if host else None
             if origin.lower() != own and origin.lower() not in self.allow_origins:
-                why = (f"requests from the origin {json.dumps(origin)[:80]} are not allowed: only this "
-                       "server's page, or an origin given with --allow-origin")
+                why = (
+                    f"requests from the origin {json.dumps(origin)[:80]} are not allowed: only this "
+                    "server's page, or an origin given with --allow-origin"
+                )
         if why is None:
             return await self.app(scope, receive, send)
         from starlette.responses import JSONResponse
@@ -222,9 +238,17 @@ class OriginGate:
         await JSONResponse({"error": why}, status_code=403)(scope, receive, send)
 
 
-def create_app(translator, name: str, max_batch: int = 32, max_wait: float = 0.005, max_queue: int = 1024,
-               max_body: int = 1 << 20, timeout: float = 60.0, host: str | None = None,
-               allow_origins: Sequence[str] = ()):
+def create_app(
+    translator,
+    name: str,
+    max_batch: int = 32,
+    max_wait: float = 0.005,
+    max_queue: int = 1024,
+    max_body: int = 1 << 20,
+    timeout: float = 60.0,
+    host: str | None = None,
+    allow_origins: Sequence[str] = (),
+):
     """The Starlette application serving ``translator`` as model ``name``; ``host`` (the
     address it listens on: a loopback one restricts the Host header) and
     ``allow_origins`` as the module says; ``timeout``: seconds a request may take."""
@@ -235,8 +259,13 @@ def create_app(translator, name: str, max_batch: int = 32, max_wait: float = 0.0
     from starlette.responses import HTMLResponse, JSONResponse
     from starlette.routing import Route
 
-    batcher = Batcher(lambda key, items, cancelled: translator.translate(items, key, cancelled),
-                      max_batch=max_batch, max_wait=max_wait, max_queue=max_queue, timeout=timeout)
+    batcher = Batcher(
+        lambda key, items, cancelled: translator.translate(items, key, cancelled),
+        max_batch=max_batch,
+        max_wait=max_wait,
+        max_queue=max_queue,
+        timeout=timeout,
+    )
     page = resources.files("keras_memnmt.serving").joinpath("page.html").read_text(encoding="utf-8")
 
     def model_of(request):
@@ -253,14 +282,16 @@ def create_app(translator, name: str, max_batch: int = 32, max_wait: float = 0.0
     async def read_json(request):
         length = request.headers.get("content-length")
         if length is not None and length.isdigit() and int(length) > max_body:
-            raise RequestError(f"the body has {length} bytes, more than this server takes ({max_body}, "
-                               "--max-body-bytes)", 413)
+            raise RequestError(
+                f"the body has {length} bytes, more than this server takes ({max_body}, --max-body-bytes)", 413
+            )
         body = bytearray()
         async for chunk in request.stream():
             body += chunk
             if len(body) > max_body:
-                raise RequestError(f"the body has more than {max_body} bytes, the most this server takes "
-                                   "(--max-body-bytes)", 413)
+                raise RequestError(
+                    f"the body has more than {max_body} bytes, the most this server takes (--max-body-bytes)", 413
+                )
         try:
             text = body.decode("utf-8")
         except UnicodeDecodeError as e:
@@ -276,8 +307,11 @@ def create_app(translator, name: str, max_batch: int = 32, max_wait: float = 0.0
 
     def warnings_of(sentences: list[str], field: str) -> list[str]:
         lengths = translator.source_lengths(sentences) or []
-        return [f"{field}[{i}] has {n} subword tokens; its first {MAX_INPUT_TOKENS} were translated"
-                for i, n in enumerate(lengths) if n > MAX_INPUT_TOKENS]
+        return [
+            f"{field}[{i}] has {n} subword tokens; its first {MAX_INPUT_TOKENS} were translated"
+            for i, n in enumerate(lengths)
+            if n > MAX_INPUT_TOKENS
+        ]
 
     async def translate(items: list[tuple[str, str, str]], options: dict, signature: str):
         key = translator.search(options, signature)
@@ -295,8 +329,12 @@ def create_app(translator, name: str, max_batch: int = 32, max_wait: float = 0.0
     async def inspect(request):
         model_of(request)
         body = await read_json(request)
-        if not isinstance(body, dict) or not isinstance(body.get("sentences"), list) or not all(
-                isinstance(s, str) for s in body["sentences"]) or not set(body) <= {"sentences", "options", "pictures"}:
+        if (
+            not isinstance(body, dict)
+            or not isinstance(body.get("sentences"), list)
+            or not all(isinstance(s, str) for s in body["sentences"])
+            or not set(body) <= {"sentences", "options", "pictures"}
+        ):
             raise RequestError('expected {"sentences": ["...", ...], "options": {...}, "pictures": true}')
         drawn = body.get("pictures", True)
         if not isinstance(drawn, bool):
@@ -310,34 +348,70 @@ def create_app(translator, name: str, max_batch: int = 32, max_wait: float = 0.0
             pictures = []
             if drawn and i < PICTURE_SENTENCES and best[0][0]:
                 pictures = await batcher.run_alone(translator.pictures, source, best[0][0])
-            out.append({"source": source, "translations": [{"translation": h[0], "score": json_score(h[1]),
-                                                            **({"log_prob": json_score(h[2])} if len(h) > 2 else {})}
-                                                           for h in best], "pictures": pictures})
+            out.append(
+                {
+                    "source": source,
+                    "translations": [
+                        {
+                            "translation": h[0],
+                            "score": json_score(h[1]),
+                            **({"log_prob": json_score(h[2])} if len(h) > 2 else {}),
+                        }
+                        for h in best
+                    ],
+                    "pictures": pictures,
+                }
+            )
         warnings = warnings_of(sentences, "sentences")
         return JSONResponse({"results": out, **({"warnings": warnings} if warnings else {})})
 
     async def status(request):
         model_of(request)
-        return JSONResponse({"model_version_status": [
-            {"version": "1", "state": "AVAILABLE", "status": {"error_code": "OK", "error_message": ""}}]})
+        return JSONResponse(
+            {
+                "model_version_status": [
+                    {"version": "1", "state": "AVAILABLE", "status": {"error_code": "OK", "error_message": ""}}
+                ]
+            }
+        )
 
     async def metadata(request):
         model_of(request)
         signature_def = {
-            sig: {"inputs": {INPUT: {"dtype": "DT_STRING", "tensor_shape": {"dim": [{"size": "-1"}]}}},
-                  "outputs": {out: {"dtype": "DT_STRING" if i == 0 else "DT_FLOAT"} for i, out in enumerate(outs)},
-                  "method_name": "tensorflow/serving/predict"}
-            for sig, outs in SIGNATURES.items()}
+            sig: {
+                "inputs": {INPUT: {"dtype": "DT_STRING", "tensor_shape": {"dim": [{"size": "-1"}]}}},
+                "outputs": {out: {"dtype": "DT_STRING" if i == 0 else "DT_FLOAT"} for i, out in enumerate(outs)},
+                "method_name": "tensorflow/serving/predict",
+            }
+            for sig, outs in SIGNATURES.items()
+        }
         signature_def[DEFAULT_SIGNATURE] = signature_def["translate"]
-        return JSONResponse({"model_spec": {"name": name, "signature_name": "", "version": "1"},
-                             "metadata": {"signature_def": {"signature_def": signature_def}}})
+        return JSONResponse(
+            {
+                "model_spec": {"name": name, "signature_name": "", "version": "1"},
+                "metadata": {"signature_def": {"signature_def": signature_def}},
+            }
+        )
 
     async def models(request):
-        return JSONResponse({"models": [{"name": name, **translator.describe(),
-                                         "batching": {"max_batch": max_batch, "max_wait_ms": max_wait * 1000,
-                                                      "max_queue": max_queue, "timeout_s": timeout,
-                                                      "batches": batcher.batches,
-                                                      "sentences": batcher.sentences}}]})
+        return JSONResponse(
+            {
+                "models": [
+                    {
+                        "name": name,
+                        **translator.describe(),
+                        "batching": {
+                            "max_batch": max_batch,
+                            "max_wait_ms": max_wait * 1000,
+                            "max_queue": max_queue,
+                            "timeout_s": timeout,
+                            "batches": batcher.batches,
+                            "sentences": batcher.sentences,
+                        },
+                    }
+                ]
+            }
+        )
 
     async def home(request):
         return HTMLResponse(page)
@@ -346,8 +420,10 @@ def create_app(translator, name: str, max_batch: int = 32, max_wait: float = 0.0
         return JSONResponse({"error": str(error)}, status_code=error.status)
 
     async def http_error(request, error: HTTPException):
-        message = {404: f"no such path: {request.url.path}", 405: f"{request.method} is not allowed on "
-                   f"{request.url.path}"}.get(error.status_code, str(error.detail))
+        message = {
+            404: f"no such path: {request.url.path}",
+            405: f"{request.method} is not allowed on {request.url.path}",
+        }.get(error.status_code, str(error.detail))
         return JSONResponse({"error": message}, status_code=error.status_code)
 
     async def server_error(request, error: Exception):
@@ -373,14 +449,26 @@ def create_app(translator, name: str, max_batch: int = 32, max_wait: float = 0.0
         Route("/v1/models/{name}:inspect", inspect, methods=["POST"]),
     ]
     loopback = host is not None and _is_loopback(host)
-    middleware = [Middleware(OriginGate, allow_origins=allow_origins,
-                             hosts=sorted({*LOOPBACK_NAMES, host.lower()}) if loopback else None)]
+    middleware = [
+        Middleware(
+            OriginGate, allow_origins=allow_origins, hosts=sorted({*LOOPBACK_NAMES, host.lower()}) if loopback else None
+        )
+    ]
     if allow_origins:
-        middleware.append(Middleware(CORSMiddleware, allow_origins=list(allow_origins), allow_methods=["GET", "POST"],
-                                     allow_headers=["Content-Type"]))
-    app = Starlette(routes=routes, lifespan=lifespan, middleware=middleware,
-                    exception_handlers={RequestError: request_error, HTTPException: http_error,
-                                        Exception: server_error})
+        middleware.append(
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(allow_origins),
+                allow_methods=["GET", "POST"],
+                allow_headers=["Content-Type"],
+            )
+        )
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        middleware=middleware,
+        exception_handlers={RequestError: request_error, HTTPException: http_error, Exception: server_error},
+    )
     app.state.batcher = batcher
     return app
 

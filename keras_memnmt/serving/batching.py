@@ -44,8 +44,14 @@ class Batcher:
     so that ``work`` may stop early. Start it inside the event loop (``start``), stop it
     with ``close`` (what is queued is still translated)."""
 
-    def __init__(self, work: Callable[[tuple, list[str], Callable[[], bool]], list], max_batch: int = 32, max_wait: float = 0.005,
-                 max_queue: int = 1024, timeout: float = 60.0):
+    def __init__(
+        self,
+        work: Callable[[tuple, list[str], Callable[[], bool]], list],
+        max_batch: int = 32,
+        max_wait: float = 0.005,
+        max_queue: int = 1024,
+        timeout: float = 60.0,
+    ):
         self.work, self.max_batch, self.max_wait, self.max_queue = work, max_batch, max_wait, max_queue
         self.timeout = timeout
         self.waiting: collections.deque[_Waiting] = collections.deque()
@@ -109,11 +115,17 @@ class Batcher:
         if self.closing:
             raise RequestError("the server is shutting down; no new requests are taken", 503)
         if len(sentences) > self.max_queue:
-            raise RequestError(f"this request has {len(sentences)} sentences, more than the queue holds "
-                               f"({self.max_queue}, --max-queue): send at most {self.max_queue} at a time", 413)
+            raise RequestError(
+                f"this request has {len(sentences)} sentences, more than the queue holds "
+                f"({self.max_queue}, --max-queue): send at most {self.max_queue} at a time",
+                413,
+            )
         if self.queued + len(sentences) > self.max_queue:
-            raise RequestError(f"busy: {self.queued} sentences are waiting and this request has {len(sentences)}; "
-                               f"the queue holds {self.max_queue} (--max-queue); try again shortly", 503)
+            raise RequestError(
+                f"busy: {self.queued} sentences are waiting and this request has {len(sentences)}; "
+                f"the queue holds {self.max_queue} (--max-queue); try again shortly",
+                503,
+            )
         future = asyncio.get_running_loop().create_future()
         waiting = _Waiting(key, sentences, future, time.monotonic())
         self.waiting.append(waiting)
@@ -128,8 +140,9 @@ class Batcher:
             future.cancel()
             if isinstance(e, asyncio.CancelledError):
                 raise
-            raise RequestError(f"not translated within {self.timeout:g} s (--timeout); the server goes on",
-                               504) from None
+            raise RequestError(
+                f"not translated within {self.timeout:g} s (--timeout); the server goes on", 504
+            ) from None
 
     async def run_alone(self, function: Callable, *args):
         """``function(*args)`` on the model's thread (between batches), awaited."""
@@ -206,7 +219,7 @@ class Batcher:
         start = 0
         for waiting in batch:
             if not waiting.future.done():  # a client that went away, or timed out, leaves it done
-                waiting.future.set_result(results[start:start + len(waiting.sentences)])
+                waiting.future.set_result(results[start : start + len(waiting.sentences)])
             start += len(waiting.sentences)
 
 

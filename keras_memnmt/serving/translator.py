@@ -76,8 +76,11 @@ class Translator:
     ```
     """
 
-    def __init__(self, model: str | os.PathLike | Sequence[str | os.PathLike | tuple[str, str | None]],
-                 checkpoint: str | None = None):
+    def __init__(
+        self,
+        model: str | os.PathLike | Sequence[str | os.PathLike | tuple[str, str | None]],
+        checkpoint: str | None = None,
+    ):
         from keras_memnmt.rundir.runs import load_ensemble
 
         given = [model] if isinstance(model, (str, os.PathLike)) else model
@@ -86,20 +89,27 @@ class Translator:
         members = [_member(m, i) for i, m in enumerate(given)]
         if checkpoint is not None:
             if len(members) > 1 or members[0][1] is not None:
-                raise ValueError("checkpoint: only with one run; pair each run of an ensemble with its "
-                                 "checkpoint instead, as (run, checkpoint)")
+                raise ValueError(
+                    "checkpoint: only with one run; pair each run of an ensemble with its "
+                    "checkpoint instead, as (run, checkpoint)"
+                )
             members = [(members[0][0], checkpoint)]
         self.model = self.vocab = self.config = self.exported = None
         self._export = None
         exports = [path for path, _ in members if _is_export(path)]
         if exports:
             if len(members) > 1 or members[0][1] is not None:
-                raise ValueError(f"{exports[0]} is a SavedModel export: translate with it alone, without a "
-                                 "checkpoint (an ensemble is exported as one: memnmt export --model A --model B)")
+                raise ValueError(
+                    f"{exports[0]} is a SavedModel export: translate with it alone, without a "
+                    "checkpoint (an ensemble is exported as one: memnmt export --model A --model B)"
+                )
             self._export = _load_export(exports[0])
             self.kind, self.members = "export", members
-            self.exported = {k: self._export.info[k] for k in ("beam_size", "n_best", "length_penalty", "alpha",
-                                                               "max_length") if k in self._export.info}
+            self.exported = {
+                k: self._export.info[k]
+                for k in ("beam_size", "n_best", "length_penalty", "alpha", "max_length")
+                if k in self._export.info
+            }
             return
         self.model, self.vocab, self.config = load_ensemble(members)
         self.kind, self.members = "run", members
@@ -145,8 +155,9 @@ class Translator:
         sentences = _sentences(sentences, "sentences")
         for name, given in (("prefixes", prefixes), ("constraints", constraints)):
             if given is not None and len(_sentences(given, name)) != len(sentences):
-                raise ValueError(f"{name}: {len(given)} for {len(sentences)} sentences; give one per sentence "
-                                 "(\"\" for none)")
+                raise ValueError(
+                    f'{name}: {len(given)} for {len(sentences)} sentences; give one per sentence ("" for none)'
+                )
         try:
             settings = SearchSettings(**search)
         except TypeError as e:  # an unknown name
@@ -161,8 +172,15 @@ class Translator:
 
         check_search_inputs(self.vocab, settings.beam_size, prefixes, constraints)
         out: list = []
-        for chunk in translate_chunks(self.model, self.vocab, sentences, settings=settings, progress=False,
-                                      prefixes=prefixes, constraints=constraints):
+        for chunk in translate_chunks(
+            self.model,
+            self.vocab,
+            sentences,
+            settings=settings,
+            progress=False,
+            prefixes=prefixes,
+            constraints=constraints,
+        ):
             out += chunk
         return out
 
@@ -173,13 +191,18 @@ class Translator:
         for name, value in (("prefixes", prefixes), ("constraints", constraints)):
             if value is not None:
                 raise ValueError(f"{name}: {refuse}")
-        own = {"beam": exported.get("beam_size"), "length_penalty": exported.get("length_penalty"),
-               "alpha": exported.get("alpha")}
+        own = {
+            "beam": exported.get("beam_size"),
+            "length_penalty": exported.get("length_penalty"),
+            "alpha": exported.get("alpha"),
+        }
         for name, value in settings.changed().items():
             if name == "n_best":
                 if value not in (1, exported.get("n_best")):
-                    raise ValueError(f"n_best {value!r}: the export answers 1 (translate) or "
-                                     f"{exported.get('n_best')} (translate_n_best); {refuse}")
+                    raise ValueError(
+                        f"n_best {value!r}: the export answers 1 (translate) or "
+                        f"{exported.get('n_best')} (translate_n_best); {refuse}"
+                    )
             elif name != "batch_size" and value != own.get(name, object()):
                 raise ValueError(f"{name} {value!r}: {refuse}")
         n_best = settings.n_best
@@ -187,14 +210,15 @@ class Translator:
         size = settings.batch_size or EXPORT_BATCH_SENTENCES
         rows: list[list[tuple[str, float]]] = []
         for start in range(0, len(sentences), size):
-            items = [(text, "", "") for text in sentences[start:start + size]]
+            items = [(text, "", "") for text in sentences[start : start + size]]
             rows += self._export.translate(items, (("signature", signature),))
         if n_best is None:
             return [row[0][0] for row in rows]
         return [[(text, score) for text, score, *_ in row] for row in rows]
 
-    def score(self, sources: Sequence[str], targets: Sequence[str], batch_size: int | None = None
-              ) -> list[float | None]:
+    def score(
+        self, sources: Sequence[str], targets: Sequence[str], batch_size: int | None = None
+    ) -> list[float | None]:
         """Each pair's ``log P(target | source)`` under the model, in input order, as ``memnmt
         score`` computes it (:func:`~keras_memnmt.evaluation.scoring.score_pairs`): the sum
         of the target's subword log-probabilities, eos included; ``None`` for an empty source.
@@ -206,8 +230,9 @@ class Translator:
 
         sources, targets = _sentences(sources, "sources"), _sentences(targets, "targets")
         if self._export is not None:
-            raise ValueError(f"{self.members[0][0]} is an export: its signatures translate but do not score; "
-                             "score with the run")
+            raise ValueError(
+                f"{self.members[0][0]} is an export: its signatures translate but do not score; score with the run"
+            )
         if len(sources) != len(targets):
             raise ValueError(f"{len(sources)} sources but {len(targets)} targets: one target per source")
         batch_size = SCORE_BATCH_SENTENCES if batch_size is None else _integer(batch_size, "batch_size", 1)
@@ -219,8 +244,12 @@ def _member(given, index: int) -> tuple[str, str | None]:
     """One ``model`` entry as a ``(run, checkpoint)`` pair."""
     if isinstance(given, (str, os.PathLike)):
         return os.fspath(given), None
-    if (isinstance(given, (tuple, list)) and len(given) == 2 and isinstance(given[0], (str, os.PathLike))
-            and (given[1] is None or isinstance(given[1], str))):
+    if (
+        isinstance(given, (tuple, list))
+        and len(given) == 2
+        and isinstance(given[0], (str, os.PathLike))
+        and (given[1] is None or isinstance(given[1], str))
+    ):
         return os.fspath(given[0]), given[1]
     raise ValueError(f"model[{index}]: expected a run directory or a (run, checkpoint) pair, got {given!r}")
 

@@ -97,8 +97,9 @@ class RunTranslator:
             except Exception as e:  # SentencePiece raises TypeError, RuntimeError, ... on odd text
                 raise RequestError(f"instances[{i}]: {str(e).replace(' line 1', '')}") from None
 
-    def translate(self, items: list[tuple[str, str, str]], search,
-                  cancelled: Callable[[], bool] = lambda: False) -> list[list[tuple[str, float, float, bool]]]:
+    def translate(
+        self, items: list[tuple[str, str, str]], search, cancelled: Callable[[], bool] = lambda: False
+    ) -> list[list[tuple[str, float, float, bool]]]:
         """Each item's (sentence, prefix, constraints) n-best ``(translation, score,
         log_prob, finished)`` list: the length-normalized score the search ranks by, and the model's
         log-probability (:func:`~keras_memnmt.evaluation.translation.score_kinds`).
@@ -123,9 +124,17 @@ class RunTranslator:
         largest = min(default_batch_size(search.beam_size), CONSTRAINED_ROWS if "constraints" in kwargs else 1 << 30)
         rows = min(largest, 1 << max(0, len(sentences) - 1).bit_length())
         out = []
-        for chunk in translate_chunks(self.model, self.vocab, sentences, chunk_size=rows,
-                                      settings=search.replace(batch_size=rows), progress=False,
-                                      fill_batches=True, log_probs=True, **kwargs):
+        for chunk in translate_chunks(
+            self.model,
+            self.vocab,
+            sentences,
+            chunk_size=rows,
+            settings=search.replace(batch_size=rows),
+            progress=False,
+            fill_batches=True,
+            log_probs=True,
+            **kwargs,
+        ):
             out += chunk
             if len(out) < len(sentences) and cancelled():
                 raise Cancelled(f"dropped after {len(out)} of {len(sentences)} sentences: no one waits for them")
@@ -148,16 +157,26 @@ class RunTranslator:
         for index, model in enumerate(self.models()):
             inspection = inspect_pair(model, self.vocab, source, reference=translation)
             png = base64.b64encode(png_bytes(inspection, forced_on=forced_on)).decode("ascii")
-            out.append({"model": f"{type(model).__name__} (member {index + 1})" if len(self.models()) > 1
-                        else type(model).__name__, "panels": [p.detail for p in model.panels],
-                        "png": f"data:image/png;base64,{png}"})
+            out.append(
+                {
+                    "model": f"{type(model).__name__} (member {index + 1})"
+                    if len(self.models()) > 1
+                    else type(model).__name__,
+                    "panels": [p.detail for p in model.panels],
+                    "png": f"data:image/png;base64,{png}",
+                }
+            )
         return out
 
     def describe(self) -> dict:
         from keras_memnmt.decoding.settings import SERVE, names
 
-        return {"kind": self.kind, "runs": [run for run, _ in self.members], "options": list(names(SERVE)),
-                "pictures": self.has_pictures}
+        return {
+            "kind": self.kind,
+            "runs": [run for run, _ in self.members],
+            "options": list(names(SERVE)),
+            "pictures": self.has_pictures,
+        }
 
 
 class ExportTranslator:
@@ -179,8 +198,10 @@ class ExportTranslator:
 
     def search(self, given: dict, signature: str) -> tuple:
         if given:
-            raise RequestError(f"options: an export's search is fixed when it is exported ({self._search()}); "
-                               "serve the run to choose it")
+            raise RequestError(
+                f"options: an export's search is fixed when it is exported ({self._search()}); "
+                "serve the run to choose it"
+            )
         return (("signature", signature),)
 
     def check_items(self, items: list[tuple[str, str, str]], search: tuple) -> None:
@@ -188,8 +209,9 @@ class ExportTranslator:
             if prefix or constraints:
                 raise RequestError(f"instances[{i}]: an export takes no prefix or constraints; serve the run")
 
-    def translate(self, items: list[tuple[str, str, str]], search: tuple,
-                  cancelled: Callable[[], bool] = lambda: False) -> list[list[tuple[str, float]]]:
+    def translate(
+        self, items: list[tuple[str, str, str]], search: tuple, cancelled: Callable[[], bool] = lambda: False
+    ) -> list[list[tuple[str, float]]]:
         import tensorflow as tf
 
         sentences = [text for text, _, _ in items]
@@ -199,8 +221,10 @@ class ExportTranslator:
         columns = [out[name].numpy() for name in names if name in out]  # an older export: no log-probabilities
         if signature == "translate":
             columns = [c[:, None] for c in columns]
-        return [[(t.decode("utf-8"), *(float(c[i, k]) for c in columns[1:])) for k, t in enumerate(row)]
-                for i, row in enumerate(columns[0])]
+        return [
+            [(t.decode("utf-8"), *(float(c[i, k]) for c in columns[1:])) for k, t in enumerate(row)]
+            for i, row in enumerate(columns[0])
+        ]
 
     def _search(self) -> str:
         keys = ("beam_size", "n_best", "length_penalty", "alpha", "max_length")
@@ -213,8 +237,7 @@ class ExportTranslator:
         return []
 
     def describe(self) -> dict:
-        return {"kind": self.kind, "path": self.path, "options": [], "pictures": False,
-                "search": self._search()}
+        return {"kind": self.kind, "path": self.path, "options": [], "pictures": False, "search": self._search()}
 
 
 def load_translator(members: list[tuple[str, str | None]]):

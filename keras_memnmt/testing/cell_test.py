@@ -123,24 +123,27 @@ def _run_and_check_masking(cell, encoded, embedded, masking, atol) -> np.ndarray
     both = both._replace(annotations=np.concatenate([encoded.annotations, changed]))
     batch = embedded.shape[0]
     logits = _run(cell, both, np.concatenate([embedded, embedded]))
-    np.testing.assert_allclose(logits[batch:], logits[:batch], atol=atol,
-                               err_msg="padded source positions changed the logits")
+    np.testing.assert_allclose(
+        logits[batch:], logits[:batch], atol=atol, err_msg="padded source positions changed the logits"
+    )
     return logits[:batch]
 
 
 def _check_attention(attention: np.ndarray | None, mask: np.ndarray) -> None:
     if attention is None:
         return
-    assert np.all(attention[np.broadcast_to(mask[:, None] == 0, attention.shape)] == 0.0), (
-        "padding got attention")
+    assert np.all(attention[np.broadcast_to(mask[:, None] == 0, attention.shape)] == 0.0), "padding got attention"
     np.testing.assert_allclose(attention.sum(-1), 1.0, atol=1e-5)
 
 
 def _check_no_dropout_in_step(cell, encoded, embedded, atol) -> None:
     dropped = numpy(cell.drop_inputs(ops.convert_to_tensor(embedded), training=True))[:, :2]
-    np.testing.assert_allclose(_step_all(cell, encoded, dropped, training=True)[0],
-                               _step_all(cell, encoded, dropped)[0], atol=atol,
-                               err_msg="the step drops more than drop_inputs in training")
+    np.testing.assert_allclose(
+        _step_all(cell, encoded, dropped, training=True)[0],
+        _step_all(cell, encoded, dropped)[0],
+        atol=atol,
+        err_msg="the step drops more than drop_inputs in training",
+    )
 
 
 def _log_probs(logits: np.ndarray) -> np.ndarray:
@@ -177,13 +180,12 @@ def _check_decoding(cell, encoded, table, with_attention, atol) -> None:
         return cell.readout(output), list(states), weights
 
     def searches_and_teacher_forcing():
-        greedy = greedy_search(next_fn, cell.initial_states(encoded), batch, DECODE_LENGTH,
-                               return_attention=with_attention)
-        beam = beam_search(next_fn, cell.initial_states(encoded), batch, BEAM_SIZE,
-                           DECODE_LENGTH, n_best=BEAM_SIZE)
+        greedy = greedy_search(
+            next_fn, cell.initial_states(encoded), batch, DECODE_LENGTH, return_attention=with_attention
+        )
+        beam = beam_search(next_fn, cell.initial_states(encoded), batch, BEAM_SIZE, DECODE_LENGTH, n_best=BEAM_SIZE)
         # Teacher forcing on every hypothesis: bos, then its own tokens (after eos: eos).
-        tokens = ops.concatenate(
-            [greedy["tokens"], ops.reshape(beam["tokens"], (batch * BEAM_SIZE, DECODE_LENGTH))])
+        tokens = ops.concatenate([greedy["tokens"], ops.reshape(beam["tokens"], (batch * BEAM_SIZE, DECODE_LENGTH))])
         target_in = ops.where(ops.equal(tokens, 0), EOS, tokens)
         target_in = ops.concatenate([ops.full((len(rows), 1), BOS, "int32"), target_in[:, :-1]], 1)
         states, logits, attention = cell.initial_states(forced_source), [], []
@@ -208,21 +210,34 @@ def _check_decoding(cell, encoded, table, with_attention, atol) -> None:
         argmax = logp[row, :free].argmax(-1).tolist()
         assert ids[:free] == argmax, f"greedy row {row}: {ids[:n]} != teacher-forced argmax {argmax}"
         if with_attention:
-            np.testing.assert_allclose(greedy["attention"][row, :n], numpy(attention)[row, :n],
-                                       atol=atol, err_msg="greedy attention != teacher forcing")
-    np.testing.assert_allclose(greedy["scores"],
-                               _hypothesis_scores(logp[:batch], greedy["tokens"], greedy["lengths"]),
-                               rtol=1e-5, atol=10 * atol,
-                               err_msg="greedy scores != teacher-forced log-probabilities")
+            np.testing.assert_allclose(
+                greedy["attention"][row, :n],
+                numpy(attention)[row, :n],
+                atol=atol,
+                err_msg="greedy attention != teacher forcing",
+            )
+    np.testing.assert_allclose(
+        greedy["scores"],
+        _hypothesis_scores(logp[:batch], greedy["tokens"], greedy["lengths"]),
+        rtol=1e-5,
+        atol=10 * atol,
+        err_msg="greedy scores != teacher-forced log-probabilities",
+    )
 
     # Every beam hypothesis scores what teacher forcing gives it: its states followed its beam.
     scores = beam["scores"]  # (B, K)
     assert np.all(np.isfinite(scores)), scores
     assert np.all(np.diff(scores, axis=1) <= atol), f"n-best not sorted: {scores}"
-    forced = _hypothesis_scores(logp[batch:], beam["tokens"].reshape(batch * BEAM_SIZE, -1),
-                                beam["lengths"].reshape(-1))
-    np.testing.assert_allclose(beam["raw_scores"].reshape(-1), forced, rtol=1e-5, atol=10 * atol,
-                               err_msg="beam hypotheses' scores != teacher-forced log-probabilities")
+    forced = _hypothesis_scores(
+        logp[batch:], beam["tokens"].reshape(batch * BEAM_SIZE, -1), beam["lengths"].reshape(-1)
+    )
+    np.testing.assert_allclose(
+        beam["raw_scores"].reshape(-1),
+        forced,
+        rtol=1e-5,
+        atol=10 * atol,
+        err_msg="beam hypotheses' scores != teacher-forced log-probabilities",
+    )
 
 
 def _check_serialization(cell, encoded, embedded, logits, input_dim, atol) -> None:
@@ -232,8 +247,12 @@ def _check_serialization(cell, encoded, embedded, logits, input_dim, atol) -> No
     if not clone.built:
         clone.build((None, input_dim))
     clone.set_weights(cell.get_weights())
-    np.testing.assert_allclose(_step_all(clone, encoded, embedded[:, :1])[0], logits[:, :1],
-                               atol=atol, err_msg="the deserialized cell gives other logits")
+    np.testing.assert_allclose(
+        _step_all(clone, encoded, embedded[:, :1])[0],
+        logits[:, :1],
+        atol=atol,
+        err_msg="the deserialized cell gives other logits",
+    )
 
 
 def _check_fit_and_save(make_cell, encoded, embedding_dim, atol, seed) -> None:
@@ -252,8 +271,9 @@ def _check_fit_and_save(make_cell, encoded, embedding_dim, atol, seed) -> None:
     randomize_weights(model, seed=seed)
     # Plain SGD (its train step compiles faster than Adam's) with a step large enough
     # that any non-zero gradient moves its weight.
-    model.compile(optimizer=keras.optimizers.SGD(1.0),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.compile(
+        optimizer=keras.optimizers.SGD(1.0), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    )
     before = [numpy(w) for w in model.trainable_weights]
     history = model.fit(inputs, target, batch_size=batch, epochs=1, verbose=0)
     assert np.isfinite(history.history["loss"][0]), "fit step loss is not finite"
@@ -268,8 +288,9 @@ def _check_fit_and_save(make_cell, encoded, embedding_dim, atol, seed) -> None:
     cell = model.decoder.cell
     assert type(loaded.decoder.cell) is type(cell), type(loaded.decoder.cell).__name__
     assert loaded.decoder.cell.get_config() == cell.get_config(), ".keras changed the cell config"
-    np.testing.assert_allclose(numpy(loaded(inputs)), expected, atol=atol,
-                               err_msg=".keras save and load gives other logits")
+    np.testing.assert_allclose(
+        numpy(loaded(inputs)), expected, atol=atol, err_msg=".keras save and load gives other logits"
+    )
 
 
 def run_cell_test(
@@ -321,8 +342,9 @@ def run_cell_test(
     if masking:
         _check_attention(attention, np.asarray(encoded.mask))
     if reference is not None:
-        np.testing.assert_allclose(reference(cell, encoded, embedded), logits, atol=atol,
-                                   err_msg="the cell does not match its NumPy reference")
+        np.testing.assert_allclose(
+            reference(cell, encoded, embedded), logits, atol=atol, err_msg="the cell does not match its NumPy reference"
+        )
     if cell.dropout > 0.0:
         check_input_dropout(cell, seed=seed)
         _check_no_dropout_in_step(cell, encoded, embedded, atol)

@@ -31,9 +31,7 @@ SHARED_BAD_ARGUMENTS: tuple[tuple[dict, str], ...] = (
 )
 
 
-def check_bad_arguments(
-    make_cell: Callable[..., DecoderCell], cases: Iterable[tuple[dict, str]] = ()
-) -> None:
+def check_bad_arguments(make_cell: Callable[..., DecoderCell], cases: Iterable[tuple[dict, str]] = ()) -> None:
     """``make_cell(**kwargs)`` raises a ``ValueError`` naming the argument, for every case.
 
     Args:
@@ -77,16 +75,20 @@ def check_input_dropout(
     rng = np.random.default_rng(seed)
     inputs = rng.uniform(0.5, 1.5, size=(batch, length, features)).astype("float32")  # no zeros
     tensor = ops.convert_to_tensor(inputs)
-    np.testing.assert_array_equal(numpy(cell.drop_inputs(tensor, training=False)), inputs,
-                                  err_msg="drop_inputs changed the input outside training")
+    np.testing.assert_array_equal(
+        numpy(cell.drop_inputs(tensor, training=False)),
+        inputs,
+        err_msg="drop_inputs changed the input outside training",
+    )
     dropped = numpy(cell.drop_inputs(tensor, training=True))
     if cell.dropout == 0.0:
         np.testing.assert_array_equal(dropped, inputs, err_msg="dropout=0 changed the input")
         return dropped
     zero = dropped == 0.0  # (B, T, E)
     assert zero.any() and not zero.all(), f"dropout={cell.dropout} dropped {zero.mean():.0%}"
-    np.testing.assert_array_equal(zero, np.broadcast_to(zero[:, :1], zero.shape),
-                                  err_msg="the dropped features change along the sequence")
+    np.testing.assert_array_equal(
+        zero, np.broadcast_to(zero[:, :1], zero.shape), err_msg="the dropped features change along the sequence"
+    )
     assert not np.all(zero[:, 0] == zero[:1, 0]), "every sequence got the same mask"
     np.testing.assert_allclose(dropped[~zero], inputs[~zero] / (1.0 - cell.dropout), rtol=1e-6)
     again = numpy(cell.drop_inputs(tensor, training=True)) == 0.0
@@ -94,8 +96,7 @@ def check_input_dropout(
     return dropped
 
 
-def check_mixed_precision(cell: DecoderCell, encoded: EncoderOutput,
-                          embedding_dim: int = 4) -> tuple[Any, list]:
+def check_mixed_precision(cell: DecoderCell, encoded: EncoderOutput, embedding_dim: int = 4) -> tuple[Any, list]:
     """A cell made with a mixed policy (``dtype="mixed_bfloat16"``) computes in its compute dtype.
 
     The initial states, one step's states and the logits have the compute
@@ -145,8 +146,7 @@ def check_mixed_precision(cell: DecoderCell, encoded: EncoderOutput,
 DISTRIBUTIONS = ("attention", "read_weights", "write_weights", "memory_attention", "past_attention")
 
 
-def check_step_details(cell: DecoderCell, encoded: EncoderOutput, inputs: Any,
-                       names: Iterable[str]) -> list[dict]:
+def check_step_details(cell: DecoderCell, encoded: EncoderOutput, inputs: Any, names: Iterable[str]) -> list[dict]:
     """``cell.step_details`` runs the same step as ``cell.step``, with the named details.
 
     Steps through ``inputs`` ``(B, T, ·)`` (the step's inputs, after ``prepare_inputs``)
@@ -190,8 +190,15 @@ def check_step_details(cell: DecoderCell, encoded: EncoderOutput, inputs: Any,
     return found
 
 
-def check_stacked_hand_off(cell: DecoderCell, reference: Callable, first: int, annotation_units: int,
-                           embedding_dim: int, batch: int = 3, source_length: int = 5) -> None:
+def check_stacked_hand_off(
+    cell: DecoderCell,
+    reference: Callable,
+    first: int,
+    annotation_units: int,
+    embedding_dim: int,
+    batch: int = 3,
+    source_length: int = 5,
+) -> None:
     """A built two-layer stacked-LSTM cell (``init_state="encoder"``) starts layer ``l`` from the
     encoder's layer ``l`` final ``[h, c]`` (its states ``first .. first + 3``), its first step
     equals ``reference(cell, encoded, embedded)``, and an encoder with too few layers is a

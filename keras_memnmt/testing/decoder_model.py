@@ -39,18 +39,14 @@ class TinyDecoderModel(keras.Model):
         `(B, T, target_vocab_size)` logits.
     """
 
-    def __init__(
-        self, cell: keras.layers.Layer, source_vocab_size: int, embedding_dim: int, **kwargs: Any
-    ) -> None:
+    def __init__(self, cell: keras.layers.Layer, source_vocab_size: int, embedding_dim: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.source_vocab_size = source_vocab_size
         self.embedding_dim = embedding_dim
         self.source_embedding = keras.layers.Embedding(
             source_vocab_size, cell.annotation_units, name="source_embedding"
         )
-        self.target_embedding = keras.layers.Embedding(
-            cell.target_vocab_size, embedding_dim, name="target_embedding"
-        )
+        self.target_embedding = keras.layers.Embedding(cell.target_vocab_size, embedding_dim, name="target_embedding")
         self.decoder = keras.layers.RNN(cell, return_sequences=True, name="decoder")
 
     def call(self, inputs: dict, training: bool = False) -> Any:

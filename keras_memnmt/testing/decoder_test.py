@@ -55,13 +55,15 @@ def _batch(model: EncoderDecoder, batch: int, source_length: int, target_length:
 def _check_states(states: list, new_states: list, batch: int) -> None:
     assert len(new_states) == len(states), f"decode_step returned {len(new_states)} states for {len(states)}"
     for i, (old, new) in enumerate(zip(states, new_states)):
-        assert len(old.shape) >= 1 and old.shape[0] == batch, f"state {i} of shape {tuple(old.shape)} is not batch first"
+        assert len(old.shape) >= 1 and old.shape[0] == batch, (
+            f"state {i} of shape {tuple(old.shape)} is not batch first"
+        )
         grew = [a for a in range(1, len(old.shape)) if new.shape[a] != old.shape[a]]
         # A state may gain one position per step along one axis where the search loop's
         # shapes may change (keras_memnmt.decoding.common, "A state may also grow").
-        assert len(new.shape) == len(old.shape) and (not grew or (
-            shapes_may_change() and len(grew) == 1 and new.shape[grew[0]] == old.shape[grew[0]] + 1)), \
-            f"state {i}: {tuple(old.shape)} -> {tuple(new.shape)}"
+        assert len(new.shape) == len(old.shape) and (
+            not grew or (shapes_may_change() and len(grew) == 1 and new.shape[grew[0]] == old.shape[grew[0]] + 1)
+        ), f"state {i}: {tuple(old.shape)} -> {tuple(new.shape)}"
         old_dtype, new_dtype = (keras.backend.standardize_dtype(s.dtype) for s in (old, new))
         assert new_dtype == old_dtype, f"state {i}: {old_dtype} -> {new_dtype}"
 
@@ -75,12 +77,20 @@ def _check_stepping(model: EncoderDecoder, source, target_in, logits, atol) -> N
             if t == 0 and name == "search_states":
                 details = model.step_details(tokens, states)
                 step_logits, new_states, _ = model.decode_step(tokens, states)
-                np.testing.assert_allclose(numpy(details["logits"]), numpy(step_logits), atol=atol,
-                                           err_msg="step_details gives other logits than decode_step")
+                np.testing.assert_allclose(
+                    numpy(details["logits"]),
+                    numpy(step_logits),
+                    atol=atol,
+                    err_msg="step_details gives other logits than decode_step",
+                )
             step_logits, new_states, _ = model.decode_step(tokens, states)
             _check_states(states, list(new_states), batch)
-            np.testing.assert_allclose(numpy(step_logits), logits[:, t], atol=atol,
-                                       err_msg=f"decode_step from {name} != teacher forcing at position {t}")
+            np.testing.assert_allclose(
+                numpy(step_logits),
+                logits[:, t],
+                atol=atol,
+                err_msg=f"decode_step from {name} != teacher forcing at position {t}",
+            )
             states = list(new_states)
 
 
@@ -90,8 +100,9 @@ def _check_serialization(model: EncoderDecoder, source, target_in, logits, atol)
     assert clone.get_config() == model.get_config(), "get_config does not round-trip"
     clone.build_weights()
     clone.set_weights(model.get_weights())
-    np.testing.assert_allclose(numpy(clone((source, target_in))), logits, atol=atol,
-                               err_msg="the deserialized model gives other logits")
+    np.testing.assert_allclose(
+        numpy(clone((source, target_in))), logits, atol=atol, err_msg="the deserialized model gives other logits"
+    )
 
 
 def _teacher_forced(model: EncoderDecoder, source, tokens: np.ndarray) -> tuple:
@@ -117,24 +128,36 @@ def _check_generate(model: EncoderDecoder, source, max_length: int, atol) -> Non
         argmax = logp[row, :free].argmax(-1).tolist()
         assert tokens[row, :free].tolist() == argmax, f"greedy row {row}: {tokens[row, :n]} != argmax {argmax}"
     forced = [logp[row, np.arange(n), tokens[row, :n]].sum() for row, n in enumerate(lengths)]
-    np.testing.assert_allclose(numpy(greedy["scores"])[:, 0], forced, rtol=1e-5, atol=10 * atol,
-                               err_msg="greedy scores != teacher-forced log-probabilities (eos included)")
+    np.testing.assert_allclose(
+        numpy(greedy["scores"])[:, 0],
+        forced,
+        rtol=1e-5,
+        atol=10 * atol,
+        err_msg="greedy scores != teacher-forced log-probabilities (eos included)",
+    )
 
-    beam = model.generate(source, beam_size=BEAM_SIZE, n_best=BEAM_SIZE, max_length_a=0.0,
-                          max_length_b=max_length, length_penalty="none")
+    beam = model.generate(
+        source, beam_size=BEAM_SIZE, n_best=BEAM_SIZE, max_length_a=0.0, max_length_b=max_length, length_penalty="none"
+    )
     scores = numpy(beam["scores"])  # (B, K), the raw log-probabilities
     assert np.all(np.isfinite(scores)), scores
     assert np.all(np.diff(scores, axis=1) <= atol), f"n-best not sorted: {scores}"
     tokens = numpy(beam["tokens"]).reshape(batch * BEAM_SIZE, -1)
     logp, lengths = _teacher_forced(model, np.repeat(source, BEAM_SIZE, axis=0), tokens)
     forced = [logp[row, np.arange(n), tokens[row, :n]].sum() for row, n in enumerate(lengths)]
-    np.testing.assert_allclose(scores.reshape(-1), forced, rtol=1e-5, atol=10 * atol,
-                               err_msg="beam hypotheses' scores != teacher-forced log-probabilities")
+    np.testing.assert_allclose(
+        scores.reshape(-1),
+        forced,
+        rtol=1e-5,
+        atol=10 * atol,
+        err_msg="beam hypotheses' scores != teacher-forced log-probabilities",
+    )
 
 
 def _check_fit_and_save(model: EncoderDecoder, source, target_in, target_out, atol) -> None:
-    model.compile(optimizer=keras.optimizers.SGD(1.0),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.compile(
+        optimizer=keras.optimizers.SGD(1.0), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    )
     before = numpy(model((source, target_in)))
     history = model.fit((source, target_in), target_out, batch_size=len(source), epochs=1, verbose=0)
     assert np.isfinite(history.history["loss"][0]), "fit step loss is not finite"
@@ -147,8 +170,9 @@ def _check_fit_and_save(model: EncoderDecoder, source, target_in, target_out, at
         loaded = keras.saving.load_model(path, compile=False)
     assert type(loaded) is type(model), type(loaded).__name__
     assert loaded.get_config() == model.get_config(), ".keras changed the config"
-    np.testing.assert_allclose(numpy(loaded((source, target_in))), expected, atol=atol,
-                               err_msg="the loaded model gives other logits")
+    np.testing.assert_allclose(
+        numpy(loaded((source, target_in))), expected, atol=atol, err_msg="the loaded model gives other logits"
+    )
 
 
 def run_decoder_test(
@@ -185,8 +209,9 @@ def run_decoder_test(
     assert np.all(np.isfinite(logits)), "the teacher-forced logits are not finite"
 
     wide = np.pad(source, ((0, 0), (0, 3)))
-    np.testing.assert_allclose(numpy(model((wide, target_in))), logits, atol=atol,
-                               err_msg="extra source padding changed the logits")
+    np.testing.assert_allclose(
+        numpy(model((wide, target_in))), logits, atol=atol, err_msg="extra source padding changed the logits"
+    )
     _check_stepping(model, source, target_in, logits, atol)
     _check_serialization(model, source, target_in, logits, atol)
     _check_generate(model, source, target_length, atol)

@@ -157,9 +157,7 @@ def table_decoder(tables: np.ndarray):
     return next_fn, initial_states
 
 
-def score_np(
-    model: FakeDecoder, s: int, tokens: list[int], kind: str, alpha: float = 0.6
-) -> tuple[float, float]:
+def score_np(model: FakeDecoder, s: int, tokens: list[int], kind: str, alpha: float = 0.6) -> tuple[float, float]:
     """`(score, raw)` of one given hypothesis of sentence `s`."""
     raw, history = 0.0, model.initial_state_np(s)
     for prev, token in zip([BOS, *tokens[:-1]], tokens, strict=True):
@@ -168,8 +166,9 @@ def score_np(
     return raw / lp_np(len(tokens), kind, alpha), raw
 
 
-def allowed(logp: np.ndarray, tokens: list[int], limit: int, min_length: int = 0, ngram: int = 0,
-            prefix: tuple[int, ...] = ()) -> np.ndarray:
+def allowed(
+    logp: np.ndarray, tokens: list[int], limit: int, min_length: int = 0, ngram: int = 0, prefix: tuple[int, ...] = ()
+) -> np.ndarray:
     """`logp (V,)` of the token after `tokens`, with what the rules ban at `-inf`: pad and
     bos; inside the `prefix` every token but its own, else at the last allowed position
     (`len(tokens) + 1 == limit`) every token but eos; otherwise eos while
@@ -187,13 +186,13 @@ def allowed(logp: np.ndarray, tokens: list[int], limit: int, min_length: int = 0
         logp[EOS] = -np.inf
     if ngram:
         for j in range(i - ngram + 1):  # every n-gram tokens[j : j + ngram] so far
-            if tokens[j:j + ngram - 1] == tokens[i - ngram + 1:]:
+            if tokens[j : j + ngram - 1] == tokens[i - ngram + 1 :]:
                 logp[tokens[j + ngram - 1]] = -np.inf
     return logp
 
 
 def has_repeated_ngram(tokens: list[int], n: int) -> bool:
-    grams = [tuple(tokens[j:j + n]) for j in range(len(tokens) - n + 1)]
+    grams = [tuple(tokens[j : j + n]) for j in range(len(tokens) - n + 1)]
     return len(set(grams)) < len(grams)
 
 
@@ -208,8 +207,9 @@ def ruled_greedy(model, s: int, limit: int, **rules) -> tuple[list[int], float]:
     return tokens, raw
 
 
-def ruled_brute_force(model, s: int, limit: int, kind: str, alpha: float = 0.6,
-                      **rules) -> list[tuple[float, float, list[int]]]:
+def ruled_brute_force(
+    model, s: int, limit: int, kind: str, alpha: float = 0.6, **rules
+) -> list[tuple[float, float, list[int]]]:
     """Every hypothesis the rules allow (each ends with eos, by the limit at the latest),
     as `(score, raw, tokens)`, best first."""
     hyps = []
@@ -228,9 +228,18 @@ def ruled_brute_force(model, s: int, limit: int, kind: str, alpha: float = 0.6,
     return sorted(hyps, key=lambda h: -h[0])
 
 
-def ruled_beam(model, s: int, beam_size: int, limit: int, kind: str, alpha: float = 0.6, n_best: int = 1,
-               early_stopping: bool = True, moved_bans: list | None = None,
-               **rules) -> list[tuple[float, float, list[int]]]:
+def ruled_beam(
+    model,
+    s: int,
+    beam_size: int,
+    limit: int,
+    kind: str,
+    alpha: float = 0.6,
+    n_best: int = 1,
+    early_stopping: bool = True,
+    moved_bans: list | None = None,
+    **rules,
+) -> list[tuple[float, float, list[int]]]:
     """`beam_search`'s documented algorithm, one sentence, with lists, under the rules.
 
     `moved_bans`, if given, gets one entry per step from the third on where a hypothesis
@@ -247,8 +256,7 @@ def ruled_beam(model, s: int, beam_size: int, limit: int, kind: str, alpha: floa
         for slot, (raw, tokens, history, origin) in enumerate(alive):
             logp, new_history = model.step(s, tokens[-1] if tokens else BOS, history)
             ruled, free = allowed(logp, tokens, limit, **rules), allowed(logp, tokens, limit)
-            cands += [(raw + ruled[t], [*tokens, int(t)], new_history, slot)
-                      for t in np.flatnonzero(ruled > -np.inf)]
+            cands += [(raw + ruled[t], [*tokens, int(t)], new_history, slot) for t in np.flatnonzero(ruled > -np.inf)]
             if i >= 2 and origin != slot:
                 banned += [raw + free[t] for t in np.flatnonzero((free > -np.inf) & (ruled == -np.inf))]
         cands = sorted(cands, key=lambda c: -c[0])[: 2 * k]

@@ -75,9 +75,7 @@ def additive_attention(
     Returns:
         `(context (B, D), weights (B, Tx))`.
     """
-    query, annotations, w_a, u_a, v_a = _f64(
-        query, annotations, query_kernel, key_kernel, score_vector
-    )
+    query, annotations, w_a, u_a, v_a = _f64(query, annotations, query_kernel, key_kernel, score_vector)
     batch, source_len, _ = annotations.shape
     scores = np.zeros((batch, source_len))
     for j in range(source_len):
@@ -150,23 +148,9 @@ def gru_step(
     def part(i: int) -> slice:
         return slice(i * units, (i + 1) * units)
 
-    z = sigmoid(
-        x @ kernel[:, part(0)]
-        + bias[0, part(0)]
-        + h @ recurrent_kernel[:, part(0)]
-        + bias[1, part(0)]
-    )
-    r = sigmoid(
-        x @ kernel[:, part(1)]
-        + bias[0, part(1)]
-        + h @ recurrent_kernel[:, part(1)]
-        + bias[1, part(1)]
-    )
-    hh = np.tanh(
-        x @ kernel[:, part(2)]
-        + bias[0, part(2)]
-        + r * (h @ recurrent_kernel[:, part(2)] + bias[1, part(2)])
-    )
+    z = sigmoid(x @ kernel[:, part(0)] + bias[0, part(0)] + h @ recurrent_kernel[:, part(0)] + bias[1, part(0)])
+    r = sigmoid(x @ kernel[:, part(1)] + bias[0, part(1)] + h @ recurrent_kernel[:, part(1)] + bias[1, part(1)])
+    hh = np.tanh(x @ kernel[:, part(2)] + bias[0, part(2)] + r * (h @ recurrent_kernel[:, part(2)] + bias[1, part(2)]))
     return z * h + (1.0 - z) * hh
 
 
@@ -189,9 +173,7 @@ def rnnsearch_initial_state(
 ) -> np.ndarray:
     """s_0 = tanh(W_init mean_{j: mask_j = 1} h_j + b): `(B, Tx, D) -> (B, units)`."""
     annotations, mask = _f64(annotations, mask)
-    pooled = np.stack(
-        [annotations[b][mask[b] != 0].mean(axis=0) for b in range(annotations.shape[0])]
-    )
+    pooled = np.stack([annotations[b][mask[b] != 0].mean(axis=0) for b in range(annotations.shape[0])])
     return np.tanh(dense(pooled, init_kernel, init_bias))
 
 
@@ -223,9 +205,7 @@ def rnnsearch_step(
     """
     embedded, s_prev = _f64(embedded, s_prev)
     if feedback_attention:
-        query = np.tanh(
-            dense(np.concatenate([s_prev, embedded], -1), feedback_kernel, feedback_bias)
-        )
+        query = np.tanh(dense(np.concatenate([s_prev, embedded], -1), feedback_kernel, feedback_bias))
     else:
         query = s_prev
     context, weights = additive_attention(
@@ -236,9 +216,7 @@ def rnnsearch_step(
         attention_key_kernel,
         attention_score_vector,
     )
-    state = gru_step(
-        np.concatenate([embedded, context], -1), s_prev, gru_kernel, gru_recurrent_kernel, gru_bias
-    )
+    state = gru_step(np.concatenate([embedded, context], -1), s_prev, gru_kernel, gru_recurrent_kernel, gru_bias)
     return np.concatenate([state, context, embedded], -1), state, weights
 
 
@@ -268,9 +246,7 @@ def cho_step(
         `(o_t (B, 2U + E), s_t (B, U))`.
     """
     embedded, s_prev, context = _f64(embedded, s_prev, context)
-    state = gru_step(
-        np.concatenate([embedded, context], -1), s_prev, gru_kernel, gru_recurrent_kernel, gru_bias
-    )
+    state = gru_step(np.concatenate([embedded, context], -1), s_prev, gru_kernel, gru_recurrent_kernel, gru_bias)
     return np.concatenate([state, context, embedded], -1), state
 
 
@@ -341,9 +317,7 @@ def memory_addressing(
     Returns:
         `(w (B, n), w~ (B, n), g (B, 1))`.
     """
-    state, memory, previous, w_a, u_a, v = _f64(
-        state, memory, previous, memory_kernel, state_kernel, score_vector
-    )
+    state, memory, previous, w_a, u_a, v = _f64(state, memory, previous, memory_kernel, state_kernel, score_vector)
     batch, n, _ = memory.shape
     scores = np.zeros((batch, n))
     for i in range(n):
@@ -499,8 +473,12 @@ def lstm_step(
 
 
 def gated_merge(
-    s: np.ndarray, z: np.ndarray, kernel: np.ndarray, gate_kernel: np.ndarray,
-    candidate_kernel: np.ndarray, bias: np.ndarray,
+    s: np.ndarray,
+    z: np.ndarray,
+    kernel: np.ndarray,
+    gate_kernel: np.ndarray,
+    candidate_kernel: np.ndarray,
+    bias: np.ndarray,
 ) -> np.ndarray:
     """The gated recurrent function of Yum & Mu §2.2 (Eq. 4-7) with input `s` and state `z`.
 
@@ -512,8 +490,7 @@ def gated_merge(
     Weights of `layers.rmn.GatedMerge`: kernel columns `[u | r | h]`, `gate_kernel`
     `[U_u | U_r]`, `candidate_kernel` `U`, bias `(3U,)`.
     """
-    s, z, kernel, gate_kernel, candidate_kernel, bias = _f64(
-        s, z, kernel, gate_kernel, candidate_kernel, bias)
+    s, z, kernel, gate_kernel, candidate_kernel, bias = _f64(s, z, kernel, gate_kernel, candidate_kernel, bias)
     units = z.shape[-1]
 
     def part(i: int) -> slice:

@@ -41,20 +41,38 @@ TINY_OPTIONS: Mapping[str, dict] = _TinyOptions()
 # A tiny `memnmt train` of the quickstart recipe (RNNsearch): a few seconds of training,
 # validation and test evaluation on a CPU. The model's and the vocabulary's sizes:
 TINY_SIZE_ARGS = [
-    "--set", "embedding_dim=16", "--set", "encoder_units=8", "--set", "decoder_units=16",
-    "--set", "attention_units=8", "--set", "readout_units=16", "--set", "vocab_size=200",
+    "--set",
+    "embedding_dim=16",
+    "--set",
+    "encoder_units=8",
+    "--set",
+    "decoder_units=16",
+    "--set",
+    "attention_units=8",
+    "--set",
+    "readout_units=16",
+    "--set",
+    "vocab_size=200",
 ]
 # ... the sentences validated and tested, and the test's beam:
 TINY_EVAL_ARGS = ["--set", "val_limit=8", "--set", "test_limit=4", "--set", "beam_size=2"]
 # ... and all of it on 200 pairs of the synthetic corpus (no data files needed):
-TINY_TRAIN_ARGS = ["--set", "corpus=synthetic", "--set", "synthetic_size=200", *TINY_SIZE_ARGS,
-                   *TINY_EVAL_ARGS]
+TINY_TRAIN_ARGS = ["--set", "corpus=synthetic", "--set", "synthetic_size=200", *TINY_SIZE_ARGS, *TINY_EVAL_ARGS]
 # The run each test process trains once (``tests/conftest.py``, fixture ``trained_run``): four
 # steps, a validation every two (step 2 and 4), every step logged to TensorBoard, each
 # validation's checkpoint kept.
 SHARED_RUN_ARGS = [
-    *TINY_TRAIN_ARGS, "--set", "max_steps=4", "--set", "validate_every=2", "--set", "log_every=1",
-    "--set", "val_loss_sentences=8", "--set", "keep_checkpoints=true",
+    *TINY_TRAIN_ARGS,
+    "--set",
+    "max_steps=4",
+    "--set",
+    "validate_every=2",
+    "--set",
+    "log_every=1",
+    "--set",
+    "val_loss_sentences=8",
+    "--set",
+    "keep_checkpoints=true",
 ]
 
 
@@ -100,8 +118,9 @@ def synthetic_vocab(size: int = 60, pairs: int = 200, seed: int = 0) -> SubwordV
     return SubwordVocab.train(corpus.source, corpus.target, size=size)
 
 
-def write_tiny_run(out_dir: str, vocab: SubwordVocab, model: str, seed: int = 0,
-                   checkpoints: int = 0, synthetic_size: int = 200) -> str:
+def write_tiny_run(
+    out_dir: str, vocab: SubwordVocab, model: str, seed: int = 0, checkpoints: int = 0, synthetic_size: int = 200
+) -> str:
     """A run directory as ``memnmt train`` leaves it (config.json, vocab/, best.keras and
     model.keras), with a tiny ``model`` (see ``tiny_options``) of random weights drawn
     from ``seed``, on the synthetic corpus (``memnmt evaluate`` then needs no data).
@@ -115,8 +134,13 @@ def write_tiny_run(out_dir: str, vocab: SubwordVocab, model: str, seed: int = 0,
     net.build_weights()
     os.makedirs(out_dir, exist_ok=True)
     vocab.save(os.path.join(out_dir, "vocab"))
-    config = {"corpus": "synthetic", "synthetic_size": synthetic_size, "model": model,
-              "model_options": options, "seed": seed}  # the other fields: TrainConfig's defaults
+    config = {
+        "corpus": "synthetic",
+        "synthetic_size": synthetic_size,
+        "model": model,
+        "model_options": options,
+        "seed": seed,
+    }  # the other fields: TrainConfig's defaults
     with open(os.path.join(out_dir, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
     for i in range(1, checkpoints + 1):

@@ -22,13 +22,12 @@ def weights_of(layer: keras.layers.Layer) -> list[np.ndarray]:
     return [numpy(w) for w in layer.weights]
 
 
-def random_encoder_output(batch: int, source_length: int, annotation_units: int,
-                          seed: int = 0) -> EncoderOutput:
+def random_encoder_output(batch: int, source_length: int, annotation_units: int, seed: int = 0) -> EncoderOutput:
     """Normal annotations and summary; row 0 has its last two source positions padded."""
     rng = np.random.default_rng(seed)
     annotations = rng.normal(size=(batch, source_length, annotation_units)).astype("float32")
     mask = np.ones((batch, source_length), "float32")
-    mask[0, source_length - 2:] = 0.0
+    mask[0, source_length - 2 :] = 0.0
     summary = rng.normal(size=(batch, annotation_units)).astype("float32")
     return EncoderOutput(annotations, mask, summary)
 
@@ -108,8 +107,9 @@ def value_and_grads(fn, *arrays: np.ndarray) -> tuple[float, list[np.ndarray]]:
     raise NotImplementedError(f"no gradient helper for backend {backend}")
 
 
-def assert_stepping_matches(model: keras.Model, source_ids: np.ndarray, target_in: np.ndarray,
-                            logits: np.ndarray, atol: float = 1e-5) -> None:
+def assert_stepping_matches(
+    model: keras.Model, source_ids: np.ndarray, target_in: np.ndarray, logits: np.ndarray, atol: float = 1e-5
+) -> None:
     """``model.decode_step`` (the decoders' path), fed ``target_in`` one token at a time from
     ``model.encode``, gives the teacher-forced ``logits (B, T, V)`` of ``model.call``."""
     states = model.encode(source_ids)
@@ -129,8 +129,9 @@ def small_batch(source_vocab: int = 30, target_vocab: int = 25, seed: int = 1) -
     return source, target
 
 
-def assert_model_round_trip(model: keras.Model, source_ids: np.ndarray, target_in: np.ndarray,
-                            directory: str, atol: float = 1e-6) -> np.ndarray:
+def assert_model_round_trip(
+    model: keras.Model, source_ids: np.ndarray, target_in: np.ndarray, directory: str, atol: float = 1e-6
+) -> np.ndarray:
     """A model's teacher-forced logits equal its decoding steps, a ``.keras`` save and load
     in ``directory`` keeps its class, config and logits, and beam search runs.
 
@@ -156,11 +157,10 @@ def word_ids(corpus) -> tuple:
     ids = {w: i + 4 for i, w in enumerate(words)}  # 0 pad, 2 bos, 3 eos
 
     def encode(lines, bos):
-        rows = [([2] if bos else []) + [ids[w] for w in line.split()] + ([] if bos else [3])
-                for line in lines]
+        rows = [([2] if bos else []) + [ids[w] for w in line.split()] + ([] if bos else [3]) for line in lines]
         out = np.zeros((len(rows), max(map(len, rows))), "int32")
         for i, row in enumerate(rows):
-            out[i, :len(row)] = row
+            out[i, : len(row)] = row
         return out
 
     return len(ids) + 4, encode(corpus.source, False), encode(corpus.target, True), encode(corpus.target, False)

@@ -11,6 +11,18 @@ from keras_memnmt.training.trainer import (
     warm_start,
 )
 
-__all__ = ["BleuValidation", "DivergenceStop", "ProgramData", "TrainingDiverged", "apply_precision",
-           "compile_arguments", "compile_model", "load_corpora", "program_config", "program_data",
-           "program_parser", "train", "warm_start"]
+__all__ = [
+    "BleuValidation",
+    "DivergenceStop",
+    "ProgramData",
+    "TrainingDiverged",
+    "apply_precision",
+    "compile_arguments",
+    "compile_model",
+    "load_corpora",
+    "program_config",
+    "program_data",
+    "program_parser",
+    "train",
+    "warm_start",
+]

@@ -61,9 +61,24 @@ class BleuValidation(keras.callbacks.Callback):
             as validation time.
     """
 
-    def __init__(self, vocab, sources, references, out_dir, every_steps=0, patience=3, log=print,
-                 keep_checkpoints=False, history=None, lr_decay=1.0, lr_patience=1, min_lr=0.0,
-                 on_validation=None, max_steps=None, initial_step=None):
+    def __init__(
+        self,
+        vocab,
+        sources,
+        references,
+        out_dir,
+        every_steps=0,
+        patience=3,
+        log=print,
+        keep_checkpoints=False,
+        history=None,
+        lr_decay=1.0,
+        lr_patience=1,
+        min_lr=0.0,
+        on_validation=None,
+        max_steps=None,
+        initial_step=None,
+    ):
         super().__init__()
         self.max_steps = max_steps
         self.on_validation = on_validation
@@ -101,9 +116,11 @@ class BleuValidation(keras.callbacks.Callback):
     def _validate(self, logs):
         t0 = time.perf_counter()
         if not finite_weights(self.model):  # never a NaN model as best.keras or model.keras
-            raise TrainingDiverged(f"training diverged at step {self.step}: the weights are not "
-                                   f"finite; {last_good(self.out_dir)}; lower learning_rate (or clipnorm) "
-                                   "and start again with --overwrite")
+            raise TrainingDiverged(
+                f"training diverged at step {self.step}: the weights are not "
+                f"finite; {last_good(self.out_dir)}; lower learning_rate (or clipnorm) "
+                "and start again with --overwrite"
+            )
         train_seconds = self.training_seconds(t0)
         hyps = translate(self.model, self.vocab, self.sources, beam_size=1, progress=False)
         s = score(hyps, self.references)
@@ -112,9 +129,14 @@ class BleuValidation(keras.callbacks.Callback):
             self.best_bleu, self.bad_rounds, self.lr_bad_rounds = s["bleu"], 0, 0
         else:
             self._plateau()  # before the saves below, so that a resumed run has the new rate
-        entry = {"step": self.step, "train_seconds": round(train_seconds, 1), "val_bleu": s["bleu"],
-                 "val_chrf": s["chrf"], "loss": float((logs or {}).get("loss", float("nan"))),
-                 "learning_rate": float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate))}
+        entry = {
+            "step": self.step,
+            "train_seconds": round(train_seconds, 1),
+            "val_bleu": s["bleu"],
+            "val_chrf": s["chrf"],
+            "loss": float((logs or {}).get("loss", float("nan"))),
+            "learning_rate": float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate)),
+        }
         self.history.append(entry)
         if logs is not None:
             logs["val_bleu"] = s["bleu"]
@@ -129,8 +151,10 @@ class BleuValidation(keras.callbacks.Callback):
         took = time.perf_counter() - t0
         self.validation_seconds += took
         # The training clock is on the progress lines (ProgressLog); this line's is its own.
-        self.log(f"validation at step {self.step}: BLEU {s['bleu']:.2f} (best {self.best_bleu:.2f}), "
-                 f"chrF {s['chrf']:.2f}; validated in {took:.0f} s; e.g. {hyps[0]!r}")
+        self.log(
+            f"validation at step {self.step}: BLEU {s['bleu']:.2f} (best {self.best_bleu:.2f}), "
+            f"chrF {s['chrf']:.2f}; validated in {took:.0f} s; e.g. {hyps[0]!r}"
+        )
 
     def training_seconds(self, now: float | None = None) -> float:
         """The run's training time until ``now`` (``time.perf_counter()``): validation
@@ -168,8 +192,16 @@ class ProgressLog(keras.callbacks.Callback):
         bar: whether Keras's progress bar is drawn (a terminal); no step lines then.
     """
 
-    def __init__(self, log, validation: BleuValidation, every_steps: int, last_step: int, per_epoch: int,
-                 initial_step: int = 0, bar: bool = False):
+    def __init__(
+        self,
+        log,
+        validation: BleuValidation,
+        every_steps: int,
+        last_step: int,
+        per_epoch: int,
+        initial_step: int = 0,
+        bar: bool = False,
+    ):
         super().__init__()
         self.log, self.validation, self.every_steps = log, validation, every_steps
         self.last_step, self.per_epoch, self.step, self.bar = last_step, per_epoch, initial_step, bar
@@ -181,14 +213,18 @@ class ProgressLog(keras.callbacks.Callback):
     def on_train_batch_end(self, batch, logs=None):
         self.step += 1
         if not self.bar and self.every_steps and self.step % self.every_steps == 0 and self.step < self.last_step:
-            self.log(f"{self._where()}: loss {float((logs or {}).get('loss', float('nan'))):.3f}; "
-                     f"training time {self.validation.training_seconds() / 60:.1f} min")
+            self.log(
+                f"{self._where()}: loss {float((logs or {}).get('loss', float('nan'))):.3f}; "
+                f"training time {self.validation.training_seconds() / 60:.1f} min"
+            )
 
     def on_epoch_end(self, epoch, logs=None):
         ended = "ended" if self.step % self.per_epoch == 0 else "stopped"  # max_steps inside an epoch
-        self.log(f"epoch {epoch + 1}/{self.epochs} {ended} at step {self.step}: "
-                 f"loss {float((logs or {}).get('loss', float('nan'))):.3f}; "
-                 f"training time {self.validation.training_seconds() / 60:.1f} min")
+        self.log(
+            f"epoch {epoch + 1}/{self.epochs} {ended} at step {self.step}: "
+            f"loss {float((logs or {}).get('loss', float('nan'))):.3f}; "
+            f"training time {self.validation.training_seconds() / 60:.1f} min"
+        )
 
 
 class EpochBar(keras.callbacks.ProgbarLogger):
@@ -218,8 +254,9 @@ def plateau_counters(history: list[dict]) -> tuple[float, int, int]:
     return best, bad, lr_bad
 
 
-def save_validation_files(model: keras.Model, out_dir: str, history: list[dict], keep_checkpoints: bool,
-                          only_missing: bool = False) -> None:
+def save_validation_files(
+    model: keras.Model, out_dir: str, history: list[dict], keep_checkpoints: bool, only_missing: bool = False
+) -> None:
     """The files of the validation ``history[-1]`` after ``model.keras``: its checkpoint
     (``keep_checkpoints``), ``best.keras`` when its BLEU beats the earlier validations'
     (both for translating: without the optimizer's state, which ``model.keras`` keeps),
@@ -268,7 +305,8 @@ class DivergenceStop(keras.callbacks.Callback):
         what = "not finite" if not math.isfinite(loss) else f"above max_loss={self.max_loss:g}"
         raise TrainingDiverged(
             f"training diverged at step {self.step}: the loss is {loss:.4g} ({what}); "
-            f"{last_good(self.out_dir)}; lower learning_rate (or clipnorm) and start again with --overwrite")
+            f"{last_good(self.out_dir)}; lower learning_rate (or clipnorm) and start again with --overwrite"
+        )
 
 
 def last_good(out_dir: str) -> str:

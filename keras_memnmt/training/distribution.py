@@ -96,7 +96,7 @@ class Placement:
             rows = tf.shape(target_out)[0] // share
 
             def part(x):
-                return x[index * rows:(index + 1) * rows]
+                return x[index * rows : (index + 1) * rows]
 
             return (part(inputs[0]), part(inputs[1])), part(target_out)
 
@@ -112,19 +112,21 @@ class Placement:
         rate = config.learning_rate if learning_rate is None else learning_rate
         rate_text = f"learning rate {rate:g}"
         if config.warmup_steps:
-            rate_text += (f" (a linear warm-up to {config.learning_rate:g} over {config.warmup_steps} updates, "
-                          "then 1/sqrt(step))")
+            rate_text += (
+                f" (a linear warm-up to {config.learning_rate:g} over {config.warmup_steps} updates, then 1/sqrt(step))"
+            )
         unit = "sentences" if config.batch_by == "sentences" else "tokens"
         if config.distribution == "none":
-            return (f"distribution: none (the backend's default device); batch {config.batch_size} {unit}; "
-                    f"{rate_text}")
+            return f"distribution: none (the backend's default device); batch {config.batch_size} {unit}; {rate_text}"
         n = len(self.devices)
         hosts = f" in {self.processes} processes (this is process {self.process})" if self.processes > 1 else ""
         per = config.batch_size / n
         per_text = f"{per:g}" if per == int(per) else f"about {per:.1f}"
-        return (f"distribution: {config.distribution} on {n} device{'s' if n > 1 else ''} "
-                f"({', '.join(self.devices)}){hosts}; global batch {config.batch_size} {unit}, {per_text} per "
-                f"device; {rate_text}")
+        return (
+            f"distribution: {config.distribution} on {n} device{'s' if n > 1 else ''} "
+            f"({', '.join(self.devices)}){hosts}; global batch {config.batch_size} {unit}, {per_text} per "
+            f"device; {rate_text}"
+        )
 
 
 def placement(config: TrainConfig) -> Placement:
@@ -133,21 +135,29 @@ def placement(config: TrainConfig) -> Placement:
     processes = hosts.requested()
     if config.distribution == "none":
         if processes > 1:
-            raise ConfigError(f"$KERAS_DISTRIBUTION_NUM_PROCESSES={processes} asks for a run on several "
-                              "processes: add --set distribution=data_parallel (docs/scaling.md)")
+            raise ConfigError(
+                f"$KERAS_DISTRIBUTION_NUM_PROCESSES={processes} asks for a run on several "
+                "processes: add --set distribution=data_parallel (docs/scaling.md)"
+            )
         return Placement(["default"])
     if os.environ.get("TF_CONFIG"):
-        raise ConfigError("config field distribution='data_parallel' with $TF_CONFIG set: TensorFlow's "
-                          "several workers (MultiWorkerMirroredStrategy) fail in Keras's fit; several "
-                          "processes train on JAX (docs/scaling.md, \"Several hosts\"); unset $TF_CONFIG to "
-                          "train on this host's devices")
+        raise ConfigError(
+            "config field distribution='data_parallel' with $TF_CONFIG set: TensorFlow's "
+            "several workers (MultiWorkerMirroredStrategy) fail in Keras's fit; several "
+            'processes train on JAX (docs/scaling.md, "Several hosts"); unset $TF_CONFIG to '
+            "train on this host's devices"
+        )
     if processes > 1 and backend != "jax":
-        raise ConfigError(f"$KERAS_DISTRIBUTION_NUM_PROCESSES={processes}: a run on several processes "
-                          f"needs KERAS_BACKEND=jax (JAX's distributed runtime), not {backend}")
+        raise ConfigError(
+            f"$KERAS_DISTRIBUTION_NUM_PROCESSES={processes}: a run on several processes "
+            f"needs KERAS_BACKEND=jax (JAX's distributed runtime), not {backend}"
+        )
     if backend == "torch":
-        raise ConfigError("config field distribution='data_parallel' is not supported on the torch "
-                          "backend: Keras's model.fit on PyTorch trains on one device (torch.distributed "
-                          "needs a custom loop); use KERAS_BACKEND=tensorflow or jax")
+        raise ConfigError(
+            "config field distribution='data_parallel' is not supported on the torch "
+            "backend: Keras's model.fit on PyTorch trains on one device (torch.distributed "
+            "needs a custom loop); use KERAS_BACKEND=tensorflow or jax"
+        )
     if backend == "jax":
         return _jax_placement(*(hosts.join(processes) if processes > 1 else (0, 1)))
     return _tensorflow_placement()
@@ -159,14 +169,14 @@ def _jax_placement(process: int, processes: int) -> Placement:
     @contextlib.contextmanager
     def scope():  # the distribution is global in Keras's JAX trainer: set for this run only
         keras.distribution.set_distribution(
-            keras.distribution.DataParallel(devices=devices, auto_shard_dataset=False))  # local_rows
+            keras.distribution.DataParallel(devices=devices, auto_shard_dataset=False)
+        )  # local_rows
         try:
             yield
         finally:
             keras.distribution.set_distribution(None)
 
-    return Placement([str(d) for d in devices], scope=scope, pad_to=len(devices), process=process,
-                     processes=processes)
+    return Placement([str(d) for d in devices], scope=scope, pad_to=len(devices), process=process, processes=processes)
 
 
 def _tensorflow_placement() -> Placement:

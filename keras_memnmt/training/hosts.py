@@ -71,8 +71,7 @@ import time
 
 from keras_memnmt.config import ConfigError
 
-ENVIRONMENT = ("KERAS_DISTRIBUTION_JOB_ADDRESSES", "KERAS_DISTRIBUTION_NUM_PROCESSES",
-               "KERAS_DISTRIBUTION_PROCESS_ID")
+ENVIRONMENT = ("KERAS_DISTRIBUTION_JOB_ADDRESSES", "KERAS_DISTRIBUTION_NUM_PROCESSES", "KERAS_DISTRIBUTION_PROCESS_ID")
 TIMEOUT_VARIABLE = "MEMNMT_HOSTS_TIMEOUT"
 DEFAULT_TIMEOUT = 60  # seconds; JAX's own defaults are 300 (joining) and 100 (heartbeats)
 STEP_TIMEOUT_VARIABLE = "MEMNMT_HOSTS_STEP_TIMEOUT"
@@ -180,9 +179,11 @@ _handler = None  # the SIGABRT handler (libc's _exit)
 def _coordinator(count: int) -> str:
     addresses = [a.strip() for a in os.environ["KERAS_DISTRIBUTION_JOB_ADDRESSES"].split(",")]
     if len(addresses) > 1 and len(addresses) != count:
-        raise ConfigError(f"$KERAS_DISTRIBUTION_JOB_ADDRESSES lists {len(addresses)} addresses for "
-                          f"$KERAS_DISTRIBUTION_NUM_PROCESSES={count} processes: give the coordinator's "
-                          "address alone, or one per process")
+        raise ConfigError(
+            f"$KERAS_DISTRIBUTION_JOB_ADDRESSES lists {len(addresses)} addresses for "
+            f"$KERAS_DISTRIBUTION_NUM_PROCESSES={count} processes: give the coordinator's "
+            "address alone, or one per process"
+        )
     return addresses[0]
 
 
@@ -199,9 +200,11 @@ def join(count: int) -> tuple[int, int]:
 
     for name in ("KERAS_DISTRIBUTION_JOB_ADDRESSES", "KERAS_DISTRIBUTION_PROCESS_ID"):
         if not os.environ.get(name, "").strip():
-            raise ConfigError(f"${name} is not set: a run on {count} processes needs "
-                              f"{', '.join('$' + n for n in ENVIRONMENT)} in every process "
-                              "(docs/scaling.md, \"Several hosts\")")
+            raise ConfigError(
+                f"${name} is not set: a run on {count} processes needs "
+                f"{', '.join('$' + n for n in ENVIRONMENT)} in every process "
+                '(docs/scaling.md, "Several hosts")'
+            )
     index = os.environ["KERAS_DISTRIBUTION_PROCESS_ID"].strip()
     if not index.isdigit() or int(index) >= count:
         raise ConfigError(f"$KERAS_DISTRIBUTION_PROCESS_ID={index!r}: expected 0 to {count - 1}")
@@ -217,14 +220,21 @@ def join(count: int) -> tuple[int, int]:
     _guard(cluster)
     try:
         # Keras's initialize passes JAX's defaults (300 s to join, 100 s of heartbeats).
-        jax.distributed.initialize(coordinator_address=address, num_processes=count, process_id=int(index),
-                                   initialization_timeout=seconds, heartbeat_timeout_seconds=seconds,
-                                   shutdown_timeout_seconds=seconds)
+        jax.distributed.initialize(
+            coordinator_address=address,
+            num_processes=count,
+            process_id=int(index),
+            initialization_timeout=seconds,
+            heartbeat_timeout_seconds=seconds,
+            shutdown_timeout_seconds=seconds,
+        )
     except RuntimeError as e:
         if "must be called before" in str(e):
             _cluster = None
-            raise ConfigError("this process ran JAX before joining its cluster: call "
-                              "keras_memnmt.training.hosts.join_requested() first (memnmt train does)") from None
+            raise ConfigError(
+                "this process ran JAX before joining its cluster: call "
+                "keras_memnmt.training.hosts.join_requested() first (memnmt train does)"
+            ) from None
         raise _not_joined(cluster, e) from None
     except Exception as e:  # noqa: BLE001 - the runtime's errors have no common type
         raise _not_joined(cluster, e) from None
@@ -234,8 +244,9 @@ def join(count: int) -> tuple[int, int]:
     cluster.set_abort(True)
     _note(cluster, joined=True, who=cluster.who(), process=cluster.process, address=address, timeout=seconds)
     with contextlib.suppress(Exception):  # for the messages about a process that is gone
-        cluster.client.key_value_set(f"{_PREFIX}/pid/{cluster.process}",
-                                     json.dumps({"host": socket.gethostname(), "pid": os.getpid()}))
+        cluster.client.key_value_set(
+            f"{_PREFIX}/pid/{cluster.process}", json.dumps({"host": socket.gethostname(), "pid": os.getpid()})
+        )
     return jax.process_index(), jax.process_count()
 
 
@@ -263,14 +274,18 @@ def _port_free(address: str) -> bool:
 def _not_joined(cluster: _Cluster, error: Exception | None) -> ClusterError:
     text, waited = str(error), time.monotonic() - (cluster.joining or time.monotonic())
     if cluster.process == 0 and ("RPC server" in text or "add port" in _native_log(cluster)):
-        return ClusterError(f"{cluster.who()}: cannot start the cluster's coordinator on {cluster.address} "
-                            "(its port is in use, or the address is not this host's): choose a free port in "
-                            "$KERAS_DISTRIBUTION_JOB_ADDRESSES")
-    return ClusterError(f"{cluster.who()}: the cluster did not form within {cluster.timeout} s (waited "
-                        f"{waited:.0f} s for the coordinator at {cluster.address} and {cluster.count - 1} other "
-                        "processes): a process that was not started or stopped early, or another "
-                        "$KERAS_DISTRIBUTION_NUM_PROCESSES or $KERAS_DISTRIBUTION_JOB_ADDRESSES in one of them "
-                        f"(${TIMEOUT_VARIABLE} sets the wait)")
+        return ClusterError(
+            f"{cluster.who()}: cannot start the cluster's coordinator on {cluster.address} "
+            "(its port is in use, or the address is not this host's): choose a free port in "
+            "$KERAS_DISTRIBUTION_JOB_ADDRESSES"
+        )
+    return ClusterError(
+        f"{cluster.who()}: the cluster did not form within {cluster.timeout} s (waited "
+        f"{waited:.0f} s for the coordinator at {cluster.address} and {cluster.count - 1} other "
+        "processes): a process that was not started or stopped early, or another "
+        "$KERAS_DISTRIBUTION_NUM_PROCESSES or $KERAS_DISTRIBUTION_JOB_ADDRESSES in one of them "
+        f"(${TIMEOUT_VARIABLE} sets the wait)"
+    )
 
 
 # ----- how a process leaves a cluster ----------------------------------------------------------------
@@ -290,10 +305,20 @@ def _guard(cluster: _Cluster) -> None:
     # the GIL in a native call: a Python handler would wait for it (a hang). So the abort
     # handler is libc's _exit (exit code 6, the signal's number), and a watcher process,
     # told what it needs on a pipe, prints the line and removes the lock.
-    cluster.watcher = subprocess.Popen([sys.executable, "-c", _WATCHER], stdin=subprocess.PIPE,
-                                       stdout=subprocess.DEVNULL, text=True, start_new_session=True)
-    _note(cluster, log=path, pid=os.getpid(), host=socket.gethostname(),
-          joining=_not_joined(cluster, None).args[0].replace(" (waited 0 s", f" (waited {cluster.timeout} s"))
+    cluster.watcher = subprocess.Popen(
+        [sys.executable, "-c", _WATCHER],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    _note(
+        cluster,
+        log=path,
+        pid=os.getpid(),
+        host=socket.gethostname(),
+        joining=_not_joined(cluster, None).args[0].replace(" (waited 0 s", f" (waited {cluster.timeout} s"),
+    )
     with contextlib.suppress(AttributeError, OSError, ValueError):  # not glibc: the lines stay on stderr
         libc = ctypes.CDLL(None)
         libc.fdopen.restype = ctypes.c_void_p
@@ -309,8 +334,9 @@ def _guard(cluster: _Cluster) -> None:
         # handler runs (exit code 2); from then on, libc's _exit (see above).
         joining = ctypes.CFUNCTYPE(None, ctypes.c_int)(_aborted_joining)
         _handler = [joining, ctypes.cast(libc._exit, ctypes.c_void_p)]
-        cluster.set_abort = lambda joined: libc.signal(signal.SIGABRT, _handler[1] if joined else
-                                                       ctypes.cast(_handler[0], ctypes.c_void_p))
+        cluster.set_abort = lambda joined: libc.signal(
+            signal.SIGABRT, _handler[1] if joined else ctypes.cast(_handler[0], ctypes.c_void_p)
+        )
         cluster.set_abort(False)
     atexit.register(_leave)  # after JAX's own exit handler is registered: runs before it
 
@@ -474,16 +500,20 @@ def _lost(cluster: _Cluster, native: str = "", wait: float = 0.0) -> str:
     silent += re.findall(r"stopped sending heartbeats\):\s*\n?\s*(\d+)", native)
     if silent:
         numbers = sorted({int(n) for n in silent})
-        return (" and ".join(f"process {i}" for i in numbers)
-                + f" stopped answering (no heartbeat for {cluster.timeout} s)")
+        return (
+            " and ".join(f"process {i}" for i in numbers) + f" stopped answering (no heartbeat for {cluster.timeout} s)"
+        )
     if cluster.process != 0 and re.search(r"Socket closed|UNAVAILABLE|Connection refused", native):
         return f"process 0, the coordinator ({cluster.address}), is gone"
     return "another process of this run stopped or cannot be reached"
 
 
 def _ending(cluster: _Cluster) -> str:
-    return ("; the run directory resumes from its last model.keras with --resume, every process started "
-            "again" if cluster.training else "")
+    return (
+        "; the run directory resumes from its last model.keras with --resume, every process started again"
+        if cluster.training
+        else ""
+    )
 
 
 def _leave() -> None:
@@ -614,8 +644,9 @@ class _StepWatch(threading.Thread):
             step, since = self.step, self.since
             if step != self.told_step:
                 with contextlib.suppress(Exception):  # the store is gone: the runtime says so
-                    self.cluster.client.key_value_set(f"{_PREFIX}/step/{self.cluster.process}", str(step),
-                                                      allow_overwrite=True)
+                    self.cluster.client.key_value_set(
+                        f"{_PREFIX}/step/{self.cluster.process}", str(step), allow_overwrite=True
+                    )
                     self.told_step = step
             if since is not None and time.monotonic() - since > self.seconds:
                 self.stuck(step)
@@ -687,8 +718,7 @@ def failing_together(active: bool):
 
 def _from_runtime(error: Exception) -> bool:
     text = str(error)
-    return (type(error).__name__ in ("JaxRuntimeError", "XlaRuntimeError") or "Gloo" in text
-            or "gloo" in text)
+    return type(error).__name__ in ("JaxRuntimeError", "XlaRuntimeError") or "Gloo" in text or "gloo" in text
 
 
 # ----- what the processes exchange before training ------------------------------------------------
@@ -750,12 +780,15 @@ def agree_on_run(settings: dict) -> None:
         text = json.dumps(value, sort_keys=True)
         return text if len(text) <= 60 else text[:57] + "..."
 
-    parts = [f"{k} (" + ", ".join(f"process {i}: {shown(s.get(k))}" for i, s in enumerate(theirs)) + ")"
-             for k in differ[:4]]
+    parts = [
+        f"{k} (" + ", ".join(f"process {i}: {shown(s.get(k))}" for i, s in enumerate(theirs)) + ")" for k in differ[:4]
+    ]
     more = f" and {len(differ) - 4} more" if len(differ) > 4 else ""
-    raise ClusterError(f"{_cluster.who()}: the processes of this run differ in {'; '.join(parts)}{more}: every "
-                       "process runs the same recipe with the same --set values, --out and "
-                       "$KERAS_DISTRIBUTION_NUM_PROCESSES")
+    raise ClusterError(
+        f"{_cluster.who()}: the processes of this run differ in {'; '.join(parts)}{more}: every "
+        "process runs the same recipe with the same --set values, --out and "
+        "$KERAS_DISTRIBUTION_NUM_PROCESSES"
+    )
 
 
 def barrier(name: str) -> None:

@@ -66,8 +66,11 @@ def forget_events(folder: str, first_epoch: int, last_step: int) -> int:
         for record in tf.data.TFRecordDataset(path).as_numpy_iterator():
             event = event_pb2.Event.FromString(record)
             if event.HasField("summary"):
-                keep = [v for v in event.summary.value
-                        if (event.step < first_epoch if v.tag.startswith(EPOCH_PREFIX) else event.step <= last_step)]
+                keep = [
+                    v
+                    for v in event.summary.value
+                    if (event.step < first_epoch if v.tag.startswith(EPOCH_PREFIX) else event.step <= last_step)
+                ]
                 if len(keep) < len(event.summary.value):
                     dropped += len(event.summary.value) - len(keep)
                     if not keep:

@@ -73,8 +73,7 @@ class MaskedCrossEntropy(keras.losses.Loss):
                 # The target entries: (p(y_t) - ε/V - (1 - ε))·w.
                 target = weight * (ops.exp(picked - lse) - eps / vocab - (1.0 - eps))
                 rows = ops.reshape(g, (-1, vocab))
-                where = ops.stack([ops.arange(ops.shape(rows)[0], dtype="int32"),
-                                   ops.reshape(y_true, (-1,))], axis=1)
+                where = ops.stack([ops.arange(ops.shape(rows)[0], dtype="int32"), ops.reshape(y_true, (-1,))], axis=1)
                 rows = ops.scatter_update(rows, where, ops.reshape(target, (-1,)))
                 return ops.cast(ops.reshape(rows, ops.shape(e)), raw_logits.dtype)
 

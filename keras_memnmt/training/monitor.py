@@ -52,8 +52,9 @@ class TokenCounter:
         return int(self.variable.numpy())
 
 
-def teacher_forced_batches(vocab: SubwordVocab, sources: Sequence[str], references: Sequence[str],
-                           batch_size: int = 64, pad_multiple: int = 8) -> list[tuple]:
+def teacher_forced_batches(
+    vocab: SubwordVocab, sources: Sequence[str], references: Sequence[str], batch_size: int = 64, pad_multiple: int = 8
+) -> list[tuple]:
     """``(source_ids, target_in, target_out)`` int32 batches of the pairs, in order, each
     padded to a multiple of ``pad_multiple`` (the shapes repeat at every validation)."""
     source_ids = encode_sources(vocab, list(sources))
@@ -68,7 +69,7 @@ def teacher_forced_batches(vocab: SubwordVocab, sources: Sequence[str], referenc
 
     batches = []
     for start in range(0, len(source_ids), batch_size):
-        src, tgt = source_ids[start:start + batch_size], target_ids[start:start + batch_size]
+        src, tgt = source_ids[start : start + batch_size], target_ids[start : start + batch_size]
         target_out = pad(tgt)
         target_in = np.concatenate([np.full((len(tgt), 1), BOS_ID, np.int32), target_out[:, :-1]], axis=1)
         target_in[target_in == EOS_ID] = PAD_ID  # eos is never an input
@@ -107,8 +108,9 @@ def cross_entropy(model: keras.Model, batches: list[tuple]) -> float:
     return total / max(tokens, 1)
 
 
-def picture_pairs(vocab: SubwordVocab, sources: Sequence[str], references: Sequence[str],
-                  count: int) -> list[tuple[str, str]]:
+def picture_pairs(
+    vocab: SubwordVocab, sources: Sequence[str], references: Sequence[str], count: int
+) -> list[tuple[str, str]]:
     """The first ``count`` pairs with 1 to 30 subwords a side (readable pictures)."""
     pairs = []
     for source, reference in zip(sources, references):
@@ -152,10 +154,19 @@ class TensorBoardMonitor(keras.callbacks.Callback):
             tokens per second).
     """
 
-    def __init__(self, log_dir: str, vocab: SubwordVocab, sources: Sequence[str],
-                 references: Sequence[str], every_steps: int = 50, initial_step: int = 0,
-                 loss_sentences: int = 512, pictures: int = 2, batch_size: int = 64,
-                 token_counter: TokenCounter | None = None) -> None:
+    def __init__(
+        self,
+        log_dir: str,
+        vocab: SubwordVocab,
+        sources: Sequence[str],
+        references: Sequence[str],
+        every_steps: int = 50,
+        initial_step: int = 0,
+        loss_sentences: int = 512,
+        pictures: int = 2,
+        batch_size: int = 64,
+        token_counter: TokenCounter | None = None,
+    ) -> None:
         super().__init__()
         import tensorflow as tf
 
@@ -164,9 +175,11 @@ class TensorBoardMonitor(keras.callbacks.Callback):
         self.sources, self.references = list(sources), list(references)
         self.every_steps, self.step = every_steps, initial_step
         self.token_counter = token_counter
-        self.loss_batches = (teacher_forced_batches(vocab, self.sources[:loss_sentences],
-                                                    self.references[:loss_sentences], batch_size)
-                             if loss_sentences and self.sources else [])
+        self.loss_batches = (
+            teacher_forced_batches(vocab, self.sources[:loss_sentences], self.references[:loss_sentences], batch_size)
+            if loss_sentences and self.sources
+            else []
+        )
         self.picture_pairs = picture_pairs(vocab, self.sources, self.references, pictures)
         self.writers: dict = {}
 
@@ -178,8 +191,11 @@ class TensorBoardMonitor(keras.callbacks.Callback):
 
             # A process that writes nothing (keras_memnmt.files.set_writer) still computes
             # every value: on several processes the model's computations need them all.
-            self.writers[name] = (self.tf.summary.create_file_writer(os.path.join(self.log_dir, name))
-                                  if writes() else self.tf.summary.create_noop_writer())
+            self.writers[name] = (
+                self.tf.summary.create_file_writer(os.path.join(self.log_dir, name))
+                if writes()
+                else self.tf.summary.create_noop_writer()
+            )
         return self.writers[name]
 
     # ------------------------------------------------------------------ training
@@ -252,17 +268,17 @@ class TensorBoardMonitor(keras.callbacks.Callback):
             tf.summary.scalar("chrf", scores["chrf"], step=step, description="sacreBLEU chrF, greedy")
             if self.loss_batches:
                 loss = cross_entropy(model, self.loss_batches)
-                tf.summary.scalar("loss", loss, step=step,
-                                  description="teacher-forced cross-entropy per target token")
+                tf.summary.scalar("loss", loss, step=step, description="teacher-forced cross-entropy per target token")
                 tf.summary.scalar("perplexity", math.exp(min(loss, 50.0)), step=step)
             rows = ["| source | reference | hypothesis |", "|---|---|---|"]
-            rows += [f"| {_cell(s)} | {_cell(r)} | {_cell(h)} |"
-                     for s, r, h in list(zip(self.sources, self.references, hypotheses))[:SAMPLES]]
+            rows += [
+                f"| {_cell(s)} | {_cell(r)} | {_cell(h)} |"
+                for s, r, h in list(zip(self.sources, self.references, hypotheses))[:SAMPLES]
+            ]
             tf.summary.text("samples", "\n".join(rows), step=step)
             for i, (source, reference) in enumerate(self.picture_pairs):
                 picture = image_array(inspect_pair(model, self.vocab, source, reference))
-                tf.summary.image(f"pictures/{i}", picture[None], step=step,
-                                 description=f"{source} → {reference}")
+                tf.summary.image(f"pictures/{i}", picture[None], step=step, description=f"{source} → {reference}")
         self._writer("validation").flush()
         self._paused += time.perf_counter() - started
 

@@ -41,8 +41,7 @@ class GradientNormTracking:
 
     def build(self, variables):
         super().build(variables)
-        self.gradient_norm = self.add_variable((), initializer="zeros", dtype="float32",
-                                               name="gradient_norm")
+        self.gradient_norm = self.add_variable((), initializer="zeros", dtype="float32", name="gradient_norm")
 
     def load_own_variables(self, store):
         variables = self.variables
@@ -68,7 +67,6 @@ class GradientNormTracking:
         scale = self.global_clipnorm * ops.minimum(1.0 / norm, 1.0 / self.global_clipnorm)
         scale = scale + (norm - norm)
         return [None if g is None else g * ops.cast(scale, g.dtype) for g in grads]
-
 
     def _all_reduce_sum_gradients(self, grads_and_vars):
         # TensorFlow's update step sums the replicas' gradients here, after the clipping;
@@ -176,9 +174,9 @@ def build_optimizer(config) -> keras.optimizers.Optimizer:
     if config.warmup_steps:
         rate = InverseSqrtSchedule(config.learning_rate, config.warmup_steps)
     if config.optimizer == "adadelta":  # the paper's setting
-        return keras.optimizers.Adadelta(learning_rate=rate, rho=0.95, epsilon=1e-6,
-                                         global_clipnorm=config.clipnorm)
+        return keras.optimizers.Adadelta(learning_rate=rate, rho=0.95, epsilon=1e-6, global_clipnorm=config.clipnorm)
     # One fused kernel per variable on TensorFlow (see above), Keras's update elsewhere; on
     # every backend it keeps the gradients' global norm (TensorBoard's train/gradient_norm).
-    return FusedAdam(learning_rate=rate, beta_2=config.adam_beta_2, epsilon=config.adam_epsilon,
-                     global_clipnorm=config.clipnorm)
+    return FusedAdam(
+        learning_rate=rate, beta_2=config.adam_beta_2, epsilon=config.adam_epsilon, global_clipnorm=config.clipnorm
+    )

@@ -31,5 +31,4 @@ def apply_precision(config) -> str:
     if policy.compute_dtype == policy.variable_dtype:
         return f"precision: {name}"
     scaling = "dynamic loss scaling" if policy.compute_dtype == "float16" else "no loss scaling"
-    return (f"precision: {name} (compute in {policy.compute_dtype}, weights in "
-            f"{policy.variable_dtype}; {scaling})")
+    return f"precision: {name} (compute in {policy.compute_dtype}, weights in {policy.variable_dtype}; {scaling})"

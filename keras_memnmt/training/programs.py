@@ -35,8 +35,9 @@ from keras_memnmt.training.trainer import compile_arguments, load_corpora, train
 __all__ = ["ProgramData", "compile_arguments", "program_config", "program_data", "program_parser"]
 
 
-def program_parser(preset: str, description: str | None = None,
-                   presets: tuple[str, ...] = ()) -> argparse.ArgumentParser:
+def program_parser(
+    preset: str, description: str | None = None, presets: tuple[str, ...] = ()
+) -> argparse.ArgumentParser:
     """The command line of a training program that starts from the preset ``preset``.
 
     Flags: ``--data-dir`` (a local Multi30k folder; default ``$MEMNMT_DATA``, the cache or
@@ -45,18 +46,23 @@ def program_parser(preset: str, description: str | None = None,
     all), ``--set KEY=VALUE`` (any config field or model option, as ``memnmt train``) and
     ``--no-export``; with ``presets`` (other presets of the same model), ``--preset``.
     """
-    parser = argparse.ArgumentParser(description=description,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", help="local Multi30k folder (default: $MEMNMT_DATA, the cache, a download)")
     parser.add_argument("--out", default=os.path.join("runs", f"{preset}_fit"), help="output folder")
     parser.add_argument("--epochs", type=int, help="epochs to train (default: the preset's)")
     parser.add_argument("--steps", type=int, help="stop after this many updates in all (default: the preset's)")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a config field or a model option, as `memnmt train --set`")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config field or a model option, as `memnmt train --set`",
+    )
     parser.set_defaults(preset=preset)
     if presets:
-        parser.add_argument("--preset", default=preset, choices=(preset, *presets),
-                            help=f"the preset to start from (default: {preset})")
+        parser.add_argument(
+            "--preset", default=preset, choices=(preset, *presets), help=f"the preset to start from (default: {preset})"
+        )
     parser.add_argument("--no-export", action="store_true", help="write no SavedModel")
     return parser
 
@@ -79,11 +85,15 @@ def program_config(preset: TrainConfig, args: argparse.Namespace) -> TrainConfig
     if config.pretrain_run:
         raise ConfigError("pretrain_run: a program warm-starts in its own code (as recipes/memdec_pretrained.py)")
     if config.validate_every:
-        raise ConfigError(f"validate_every={config.validate_every}: a program validates at each epoch's end "
-                          "(where Keras's EarlyStopping reads val_bleu); memnmt train validates every N steps")
+        raise ConfigError(
+            f"validate_every={config.validate_every}: a program validates at each epoch's end "
+            "(where Keras's EarlyStopping reads val_bleu); memnmt train validates every N steps"
+        )
     if config.distribution != "none":
-        raise ConfigError(f"distribution={config.distribution!r}: a program trains on one device; "
-                          "memnmt train places the model (docs/scaling.md)")
+        raise ConfigError(
+            f"distribution={config.distribution!r}: a program trains on one device; "
+            "memnmt train places the model (docs/scaling.md)"
+        )
     apply_precision(config)
     return config
 
@@ -140,16 +150,22 @@ def program_data(config: TrainConfig, data_dir: str | None, out_dir: str, log=pr
     train_pairs, val_pairs, test_pairs, corpus = load_corpora(config, data_dir, log)
     if isinstance(train_pairs, CorpusFiles):
         train_pairs = read_prefix(config.train_prefix, config.src, config.tgt).take(config.train_limit)
-    vocab = training_vocabulary(config, train_pairs, os.path.join(out_dir, "vocab"), log,
-                                made_by="a recipes/ program")
-    shape = dict(batch_size=config.batch_size, batch_by=config.batch_by, max_length=config.max_length,
-                 bucket_width=config.bucket_width)
+    vocab = training_vocabulary(config, train_pairs, os.path.join(out_dir, "vocab"), log, made_by="a recipes/ program")
+    shape = dict(
+        batch_size=config.batch_size,
+        batch_by=config.batch_by,
+        max_length=config.max_length,
+        bucket_width=config.bucket_width,
+    )
     train, stats = make_dataset(train_pairs, vocab, seed=config.seed, start_step=0, **shape)
     val, val_stats = make_dataset(val_pairs, vocab, shuffle=False, **shape)
     # Its length, which bucketing hides: Keras then reads it to its end without a warning.
     val = val.apply(tf.data.experimental.assert_cardinality(batches_per_epoch(val_stats, **shape)))
     per_epoch = batches_per_epoch(stats, **shape)
-    log(f"corpus: {corpus}; {stats.kept} training pairs kept, {per_epoch} batches per epoch; vocabulary: "
-        f"{vocab.source.vocab_size} source / {vocab.target.vocab_size} target pieces")
-    return ProgramData(vocab, train, val, val_pairs, test_pairs, per_epoch,
-                       config.max_steps or config.epochs * per_epoch, corpus)
+    log(
+        f"corpus: {corpus}; {stats.kept} training pairs kept, {per_epoch} batches per epoch; vocabulary: "
+        f"{vocab.source.vocab_size} source / {vocab.target.vocab_size} target pieces"
+    )
+    return ProgramData(
+        vocab, train, val, val_pairs, test_pairs, per_epoch, config.max_steps or config.epochs * per_epoch, corpus
+    )

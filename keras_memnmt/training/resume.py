@@ -80,9 +80,13 @@ def save_resumable(model: keras.Model, path: str, step: int, validations: list |
     step, the random generators' states and the validations so far (``validations``,
     what ``validations.json`` will hold once this validation's files are all written)
     inside."""
-    state = {"step": int(step), "validations": validations, "metrics": _metric_states(model),
-             "seed_generators": [keras.ops.convert_to_numpy(v.value).tolist() for v in _seed_states(model)],
-             "torch_rng": _torch_rng()}
+    state = {
+        "step": int(step),
+        "validations": validations,
+        "metrics": _metric_states(model),
+        "seed_generators": [keras.ops.convert_to_numpy(v.value).tolist() for v in _seed_states(model)],
+        "torch_rng": _torch_rng(),
+    }
 
     def save(tmp: str) -> None:
         save_model(model, tmp)
@@ -140,8 +144,10 @@ class RestoreGenerators(keras.callbacks.Callback):
         if not self.mid_epoch:
             return
         if not restore_metrics(self.model, self.state):
-            self.log("the model file holds no running loss mean: the logged loss of this epoch "
-                     "averages its steps from the resume on")
+            self.log(
+                "the model file holds no running loss mean: the logged loss of this epoch "
+                "averages its steps from the resume on"
+            )
         elif self.on_metrics is not None:
             self.on_metrics()
 

@@ -95,8 +95,7 @@ def load_corpora(config: TrainConfig, data_dir: str | None = None, log=print):
         except (DownloadError, CorpusError) as e:
             if corpus == "multi30k":
                 raise
-            log(f"Multi30k is not available ({str(e).splitlines()[0]}); "
-                "training on the synthetic corpus instead")
+            log(f"Multi30k is not available ({str(e).splitlines()[0]}); training on the synthetic corpus instead")
             corpus = "synthetic"
     if corpus == "synthetic":
         train, val, test = synthetic_splits(config.synthetic_size, seed=config.seed)
@@ -113,8 +112,7 @@ def load_corpora(config: TrainConfig, data_dir: str | None = None, log=print):
         name += f" {config.src}->{config.tgt}"
     if given:
         name += f" ({', '.join(given)})"
-    return (train.take(config.train_limit), val.take(config.val_limit),
-            test.take(config.test_limit), name)
+    return (train.take(config.train_limit), val.take(config.val_limit), test.take(config.test_limit), name)
 
 
 def compile_arguments(config: TrainConfig) -> dict:
@@ -122,9 +120,11 @@ def compile_arguments(config: TrainConfig) -> dict:
     schedule of :func:`~keras_memnmt.training.optimizers.build_optimizer` (Adam or
     Adadelta, gradient clipping, the warm-up schedule), the masked cross-entropy with the
     config's label smoothing, and ``jit_compile``."""
-    return dict(optimizer=build_optimizer(config),
-                loss=MaskedCrossEntropy(label_smoothing=config.label_smoothing),
-                jit_compile="auto" if config.jit_compile is None else config.jit_compile)
+    return dict(
+        optimizer=build_optimizer(config),
+        loss=MaskedCrossEntropy(label_smoothing=config.label_smoothing),
+        jit_compile="auto" if config.jit_compile is None else config.jit_compile,
+    )
 
 
 def compile_model(model: keras.Model, config: TrainConfig) -> None:
@@ -145,20 +145,28 @@ def warm_start(config: TrainConfig, out_dir: str, log=print) -> keras.Model:
     run = config.pretrain_run
     loaded, _, pre_config = load_run(run, config.pretrain_checkpoint)
     try:
-        model = get_model(config.model).warm_start(loaded, config.init_options(), log=log,
-                                                   **config.warm_start_options())
+        model = get_model(config.model).warm_start(
+            loaded, config.init_options(), log=log, **config.warm_start_options()
+        )
     except ValueError as e:
-        raise ConfigError(f"pretrain_run {run} holds a {pre_config.model!r} model that this config "
-                          f"({config.model!r}) cannot continue: {e}; pass its values with --set") from None
+        raise ConfigError(
+            f"pretrain_run {run} holds a {pre_config.model!r} model that this config "
+            f"({config.model!r}) cannot continue: {e}; pass its values with --set"
+        ) from None
     if writes():  # on several processes, process 0 (the others read it there)
         share_vocab(run, out_dir)
-    log(f"{config.model} warm start from {run} ({config.pretrain_checkpoint or 'best.keras'}; "
-        "fresh optimizer)")
+    log(f"{config.model} warm start from {run} ({config.pretrain_checkpoint or 'best.keras'}; fresh optimizer)")
     return model
 
 
-def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=print,
-          resume: bool = False, overwrite: bool = False) -> dict:
+def train(
+    config: TrainConfig,
+    out_dir: str,
+    data_dir: str | None = None,
+    log=print,
+    resume: bool = False,
+    overwrite: bool = False,
+) -> dict:
     """Trains a model from ``config`` into the run directory ``out_dir``; returns the results.
 
     With ``resume=True`` and a ``model.keras`` in ``out_dir`` (written at every
@@ -178,8 +186,9 @@ def train(config: TrainConfig, out_dir: str, data_dir: str | None = None, log=pr
     # Several processes: an error in one stops all, each with one line (hosts.failing_together).
     with hosts.failing_together(place.processes > 1), contextlib.ExitStack() as stack:
         if place.processes > 1:  # the same command in every process, before the run directory is taken
-            hosts.agree_on_run({**config.to_dict(), "--out": os.path.abspath(out_dir), "--resume": resume,
-                                "--overwrite": overwrite})
+            hosts.agree_on_run(
+                {**config.to_dict(), "--out": os.path.abspath(out_dir), "--resume": resume, "--overwrite": overwrite}
+            )
         stack.enter_context(set_writer(place.writer))  # several processes: process 0 alone writes
         held: list[list[str]] = []  # once the run directory is taken: what it held then
 
@@ -292,14 +301,18 @@ class _ClusterSteps(keras.callbacks.Callback):
         hosts.step_ended()
 
 
-_SHARED_DIR = (": on several processes the run directory is one folder that every process reads at "
-               "the same path (a shared file system; docs/scaling.md)")
+_SHARED_DIR = (
+    ": on several processes the run directory is one folder that every process reads at "
+    "the same path (a shared file system; docs/scaling.md)"
+)
 
 
 def _cannot_resume(out_dir: str, error: Exception) -> CheckpointError:
-    return CheckpointError(f"cannot resume {out_dir}: {error}; start it again with --overwrite, or start a "
-                           f"new run from one of its checkpoints with --set pretrain_run={out_dir} --set "
-                           "pretrain_checkpoint=NAME")
+    return CheckpointError(
+        f"cannot resume {out_dir}: {error}; start it again with --overwrite, or start a "
+        f"new run from one of its checkpoints with --set pretrain_run={out_dir} --set "
+        "pretrain_checkpoint=NAME"
+    )
 
 
 def _resume_state(latest: str, out_dir: str) -> dict | None:
@@ -358,8 +371,7 @@ def fit_phases(done: int, last_step: int, per_epoch: int) -> list[tuple[int, int
     return phases
 
 
-def _fit(model: keras.Model, dataset, callbacks: list, done: int, last_step: int, per_epoch: int,
-         bar: bool) -> None:
+def _fit(model: keras.Model, dataset, callbacks: list, done: int, last_step: int, per_epoch: int, bar: bool) -> None:
     """``model.fit`` from step ``done`` to ``last_step`` (the validation callback stops it
     there, or earlier), Keras's epochs being the data's epochs of ``per_epoch`` batches.
 
@@ -374,14 +386,28 @@ def _fit(model: keras.Model, dataset, callbacks: list, done: int, last_step: int
     for start, initial, steps, until in fit_phases(done, last_step, per_epoch):
         # shuffle=False: the pipeline shuffles; Keras ignores `shuffle` for a tf.data
         # dataset and warns when it is left at its default True.
-        model.fit(dataset(start), callbacks=callbacks, verbose=1 if bar else 0, shuffle=False,
-                  epochs=until, steps_per_epoch=steps, initial_epoch=initial)
+        model.fit(
+            dataset(start),
+            callbacks=callbacks,
+            verbose=1 if bar else 0,
+            shuffle=False,
+            epochs=until,
+            steps_per_epoch=steps,
+            initial_epoch=initial,
+        )
         if model.stop_training:  # the last step, or the early stop
             return
 
 
-def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume: bool,
-           place: Placement, stepped: keras.callbacks.Callback) -> dict:
+def _train(
+    config: TrainConfig,
+    out_dir: str,
+    data_dir: str | None,
+    log,
+    resume: bool,
+    place: Placement,
+    stepped: keras.callbacks.Callback,
+) -> dict:
     latest = os.path.join(out_dir, "model.keras")
     resuming = resume and os.path.isfile(latest)
     if resume and os.path.isfile(os.path.join(out_dir, "config.json")):
@@ -418,9 +444,13 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
             vocab = vocab if vocab is not None else SubwordVocab.load(vocab_dir)
         except FileNotFoundError as e:
             raise ConfigError(f"process {place.process} cannot read {vocab_dir} ({e.strerror}){_SHARED_DIR}") from None
-        hosts.agree("their vocabulary", hosts.fingerprint(json.dumps(vocab.config, sort_keys=True)
-                                                          + vocab.source.proto.hex() + vocab.target.proto.hex()),
-                    _SHARED_DIR)
+        hosts.agree(
+            "their vocabulary",
+            hosts.fingerprint(
+                json.dumps(vocab.config, sort_keys=True) + vocab.source.proto.hex() + vocab.target.proto.hex()
+            ),
+            _SHARED_DIR,
+        )
     log(f"vocabulary: {vocab.source.vocab_size} source / {vocab.target.vocab_size} target pieces")
     if not resuming and place.writer:  # after the vocabulary: a run that fails before it leaves no files behind
         write_config(out_dir, config)
@@ -428,15 +458,20 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
         # After config.json: a folder that a kill leaves with a vocabulary alone is a run's.
         log.open(os.path.join(out_dir, TRAIN_LOG), out_dir)
 
-    shape = dict(batch_size=config.batch_size, batch_by=config.batch_by, max_length=config.max_length,
-                 bucket_width=config.bucket_width)
+    shape = dict(
+        batch_size=config.batch_size,
+        batch_by=config.batch_by,
+        max_length=config.max_length,
+        bucket_width=config.bucket_width,
+    )
     if streamed:
         stats = stream_stats(train_c, vocab, config.max_length, log)
-        log(f"corpus: {corpus_name}; {stats.pairs} training pairs ({stats.dropped_empty} empty dropped), "
-            f"streamed")
+        log(f"corpus: {corpus_name}; {stats.pairs} training pairs ({stats.dropped_empty} empty dropped), streamed")
         if stats.kept == 0:
-            raise CorpusError(f"all {stats.pairs} pairs of {train_c.name} are longer than "
-                              f"max_length={config.max_length} subword tokens")
+            raise CorpusError(
+                f"all {stats.pairs} pairs of {train_c.name} are longer than "
+                f"max_length={config.max_length} subword tokens"
+            )
     else:
         _, stats = make_dataset(train_c, vocab, seed=config.seed, start_step=0, **shape)  # refusals first
     per_epoch = batches_per_epoch(stats, **shape)
@@ -445,15 +480,19 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
     def dataset(start: int):
         """The training batches from step ``start`` on."""
         if streamed:
-            ds = make_stream_dataset(train_c, vocab, stats, seed=config.seed, start_step=start,
-                                     shuffle_buffer=config.shuffle_buffer, **shape)
+            ds = make_stream_dataset(
+                train_c, vocab, stats, seed=config.seed, start_step=start, shuffle_buffer=config.shuffle_buffer, **shape
+            )
         else:
             ds = make_dataset(train_c, vocab, seed=config.seed, start_step=start, stats=stats, **shape)[0]
         # The batch divides among the devices (and this process keeps its share); target
         # tokens per second (of the global batch) in TensorBoard.
         return place.local_rows(tokens.wrap(pad_batches(ds, place.pad_to)))
-    log(f"pipeline: {stats.kept} pairs kept, {stats.dropped_too_long} longer than "
-        f"{config.max_length} tokens dropped; {per_epoch} batches per epoch")
+
+    log(
+        f"pipeline: {stats.kept} pairs kept, {stats.dropped_too_long} longer than "
+        f"{config.max_length} tokens dropped; {per_epoch} batches per epoch"
+    )
     last_step = config.max_steps or config.epochs * per_epoch
 
     finished = None
@@ -475,10 +514,17 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
             log.open(os.path.join(out_dir, TRAIN_LOG), out_dir)
             write_config(out_dir, config)
             start_record(out_dir, config.to_dict(), resume=True)
-        log(f"resuming from {latest} at step {done} (epoch {done // per_epoch + 1}, batch "
+        log(
+            f"resuming from {latest} at step {done} (epoch {done // per_epoch + 1}, batch "
             f"{done % per_epoch + 1}), {len(history)} validations; "
-            + (f"finished ({finished}): only the test remains" if finished else
-               "its random generators as saved" if state else f"random generators seeded anew (seed {seed})"))
+            + (
+                f"finished ({finished}): only the test remains"
+                if finished
+                else "its random generators as saved"
+                if state
+                else f"random generators seeded anew (seed {seed})"
+            )
+        )
     else:
         if resume:  # --resume of a run killed before its first model.keras: nothing to continue
             log(f"no {latest} yet: the run starts from step 0")
@@ -488,35 +534,63 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
     if model.built:  # loaded; a new model is built by fit's first batch
         size.count(model)
     log(place.describe(config, float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))))
-    monitor = TensorBoardMonitor(os.path.join(out_dir, "tensorboard"), vocab, val_c.source, val_c.target,
-                                 every_steps=config.log_every, initial_step=done,
-                                 loss_sentences=config.val_loss_sentences, pictures=config.tensorboard_pictures,
-                                 batch_size=config.batch_size if config.batch_by == "sentences" else 64,
-                                 token_counter=tokens)
-    validation = BleuValidation(vocab, val_c.source, val_c.target, out_dir,
-                                every_steps=config.validate_every, patience=config.patience, log=log,
-                                keep_checkpoints=config.keep_checkpoints, history=history,
-                                lr_decay=config.lr_decay, lr_patience=config.lr_patience,
-                                min_lr=config.min_lr, on_validation=monitor.validated,
-                                max_steps=last_step, initial_step=done)
+    monitor = TensorBoardMonitor(
+        os.path.join(out_dir, "tensorboard"),
+        vocab,
+        val_c.source,
+        val_c.target,
+        every_steps=config.log_every,
+        initial_step=done,
+        loss_sentences=config.val_loss_sentences,
+        pictures=config.tensorboard_pictures,
+        batch_size=config.batch_size if config.batch_by == "sentences" else 64,
+        token_counter=tokens,
+    )
+    validation = BleuValidation(
+        vocab,
+        val_c.source,
+        val_c.target,
+        out_dir,
+        every_steps=config.validate_every,
+        patience=config.patience,
+        log=log,
+        keep_checkpoints=config.keep_checkpoints,
+        history=history,
+        lr_decay=config.lr_decay,
+        lr_patience=config.lr_patience,
+        min_lr=config.min_lr,
+        on_validation=monitor.validated,
+        max_steps=last_step,
+        initial_step=done,
+    )
     # First: a diverged step raises before any callback saves it. Keras's callback writes the
     # epoch_* scalars; the monitor everything else.
     divergence = DivergenceStop(out_dir, max_loss=config.max_loss, initial_step=validation.step)
     bar = sys.stderr.isatty()
-    progress = ProgressLog(log, validation, every_steps=config.log_every, last_step=last_step,
-                           per_epoch=per_epoch, initial_step=done, bar=bar)
+    progress = ProgressLog(
+        log,
+        validation,
+        every_steps=config.log_every,
+        last_step=last_step,
+        per_epoch=per_epoch,
+        initial_step=done,
+        bar=bar,
+    )
     callbacks = [stepped, size, divergence, progress, validation] + ([EpochBar()] if bar else [])
     if place.processes > 1:  # first: a step's end, before the validation that may follow it
         callbacks.insert(0, _ClusterSteps(done))
     if place.writer:
         if resuming:  # what was logged after step `done` is trained again: logged once
             forget_after(out_dir, done, per_epoch)
-        callbacks += [RunLog(os.path.join(out_dir, "log.csv"), append=resume),
-                      keras.callbacks.TensorBoard(os.path.join(out_dir, "tensorboard"), update_freq="epoch")]
+        callbacks += [
+            RunLog(os.path.join(out_dir, "log.csv"), append=resume),
+            keras.callbacks.TensorBoard(os.path.join(out_dir, "tensorboard"), update_freq="epoch"),
+        ]
     callbacks.append(monitor)  # on every process: its values are computations of the model
     if state:  # after the other callbacks: just before the first step
-        callbacks.append(RestoreGenerators(state, log, mid_epoch=done % per_epoch != 0,
-                                           on_metrics=monitor.loss_restored))
+        callbacks.append(
+            RestoreGenerators(state, log, mid_epoch=done % per_epoch != 0, on_metrics=monitor.loss_restored)
+        )
     callbacks.append(GeneratorsAcrossFits())  # last: a resumed epoch and the next are two fits
     try:
         if not finished:
@@ -534,8 +608,9 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
     log(f"test: translating {test_split} ({len(test_c)} sentences, beam {config.beam_size}) with best.keras")
     # The run's best.keras, as `memnmt evaluate` translates it; finish_record stores the
     # translations with the rest of the record.
-    hyps = translate_split([(out_dir, None)], test_c, test_split, config.beam_size, store=False,
-                           reuse=False, progress=None)["hypotheses"]
+    hyps = translate_split(
+        [(out_dir, None)], test_c, test_split, config.beam_size, store=False, reuse=False, progress=None
+    )["hypotheses"]
     results = {
         "corpus": corpus_name,
         "test_split": test_split,
@@ -548,13 +623,17 @@ def _train(config: TrainConfig, out_dir: str, data_dir: str | None, log, resume:
         "backend": keras.backend.backend(),
         "parameters": size.parameters,
         "validations": validation.history,
-        "samples": [{"source": src, "reference": ref, "translation": hyp}
-                    for src, ref, hyp in list(zip(test_c.source, test_c.target, hyps))[:3]],
+        "samples": [
+            {"source": src, "reference": ref, "translation": hyp}
+            for src, ref, hyp in list(zip(test_c.source, test_c.target, hyps))[:3]
+        ],
     }
     for sample in results["samples"]:
         log(f"sample: {sample['source']!r} -> {sample['translation']!r} (reference {sample['reference']!r})")
-    log(f"test {test_split}, beam {config.beam_size}: BLEU {results['bleu']:.2f} (lowercased "
-        f"{results['bleu_lowercase']:.2f}), chrF {results['chrf']:.2f}, TER {results['ter']:.2f}")
+    log(
+        f"test {test_split}, beam {config.beam_size}: BLEU {results['bleu']:.2f} (lowercased "
+        f"{results['bleu_lowercase']:.2f}), chrF {results['chrf']:.2f}, TER {results['ter']:.2f}"
+    )
     if place.writer:
         write_json(os.path.join(out_dir, "results.json"), results)
         finish_record(out_dir, results, hyps, test_c.target, results["test_split"], limit=config.test_limit)
@@ -568,20 +647,25 @@ def _given_vocabulary(config: TrainConfig, vocab_dir: str, log, made_by: str = T
     vocabularies where ``joint_vocab`` asks for one), is a ``ConfigError`` in one line."""
     given = config.vocab_dir
     if not os.path.isfile(os.path.join(given, "vocab.json")):
-        raise ConfigError(f"config field vocab_dir={given!r}: no vocabulary there (a folder that "
-                          "`memnmt vocab build --out` wrote, or a run's vocab/, holds vocab.json)")
+        raise ConfigError(
+            f"config field vocab_dir={given!r}: no vocabulary there (a folder that "
+            "`memnmt vocab build --out` wrote, or a run's vocab/, holds vocab.json)"
+        )
     vocab = SubwordVocab.load(given)  # a file SentencePiece cannot read: a one-line VocabularyError
     if config.joint_vocab and vocab.source.proto != vocab.target.proto:
-        raise ConfigError(f"config field vocab_dir={given!r} holds two vocabularies (source and target), "
-                          "and joint_vocab=true asks for one: build it with `memnmt vocab build --joint`")
+        raise ConfigError(
+            f"config field vocab_dir={given!r} holds two vocabularies (source and target), "
+            "and joint_vocab=true asks for one: build it with `memnmt vocab build --joint`"
+        )
     vocab.config["copied_from"] = os.path.abspath(given)
     vocab.save(vocab_dir, made_by=made_by)
     log(f"vocabulary: {given}, as it is (vocab_size and vocab_type are the folder's)")
     return vocab
 
 
-def training_vocabulary(config: TrainConfig, train_c, vocab_dir: str, log=print,
-                        made_by: str = TRAIN_COMMAND) -> SubwordVocab:
+def training_vocabulary(
+    config: TrainConfig, train_c, vocab_dir: str, log=print, made_by: str = TRAIN_COMMAND
+) -> SubwordVocab:
     """The run's vocabulary: the one in ``vocab_dir`` (a resumed or warm-started run),
     else ``config.vocab_dir``'s copied there, else trained on the training pairs (a streamed
     corpus: its first ``vocab_sample``) and saved there; ``vocab.json`` names ``made_by``."""
@@ -593,8 +677,14 @@ def training_vocabulary(config: TrainConfig, train_c, vocab_dir: str, log=print,
     streamed = isinstance(train_c, CorpusFiles)
     source, target = sample_pairs(train_c, config.vocab_sample) if streamed else (train_c.source, train_c.target)
     try:
-        vocab = SubwordVocab.train(source, target, size=config.vocab_size, model_type=config.vocab_type,
-                                   joint=config.joint_vocab, progress=None)  # a bar on a terminal only
+        vocab = SubwordVocab.train(
+            source,
+            target,
+            size=config.vocab_size,
+            model_type=config.vocab_type,
+            joint=config.joint_vocab,
+            progress=None,
+        )  # a bar on a terminal only
     except ValueError as e:
         raise ConfigError(f"config field vocab_size={config.vocab_size}: {e}") from None
     if streamed:  # recorded in vocab.json
