@@ -5,7 +5,9 @@ import warnings
 from keras_memnmt.evaluation import significance as _module
 
 warnings.warn(
-    "keras_memnmt.compare is deprecated; import keras_memnmt.evaluation.significance", DeprecationWarning, stacklevel=2
+    "keras_memnmt.compare is deprecated and will be removed in keras-memnmt 0.3.0; import keras_memnmt.evaluation.significance",
+    DeprecationWarning,
+    stacklevel=2,
 )
 
 

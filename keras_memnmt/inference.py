@@ -5,7 +5,9 @@ import warnings
 from keras_memnmt.evaluation import translation as _module
 
 warnings.warn(
-    "keras_memnmt.inference is deprecated; import keras_memnmt.evaluation.translation", DeprecationWarning, stacklevel=2
+    "keras_memnmt.inference is deprecated and will be removed in keras-memnmt 0.3.0; import keras_memnmt.evaluation.translation",
+    DeprecationWarning,
+    stacklevel=2,
 )
 
 

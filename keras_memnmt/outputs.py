@@ -5,7 +5,9 @@ import warnings
 from keras_memnmt.rundir import outputs as _module
 
 warnings.warn(
-    "keras_memnmt.outputs is deprecated; import keras_memnmt.rundir.outputs", DeprecationWarning, stacklevel=2
+    "keras_memnmt.outputs is deprecated and will be removed in keras-memnmt 0.3.0; import keras_memnmt.rundir.outputs",
+    DeprecationWarning,
+    stacklevel=2,
 )
 
 

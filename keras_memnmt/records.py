@@ -7,7 +7,9 @@ from keras_memnmt.rundir import archive as _archive
 from keras_memnmt.rundir import records as _module
 
 warnings.warn(
-    "keras_memnmt.records is deprecated; import keras_memnmt.rundir.records", DeprecationWarning, stacklevel=2
+    "keras_memnmt.records is deprecated and will be removed in keras-memnmt 0.3.0; import keras_memnmt.rundir.records",
+    DeprecationWarning,
+    stacklevel=2,
 )
 
 

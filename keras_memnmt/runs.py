@@ -4,7 +4,11 @@ import warnings
 
 from keras_memnmt.rundir import runs as _module
 
-warnings.warn("keras_memnmt.runs is deprecated; import keras_memnmt.rundir.runs", DeprecationWarning, stacklevel=2)
+warnings.warn(
+    "keras_memnmt.runs is deprecated and will be removed in keras-memnmt 0.3.0; import keras_memnmt.rundir.runs",
+    DeprecationWarning,
+    stacklevel=2,
+)
 
 
 def __getattr__(name: str):
