@@ -3,8 +3,8 @@
 steps (``reference``), a tiny model around a cell (``decoder_model``), and a fake decoder
 with pure-Python searches for the decoding tests (``fake_decoder``)."""
 
-from keras_memnmt.testing.cell_test import run_cell_test
-from keras_memnmt.testing.decoder_test import run_decoder_test
+from keras_memnmt.testing.cells import run_cell_test
+from keras_memnmt.testing.decoders import run_decoder_test
 from keras_memnmt.testing.utils import random_encoder_output
 
 __all__ = ["random_encoder_output", "run_cell_test", "run_decoder_test"]

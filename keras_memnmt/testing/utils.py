@@ -1,4 +1,4 @@
-"""Small helpers shared by the layer tests (and by ``cell_test`` and ``checks``)."""
+"""Small helpers shared by the layer tests (and by ``cells`` and ``checks``)."""
 
 from __future__ import annotations
 

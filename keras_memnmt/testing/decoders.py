@@ -35,7 +35,7 @@ from keras import ops
 from keras_memnmt.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from keras_memnmt.decoding.common import shapes_may_change
 from keras_memnmt.models.base import EncoderDecoder
-from keras_memnmt.testing.cell_test import _log_probs
+from keras_memnmt.testing.cells import _log_probs
 from keras_memnmt.testing.utils import numpy, randomize_weights
 
 BEAM_SIZE = 3
