@@ -181,3 +181,36 @@ def _same_start():
     keras.config.set_dtype_policy("float32")
     yield
     keras.config.set_dtype_policy("float32")
+
+
+# The local Multi30k copy (tests beside the code and in tests/ alike).
+DATA_DIR = os.environ.get("MEMNMT_TEST_DATA")  # a local Multi30k copy; CI sets it (.ci/run)
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> str:
+    if not DATA_DIR:
+        pytest.skip("MEMNMT_TEST_DATA names no local Multi30k copy")
+    if not os.path.isfile(os.path.join(DATA_DIR, "val.en.gz")):
+        pytest.skip(f"no local Multi30k copy at {DATA_DIR} (MEMNMT_TEST_DATA)")
+    return DATA_DIR
+
+
+@pytest.fixture(scope="session")
+def val_corpus(data_dir):
+    from keras_memnmt.data import load_multi30k
+
+    return load_multi30k("en", "de", "val", data_dir=data_dir)
+
+
+@pytest.fixture(scope="session")
+def small_vocab(val_corpus):
+    from keras_memnmt.data import SubwordVocab
+
+    return SubwordVocab.train(val_corpus.source, val_corpus.target, size=500)
+
+
+@pytest.fixture(autouse=True)
+def _no_env_data(monkeypatch):
+    # Tests choose their data explicitly; a developer's $MEMNMT_DATA must not leak in.
+    monkeypatch.delenv("MEMNMT_DATA", raising=False)

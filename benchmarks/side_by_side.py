@@ -146,7 +146,7 @@ def main() -> int:
     import_tensorflow_without_jax()
     import keras
 
-    from keras_memnmt.rundir.records import cpu_extensions, cpu_model
+    from keras_memnmt.rundir.provenance import cpu_extensions, cpu_model
 
     print(f"backend={keras.backend.backend()}")
     # The ratio depends on the CPU: each toolkit's matmul library has its own speed on each.

@@ -15,6 +15,10 @@ PATHS = {
     "inference": "keras_memnmt.evaluation.translation",
     "results": "keras_memnmt.rundir.tables",
     "runs": "keras_memnmt.rundir.runs",
+    "export.atomic": "keras_memnmt.atomic",
+    "settings": "keras_memnmt.config.reference",
+    "inspection": "keras_memnmt.pictures.inspection",
+    "plots": "keras_memnmt.pictures.plots",
 }
 
 

@@ -140,3 +140,16 @@ def test_update_marked_tables_leaves_unmarked_text_alone():
         [["x", "y"]],
     )
     assert update_marked_tables("no tables\n", lambda argv: "X") == ("no tables\n", 0)
+
+
+def test_the_extending_docs_pytest_line_runs_the_shared_tests():
+    # docs/extending.md names the line that runs the tests which repeat for every model;
+    # it is the line tests/test_extending.py runs for the doc's models (NAME for theirs).
+    from test_extending import LOOP_KEYWORDS, SHARED_TESTS
+
+    with open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "docs", "extending.md"), encoding="utf-8") as f:
+        lines = [line for line in f.read().splitlines() if line.startswith("KERAS_BACKEND=tensorflow python -m pytest")]
+    assert len(lines) == 1, lines
+    files = [word for word in lines[0].split() if word.endswith(".py")]
+    assert files == [*SHARED_TESTS, "keras_memnmt/layers/NAME_test.py", "keras_memnmt/models/NAME_test.py"]
+    assert lines[0].split(" -k ", 1)[1] == '"' + " or ".join(["NAME", *LOOP_KEYWORDS]) + '"'

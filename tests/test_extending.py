@@ -31,12 +31,15 @@ SHARED_TESTS = (
     "tests/test_distribution.py",
     "tests/test_registered_names.py",
 )
-DOC_TESTS = ("keras_memnmt/layers/mycell_test.py", "tests/test_mymodel_model.py", "tests/test_myconv_model.py")
+DOC_TESTS = (
+    "keras_memnmt/layers/mycell_test.py",
+    "keras_memnmt/models/mymodel_test.py",
+    "keras_memnmt/models/myconv_test.py",
+)
 # The shared tests parametrized by model run for the two models alone; those that loop over
 # every model inside one test are chosen by name.
-SELECTION = " or ".join(
-    [*MODEL_NAMES, "mycell", "every_library_model", "padding_rows_change_no_loss", "no_module_outside_models"]
-)
+LOOP_KEYWORDS = ("every_library_model", "padding_rows_change_no_loss", "no_module_outside_models")
+SELECTION = " or ".join([*MODEL_NAMES, "mycell", *LOOP_KEYWORDS])
 # Each model's parametrized shared tests (an id `[NAME]` or `[NAME-...]`), by file.
 PARAMETRIZED = {
     "tests/test_models.py": (
@@ -54,8 +57,8 @@ LOOPS = (
     "tests/test_distribution.py::test_padding_rows_change_no_loss",
     "tests/test_registered_names.py::test_no_module_outside_models_and_layers_names_a_model",
     "keras_memnmt/layers/mycell_test.py::test_my_cell",
-    "tests/test_mymodel_model.py::test_my_model",
-    "tests/test_myconv_model.py::test_my_conv_model",
+    "keras_memnmt/models/mymodel_test.py::test_my_model",
+    "keras_memnmt/models/myconv_test.py::test_my_conv_model",
 )
 
 

@@ -29,10 +29,10 @@ FILES = (
     "keras_memnmt/layers/mycell_test.py",
     "keras_memnmt/models/mymodel.py",
     "keras_memnmt/models/__init__.py",
-    "tests/test_mymodel_model.py",
+    "keras_memnmt/models/mymodel_test.py",
     "keras_memnmt/models/myconv.py",
     "keras_memnmt/models/__init__.py",
-    "tests/test_myconv_model.py",
+    "keras_memnmt/models/myconv_test.py",
 )
 REGISTRATION = "keras_memnmt/models/__init__.py"
 # What the examples register; none may be a name the library already uses.
@@ -100,8 +100,8 @@ def test_the_doc_cell_passes_run_cell_test_against_its_reference(example):
 
 
 def test_the_doc_models_pass_run_decoder_test(example):
-    example["test_mymodel_model"].test_my_model()
-    example["test_myconv_model"].test_my_conv_model()
+    example["keras_memnmt.models.mymodel_test"].test_my_model()
+    example["keras_memnmt.models.myconv_test"].test_my_conv_model()
 
 
 def test_the_doc_recurrent_model_registers_trains_one_step_and_translates(example):

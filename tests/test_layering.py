@@ -2,14 +2,15 @@
 import each other (directly or round a longer circle), and loading a run needs no training code.
 
 Levels, lowest first (a unit is a top-level module or package of ``keras_memnmt``):
-``files`` and ``runtime``; ``data``; ``layers`` and ``decoding``; ``models`` and ``testing``;
-``config``, ``inspection`` and ``plots``; ``rundir``; ``evaluation``; ``export`` and
+``files``, ``atomic`` and ``runtime``; ``data``; ``layers`` and ``decoding``; ``models`` and ``testing``;
+``config`` and ``pictures``; ``rundir``; ``evaluation``; ``export`` and
 ``training``; ``recipes``; ``cli``; then the deprecated import paths, which only re-export.
 A module may import its own level or below (imports inside functions included).
 """
 
 import ast
 import os
+import re
 import subprocess
 import sys
 
@@ -22,16 +23,16 @@ pytestmark = pytest.mark.backend_independent
 
 LEVELS = {
     "files": 0,
+    "tokens": 0,
     "runtime": 0,
+    "atomic": 0,
     "data": 1,
     "layers": 2,
     "decoding": 2,
     "models": 3,
     "testing": 3,
     "config": 4,
-    "settings": 4,
-    "inspection": 4,
-    "plots": 4,
+    "pictures": 4,
     "rundir": 5,
     "evaluation": 6,
     "export": 7,
@@ -46,6 +47,9 @@ LEVELS = {
     "results": 10,
     "inference": 10,
     "compare": 10,
+    "settings": 10,
+    "inspection": 10,
+    "plots": 10,
 }
 ROOT = os.path.dirname(keras_memnmt.__file__)
 
@@ -181,3 +185,42 @@ def test_the_command_line_stays_thin():
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 80:
                     long.append(f"{name}.{node.name}: {node.end_lineno - node.lineno + 1} lines")
     assert not long, long
+
+
+def _map_sections() -> dict[str, str]:
+    """docs/development.md's "Where things live" tree: package path -> the text under its
+    heading line (``""`` is the package's own top level)."""
+    text = open(os.path.join(os.path.dirname(ROOT), "docs", "development.md"), encoding="utf-8").read()
+    block = text.split("## Where things live", 1)[1].split("```", 2)[1]
+    lines = [line for line in block.splitlines() if line.strip()]
+    assert lines[0] == "keras_memnmt/", lines[0]
+    lines = lines[1:]
+    sections, stack = {"": ""}, []  # stack of (indent, package path)
+    for line in lines:
+        indent = len(line) - len(line.lstrip())
+        first = line.split()[0]
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        owner = stack[-1][1] if stack else ""
+        sections[owner] = sections.get(owner, "") + line + "\n"
+        if first.endswith("/"):
+            path = f"{owner}/{first[:-1]}".strip("/")
+            stack.append((indent, path))
+            sections.setdefault(path, "")
+            sections[path] += line + "\n"
+    return sections
+
+
+def test_the_map_in_the_docs_names_every_module():
+    # docs/development.md "Where things live": every module of the package under its
+    # package's heading (the recipes, one preset per file, are named by their folder).
+    sections, whole = _map_sections(), "\n".join(_map_sections().values())
+    missing = []
+    for path in MODULES.values():
+        relative = os.path.relpath(path, ROOT)
+        folder, file = os.path.split(relative)
+        if file == "__init__.py" or folder == "recipes":
+            continue
+        if not re.search(rf"(?<![\w/]){re.escape(file)}\b", sections.get(folder, "")) and relative not in whole:
+            missing.append(relative)
+    assert not missing, f"modules the map in docs/development.md does not name: {missing}"

@@ -249,10 +249,20 @@ def test_attention_remat_reaches_the_attention_and_keeps_the_outputs(model_name)
     )
 
 
-def test_annotation_dropout_drops_annotations_in_training_only():
+@pytest.mark.parametrize(
+    "name, options",
+    [("rnnsearch", {}), ("luong", {"score": "dot"}), ("attentive", {"score": "dot"})],
+    ids=["rnnsearch", "luong_dot", "attentive_dot"],
+)
+def test_annotation_dropout_drops_annotations_in_training_only(name, options):
     """Inference is the model without it (same weights); in training each annotation
-    entry is either dropped or scaled by 1 / (1 - p), and the summary is untouched."""
-    model, plain = make("rnnsearch", annotation_dropout=0.5), make("rnnsearch")
+    entry is either dropped or scaled by 1 / (1 - p), and the summary is untouched. The
+    models with a dot attention over the annotations (Luong's score) take it as the
+    additive-attention models do, from the constructor and from a training config."""
+    from keras_memnmt.config import TrainConfig, build_model
+
+    sizes = {**TINY_OPTIONS[name], **options}
+    model, plain = MODELS[name](30, 25, **sizes, annotation_dropout=0.5), MODELS[name](30, 25, **sizes)
     src, tgt = batch()
     model((src, tgt))
     plain((src, tgt))
@@ -271,7 +281,10 @@ def test_annotation_dropout_drops_annotations_in_training_only():
     assert 0.3 < dropped.sum() / real.sum() < 0.7
     trained = keras.ops.convert_to_numpy(model((src, tgt), training=True))
     assert not np.allclose(trained, keras.ops.convert_to_numpy(plain((src, tgt), training=True)), atol=1e-6)
-    assert type(model).from_config(model.get_config()).encoder.annotation_dropout == 0.5
+    restored = type(model).from_config(model.get_config())
+    assert (restored.annotation_dropout, restored.encoder.annotation_dropout) == (0.5, 0.5)
+    config = TrainConfig(model=name, model_options={**sizes, "annotation_dropout": 0.5})
+    assert build_model(config, 30, 25).encoder.annotation_dropout == 0.5
 
 
 @pytest.mark.backend_independent  # argument checks

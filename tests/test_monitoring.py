@@ -64,8 +64,8 @@ def test_validation_scalars_samples_and_pictures(run_dir):
     from matplotlib.image import imread
 
     from keras_memnmt.data import synthetic_splits
-    from keras_memnmt.inspection import inspect_pair
-    from keras_memnmt.plots import DPI, figure_size
+    from keras_memnmt.pictures.inspection import inspect_pair
+    from keras_memnmt.pictures.plots import DPI, figure_size
     from keras_memnmt.rundir.runs import load_run
     from keras_memnmt.training.monitor import picture_pairs
 

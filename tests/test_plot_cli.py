@@ -46,8 +46,8 @@ def runs(tmp_path_factory, vocab):
 def test_plot_draws_every_panel(architecture, runs, tmp_path, capsys):
     from matplotlib.image import imread
 
-    from keras_memnmt.inspection import inspect_pair
-    from keras_memnmt.plots import DPI, figure_size
+    from keras_memnmt.pictures.inspection import inspect_pair
+    from keras_memnmt.pictures.plots import DPI, figure_size
     from keras_memnmt.rundir.runs import load_run
 
     run = runs[architecture]
@@ -68,9 +68,9 @@ def test_plot_draws_every_panel(architecture, runs, tmp_path, capsys):
 
 
 def test_a_picture_without_attention_says_what_is_missing_in_its_title(runs):
-    from keras_memnmt.inspection import inspect_pair
     from keras_memnmt.models import get_model
-    from keras_memnmt.plots import figure
+    from keras_memnmt.pictures.inspection import inspect_pair
+    from keras_memnmt.pictures.plots import figure
     from keras_memnmt.rundir.runs import load_run
 
     noted = [name for name in ARCHITECTURES if get_model(name).picture_note]
@@ -87,7 +87,7 @@ def test_inspection_matches_the_models_steps(runs):
     """Teacher forcing through step_details gives the attention generate() records for the
     model's own greedy translation, and distributions that sum to 1."""
     from keras_memnmt.data import encode_sources
-    from keras_memnmt.inspection import inspect_pair
+    from keras_memnmt.pictures.inspection import inspect_pair
     from keras_memnmt.rundir.runs import load_run
 
     model, vocab, _ = load_run(runs["memdec"])
@@ -108,8 +108,8 @@ def test_inspection_matches_the_models_steps(runs):
 def test_windows_by_position(runs):
     """Every "window" panel of every library model, laid out by decoder position with the
     panel's lag: weights only on the positions the window has seen, summing to 1."""
-    from keras_memnmt.inspection import inspect_pair
     from keras_memnmt.models import get_model
+    from keras_memnmt.pictures.inspection import inspect_pair
     from keras_memnmt.rundir.runs import load_run
 
     windows = [(name, panel) for name in ARCHITECTURES for panel in get_model(name).panels if panel.axis == "window"]
@@ -130,8 +130,8 @@ def test_what_the_memory_holds(runs):
     weights as cells × steps, each step labelled by its input word; each step's write
     weights sum to 1 over the cells, its add weights to its mean add, and with shared
     weights each step reads with the previous step's write weights (the first with 1/n)."""
-    from keras_memnmt.inspection import inspect_pair
-    from keras_memnmt.plots import figure, layout, png_bytes
+    from keras_memnmt.pictures.inspection import inspect_pair
+    from keras_memnmt.pictures.plots import figure, layout, png_bytes
     from keras_memnmt.rundir.runs import load_run
 
     model, vocab, _ = load_run(runs["memdec"])
@@ -168,8 +168,8 @@ def test_the_rmn_memory_holds_the_most_recent_words(runs):
     """The RMN decoder writes no weights: its memory holds the step's input and the words
     before it, ``memory_size`` of them, so its one memory panel is already against the words
     (the read over the positions the window holds) and it has no "writes" panel."""
-    from keras_memnmt.inspection import inspect_pair
-    from keras_memnmt.plots import layout
+    from keras_memnmt.pictures.inspection import inspect_pair
+    from keras_memnmt.pictures.plots import layout
     from keras_memnmt.rundir.runs import load_run
 
     model, vocab, _ = load_run(runs["rmn"])

@@ -12,7 +12,7 @@ import pytest
 
 import keras_memnmt
 from keras_memnmt.cli import main
-from keras_memnmt.rundir import records
+from keras_memnmt.rundir import provenance, records
 from keras_memnmt.rundir.tables import results_table, run_summary
 from keras_memnmt.testing.tiny_runs import SHARED_RUN_ARGS
 
@@ -169,7 +169,7 @@ def tiny(tmp_path):
 
 
 def test_start_and_finish_record(tiny, monkeypatch):
-    monkeypatch.setattr(records, "_command", ["memnmt", "train", "quickstart", "--out", tiny])
+    monkeypatch.setattr(provenance, "_command", ["memnmt", "train", "quickstart", "--out", tiny])
     record = records.start_record(tiny, {"model": "rnnsearch", "validate_every": 0, "seed": 0})
     assert record["finished"] is None and record["resumed"] is False
     _check_provenance(record)
@@ -204,8 +204,8 @@ def test_code_version_without_git(monkeypatch):
     def no_git(*args, **kwargs):
         raise FileNotFoundError("git")
 
-    monkeypatch.setattr(records.subprocess, "run", no_git)
-    assert records.code_version() == {"version": keras_memnmt.__version__}
+    monkeypatch.setattr(provenance.subprocess, "run", no_git)
+    assert provenance.code_version() == {"version": keras_memnmt.__version__}
 
 
 def test_hypotheses_key():

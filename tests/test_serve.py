@@ -323,8 +323,8 @@ def test_non_finite_scores_are_answered_as_null():
 
 
 def titles_of_pictures(monkeypatch) -> list[str]:
-    """The titles of the pictures drawn from now on (``keras_memnmt.plots.figure`` watched)."""
-    from keras_memnmt import plots
+    """The titles of the pictures drawn from now on (``keras_memnmt.pictures.plots.figure`` watched)."""
+    from keras_memnmt.pictures import plots
 
     titles, drawn = [], plots.figure
 
@@ -340,8 +340,8 @@ def titles_of_pictures(monkeypatch) -> list[str]:
 def test_the_pictures_say_what_they_were_forced_on(run_client, shared_run, monkeypatch):
     """The server's pictures are forced on the best translation it answered; `memnmt
     plot`'s on a reference, or on the model's own greedy translation without one."""
-    from keras_memnmt.inspection import inspect_pair
-    from keras_memnmt.plots import figure
+    from keras_memnmt.pictures.inspection import inspect_pair
+    from keras_memnmt.pictures.plots import figure
     from keras_memnmt.rundir.runs import load_run
 
     titles = titles_of_pictures(monkeypatch)

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from keras_memnmt import settings
 from keras_memnmt.cli import main
+from keras_memnmt.config import reference
 from keras_memnmt.models import model_names
 
 # The same on every backend: CI runs it on one (conftest.py).
@@ -17,14 +17,14 @@ DOC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 
 
 
 def test_every_config_field_has_its_text():
-    fields = settings.config_fields()
+    fields = reference.config_fields()
     assert {f.name for f in fields} >= {"corpus", "model", "epochs", "seed", "shuffle_buffer"}
     assert [f.name for f in fields if not f.text] == []
 
 
 @pytest.mark.parametrize("name", model_names())
 def test_every_option_of_every_model_has_its_text(name):
-    options = settings.model_settings(name)
+    options = reference.model_settings(name)
     assert options, name
     assert [o.name for o in options if not o.text] == []
 
@@ -42,12 +42,12 @@ def test_docstring_args_reads_entries_and_their_continuations():
             gamma: not an argument.
         """
 
-    assert settings.docstring_args(f) == {"alpha": "the first on two lines.", "beta": "the second."}
+    assert reference.docstring_args(f) == {"alpha": "the first on two lines.", "beta": "the second."}
 
 
 def test_the_reference_in_the_docs_is_the_one_the_code_renders():
     with open(DOC, encoding="utf-8") as f:
-        assert f.read() == settings.markdown(), "run: python -m keras_memnmt.settings > docs/config.md"
+        assert f.read() == reference.markdown(), "run: python -m keras_memnmt.config.reference > docs/config.md"
 
 
 def test_show_config_prints_the_resolved_settings_and_trains_nothing(tmp_path, capsys, monkeypatch):

@@ -10,7 +10,7 @@ from keras_memnmt.evaluation.alignment import parse_pharaoh
 from keras_memnmt.testing.tiny_runs import synthetic_vocab, write_tiny_run
 
 # Flags, files and what they hold: the same on every backend (the attention itself is
-# checked per backend in test_transformer_model.py).
+# checked per backend in keras_memnmt/models/transformer_test.py).
 pytestmark = pytest.mark.backend_independent
 
 LINES = ["the dog runs", "", "a big green fish sees the cars"]
@@ -59,8 +59,8 @@ def test_show_attention_keeps_the_translations(run, input_file, capsys):
 
 
 def test_plot_draws_the_source_attention(run, tmp_path, capsys):
-    from keras_memnmt.inspection import inspect_pair
-    from keras_memnmt.plots import figure
+    from keras_memnmt.pictures.inspection import inspect_pair
+    from keras_memnmt.pictures.plots import figure
     from keras_memnmt.rundir.runs import load_run
 
     out = str(tmp_path / "transformer.png")

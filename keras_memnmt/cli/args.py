@@ -122,7 +122,7 @@ class EnsembleSpec(str):
 def model_files(members: list[tuple[str, str | None]]) -> list[str]:
     """The model files that the ``--checkpoint`` of ``members`` name, where they exist (a
     run's own best.keras is a file of the run: no output may be it anyway)."""
-    from keras_memnmt.rundir.runs import checkpoint_path
+    from keras_memnmt.rundir.checkpoints import checkpoint_path
 
     files = []
     for run, checkpoint in members:

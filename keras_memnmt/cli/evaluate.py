@@ -26,7 +26,7 @@ def _remade_by() -> dict:
     record, so the report itself says how to make them again (no date: the same command
     prints the same report)."""
     from keras_memnmt.rundir.archive import portable_command
-    from keras_memnmt.rundir.records import command
+    from keras_memnmt.rundir.provenance import command
 
     return {"command": portable_command(command())}
 
@@ -39,7 +39,7 @@ def cmd_evaluate(args) -> int:
         translate_split,
     )
     from keras_memnmt.evaluation.translation import score
-    from keras_memnmt.rundir.runs import load_ensemble
+    from keras_memnmt.rundir.loading import load_ensemble
 
     beam, search = search_options(args)  # bad options fail before the model is loaded
     note = lambda msg: print(f"memnmt evaluate: {msg}", file=sys.stderr)  # noqa: E731

@@ -110,7 +110,7 @@ def _main(argv: list[str] | None) -> int:
     # package below does): TensorFlow's CPU is split into XLA_FLAGS' devices only before
     # TensorFlow sets them up.
     import_tensorflow_without_jax()
-    from keras_memnmt.rundir.records import set_command
+    from keras_memnmt.rundir.provenance import set_command
 
     set_command(["memnmt", *(sys.argv[1:] if argv is None else argv)])  # for run records
     from keras_memnmt.data import CorpusError, DownloadError

@@ -10,10 +10,10 @@ from keras_memnmt.cli.args import (
 
 
 def cmd_plot(args) -> int:
-    from keras_memnmt.inspection import inspect_pair
-    from keras_memnmt.plots import figure_size, layout, save_plot
+    from keras_memnmt.pictures.inspection import inspect_pair
+    from keras_memnmt.pictures.plots import figure_size, layout, save_plot
+    from keras_memnmt.rundir.loading import load_run
     from keras_memnmt.rundir.outputs import check_output
-    from keras_memnmt.rundir.runs import load_run
 
     if not args.out.endswith(".png"):
         raise ValueError(f"--out must name a .png file, got {args.out!r}")

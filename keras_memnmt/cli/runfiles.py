@@ -11,8 +11,8 @@ from keras_memnmt.cli.args import (
 
 
 def cmd_average(args) -> int:
+    from keras_memnmt.rundir.checkpoints import average_checkpoints, checkpoint_path, last_checkpoints
     from keras_memnmt.rundir.outputs import check_output
-    from keras_memnmt.rundir.runs import average_checkpoints, checkpoint_path, last_checkpoints
 
     if not args.out.endswith(".keras"):
         raise ValueError(f"--out must name a .keras file, got {args.out!r}")

@@ -20,7 +20,7 @@ from keras_memnmt.cli.args import (
 def cmd_score(args) -> int:
     from keras_memnmt.data import CorpusError, read_lines
     from keras_memnmt.evaluation.scoring import score_pairs
-    from keras_memnmt.rundir.runs import load_ensemble
+    from keras_memnmt.rundir.loading import load_ensemble
 
     members = members_of(args)
     if args.output:

@@ -28,7 +28,7 @@ def cmd_train(args) -> int:
         recipe_options, overrides = split_recipe_options(module, args.set or [])
         config = apply_overrides(load_recipe(args.recipe, module), overrides)
         if args.show_config:  # nothing is trained or written
-            from keras_memnmt.settings import show_config
+            from keras_memnmt.config.reference import show_config
 
             title = f"memnmt train {args.recipe}" + "".join(f" --set {item}" for item in args.set or [])
             print(show_config(config, title), end="", file=stdout)

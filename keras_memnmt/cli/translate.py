@@ -44,7 +44,7 @@ PARTIAL = ".partial"  # OUTPUT's lines are written to OUTPUT.partial, moved to O
 
 def cmd_translate(args) -> int:
     from keras_memnmt.evaluation.translation import check_search_inputs, translate_chunks
-    from keras_memnmt.rundir.runs import load_ensemble
+    from keras_memnmt.rundir.loading import load_ensemble
 
     settings = _settings(args)  # bad options fail before the model is loaded
     n_best = _n_best(args, settings)

@@ -17,7 +17,7 @@ Two front ends over the same serialized model, giving the same ids:
   wants plain TF tensors on every backend, so we call the op directly.)
 
 Reserved ids, identical in every vocabulary this library writes:
-``pad = 0``, ``unk = 1``, ``bos = 2``, ``eos = 3``.
+``pad = 0``, ``unk = 1``, ``bos = 2``, ``eos = 3`` (:mod:`keras_memnmt.tokens`).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ import sys
 from collections.abc import Iterable, Sequence
 
 from keras_memnmt.files import write_bytes, write_json
+from keras_memnmt.tokens import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
-PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 MODEL_TYPES = ("unigram", "bpe")
 
 

@@ -25,8 +25,8 @@ import math
 from collections.abc import Callable
 
 from keras_memnmt.decoding.modes import SettingError, get_mode, mode_names
+from keras_memnmt.tokens import MAX_INT
 
-MAX_INT = 2**31 - 1  # TensorFlow's shapes and seeds hold 32 bits
 LENGTH_PENALTIES = ("gnmt", "average", "none")
 UTILITIES = ("chrf", "bleu")  # keras_memnmt.decoding.mbr.UTILITIES
 SERVE_MAX_BEAM = 64  # a request's beam (and n-best, MBR candidates) at most

@@ -1,7 +1,7 @@
 """Comparing systems on a test split: scores, confidence intervals and significance.
 
 A *system* is one run, several runs of one recipe (seeds), or an ensemble: the models of
-several runs (or checkpoints) translating together (:func:`keras_memnmt.rundir.runs.load_ensemble`).
+several runs (or checkpoints) translating together (:func:`keras_memnmt.rundir.loading.load_ensemble`).
 Each run's default model (``best.keras``) translates the split once: hypotheses stored in
 the run's record for the same split and search settings are reused (see
 :mod:`keras_memnmt.rundir.records`), new ones are stored. An ensemble translates every time; its
@@ -148,7 +148,7 @@ class System:
 
 def parse_member(text: str) -> tuple[str, str | None]:
     """``RUN`` or ``RUN:CHECKPOINT`` as ``(run, checkpoint)``: CHECKPOINT a name in
-    RUN/checkpoints, ``best``, or a path to a .keras file (:func:`keras_memnmt.rundir.runs.checkpoint_path`);
+    RUN/checkpoints, ``best``, or a path to a .keras file (:func:`keras_memnmt.rundir.checkpoints.checkpoint_path`);
     a directory whose own name holds a colon is a run."""
     run, sep, checkpoint = text.rpartition(":")
     if not sep or not run or not checkpoint or os.path.isdir(text):
@@ -321,7 +321,8 @@ def compare(
     many source words).
     """
     from keras_memnmt.rundir import records
-    from keras_memnmt.rundir.runs import check_ensemble, read_config
+    from keras_memnmt.rundir.layout import read_config
+    from keras_memnmt.rundir.loading import check_ensemble
 
     _check_seed(seed)
     if limit is not None and limit < 1:

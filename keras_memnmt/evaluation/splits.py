@@ -17,7 +17,7 @@ from keras_memnmt.data import CorpusError, DownloadError, ParallelCorpus
 from keras_memnmt.data.multi30k import SPLITS
 from keras_memnmt.evaluation.translation import score, translate
 from keras_memnmt.rundir import records
-from keras_memnmt.rundir.runs import load_ensemble
+from keras_memnmt.rundir.loading import load_ensemble
 
 TEST_SPLITS = tuple(s for s in SPLITS if s.startswith("test"))
 SYNTHETIC_SPLIT = "synthetic-test"

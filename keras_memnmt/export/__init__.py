@@ -6,7 +6,7 @@ directories, one or an ensemble) write a SavedModel whose ``translate`` and
 loading it needs only ``tensorflow`` and ``tensorflow_text``. See docs/export.md.
 """
 
-from keras_memnmt.export.atomic import atomic_directory
+from keras_memnmt.atomic import atomic_directory
 from keras_memnmt.export.saved_model import (
     SIGNATURES,
     ExportError,

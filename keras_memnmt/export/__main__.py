@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         options = check_options(**request["options"])
         if "members" in request:
-            from keras_memnmt.rundir.runs import load_ensemble
+            from keras_memnmt.rundir.loading import load_ensemble
 
             model, vocab, _ = load_ensemble([tuple(m) for m in request["members"]])
         else:

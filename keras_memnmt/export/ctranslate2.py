@@ -31,7 +31,7 @@ import os
 
 import numpy as np
 
-from keras_memnmt.export.atomic import atomic_directory
+from keras_memnmt.atomic import atomic_directory
 
 METADATA_FILE = "memnmt_ctranslate2.json"
 POSITIONS = 1024  # rows of the position table: the longest source or output CTranslate2 can take
@@ -203,7 +203,7 @@ def export_ctranslate2(
     Returns:
         The metadata written to ``memnmt_ctranslate2.json``.
     """
-    from keras_memnmt.rundir.runs import load_run
+    from keras_memnmt.rundir.loading import load_run
 
     if quantization not in QUANTIZATIONS:
         raise ValueError(f"quantization must be one of {', '.join(QUANTIZATIONS)}, got {quantization!r}")

@@ -51,9 +51,9 @@ from collections.abc import Iterator, Sequence
 
 import keras
 
+from keras_memnmt.atomic import atomic_directory, check_destination
 from keras_memnmt.data import MAX_INPUT_TOKENS
 from keras_memnmt.data.vocab import BOS_ID, EOS_ID, PAD_ID, SubwordVocab
-from keras_memnmt.export.atomic import atomic_directory, check_destination
 
 SIGNATURES = ("translate", "translate_n_best")
 INPUT_NAME = "sentences"
@@ -102,7 +102,7 @@ def check_export_destination(out_dir: str, overwrite: bool) -> None:
     """A ``FileExistsError`` for an existing ``out_dir`` that is not an export and nothing
     else (:func:`not_an_export`: a run, a dataset, a user's files), ``overwrite`` or not:
     overwriting replaces an earlier export only; then
-    :func:`~keras_memnmt.export.atomic.check_destination` (an earlier export needs
+    :func:`~keras_memnmt.atomic.check_destination` (an earlier export needs
     ``overwrite``)."""
     if os.path.lexists(out_dir):
         why = not_an_export(out_dir) if os.path.isdir(out_dir) else "it is not a folder"
@@ -178,7 +178,7 @@ def export_runs(
     """Exports run directories (one, or an ensemble) as :func:`export_translator` does.
 
     ``members``: run directories or ``(run_dir, checkpoint)`` pairs, as
-    :func:`keras_memnmt.rundir.runs.load_ensemble` takes them (several: an ensemble). Under
+    :func:`keras_memnmt.rundir.loading.load_ensemble` takes them (several: an ensemble). Under
     JAX or PyTorch the runs are loaded and exported in a subprocess with
     ``KERAS_BACKEND=tensorflow``.
     """
@@ -194,7 +194,7 @@ def export_runs(
     if keras.backend.backend() != "tensorflow":
         _export_in_subprocess({"members": pairs}, out_dir, options, overwrite, metadata)
         return out_dir
-    from keras_memnmt.rundir.runs import load_ensemble
+    from keras_memnmt.rundir.loading import load_ensemble
 
     model, vocab, _ = load_ensemble(pairs)
     return _export(model, vocab, out_dir, options, overwrite, metadata)

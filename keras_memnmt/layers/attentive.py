@@ -8,12 +8,12 @@ from typing import Any
 import keras
 from keras import ops
 
-from keras_memnmt.layers import _sublayers as sublayers
+from keras_memnmt.layers import sublayers
 from keras_memnmt.layers._checks import check_choice, check_positive_int
-from keras_memnmt.layers._stacked import StackedLSTMCell
 from keras_memnmt.layers.attention import masked_softmax
 from keras_memnmt.layers.base import EncoderOutput
 from keras_memnmt.layers.readout import clone_initializer
+from keras_memnmt.layers.stacked import StackedLSTMCell
 
 SELF_SCORES = ("single", "combined")
 

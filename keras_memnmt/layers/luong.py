@@ -8,10 +8,10 @@ from typing import Any
 import keras
 from keras import ops
 
-from keras_memnmt.layers import _sublayers as sublayers
+from keras_memnmt.layers import sublayers
 from keras_memnmt.layers._checks import check_bool
-from keras_memnmt.layers._stacked import StackedLSTMCell
 from keras_memnmt.layers.base import EncoderOutput
+from keras_memnmt.layers.stacked import StackedLSTMCell
 
 
 @keras.saving.register_keras_serializable(package="keras_memnmt")

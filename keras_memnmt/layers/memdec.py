@@ -8,7 +8,7 @@ from typing import Any
 import keras
 from keras import ops
 
-from keras_memnmt.layers import _sublayers as sublayers
+from keras_memnmt.layers import sublayers
 from keras_memnmt.layers._checks import check_bool, check_choice, check_positive_int
 from keras_memnmt.layers.base import DecoderCell, EncoderOutput
 from keras_memnmt.layers.readout import clone_initializer

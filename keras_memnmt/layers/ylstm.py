@@ -8,12 +8,12 @@ from typing import Any
 import keras
 from keras import ops
 
-from keras_memnmt.layers import _sublayers as sublayers
+from keras_memnmt.layers import sublayers
 from keras_memnmt.layers._checks import check_bool, check_choice
-from keras_memnmt.layers._tracked import TrackedStack
 from keras_memnmt.layers.attention import LuongAttention
 from keras_memnmt.layers.base import DecoderCell, EncoderOutput
 from keras_memnmt.layers.readout import clone_initializer
+from keras_memnmt.layers.tracked import TrackedStack
 
 TRACKER_SCORES = ("dot", "general")
 
@@ -25,7 +25,7 @@ class YLSTMCell(TrackedStack, DecoderCell):
 
     One step, given the embedding ``e = w^out_{t-1}`` of the previous target word:
 
-        1. stack    the :class:`~keras_memnmt.layers._tracked.TrackedStack` step with
+        1. stack    the :class:`~keras_memnmt.layers.tracked.TrackedStack` step with
                     x^1 = e: layer m reads [x^m; h̃^tracker_{t-1}], the tracker runs
                     h'_t, k'_t = LSTM_tracker(h^m_t, (h̃^tracker_{t-1}, c̃^tracker_{t-1}))
         2. attend   alpha_ts = softmax_s(h'_t . h^tracker_s)          (score "dot", printed)

@@ -13,7 +13,7 @@ from keras_memnmt.models.stacked import StackedSeq2Seq
 
 @register_model("attentive")
 class AttentiveNMT(StackedSeq2Seq):
-    """:class:`~keras_memnmt.models.encoder.StackedLSTMEncoder` + :class:`~keras_memnmt.layers.AttentiveCell`.
+    """:class:`~keras_memnmt.layers.StackedLSTMEncoder` + :class:`~keras_memnmt.layers.AttentiveCell`.
 
     Args (beyond :class:`~keras_memnmt.models.StackedSeq2Seq`):
         num_layers: LSTM layers of the encoder and of the decoder (the paper: 4; default 2).

@@ -43,10 +43,10 @@ from typing import Any, ClassVar
 import keras
 from keras import ops
 
-from keras_memnmt.data.vocab import BOS_ID
-from keras_memnmt.models.encoder import embedding_initializer
+from keras_memnmt.layers.embedding import embedding_initializer
 from keras_memnmt.models.generation import Generator
 from keras_memnmt.models.panels import SOURCE_ATTENTION, Panel
+from keras_memnmt.tokens import BOS_ID
 
 # Options that every model took when one base class held them all: a stored config (a
 # .keras file, a run's config.json) of a model that takes none of them may still hold

@@ -16,7 +16,7 @@ import dataclasses
 import keras
 from keras import ops
 
-from keras_memnmt.data.vocab import BOS_ID, EOS_ID, PAD_ID
+from keras_memnmt.tokens import BOS_ID, EOS_ID, PAD_ID
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -12,7 +12,7 @@ from keras_memnmt.models.stacked import StackedSeq2Seq
 
 @register_model("luong")
 class LuongNMT(StackedSeq2Seq):
-    """:class:`~keras_memnmt.models.encoder.StackedLSTMEncoder` + :class:`~keras_memnmt.layers.LuongCell`.
+    """:class:`~keras_memnmt.layers.StackedLSTMEncoder` + :class:`~keras_memnmt.layers.LuongCell`.
 
     Args (beyond :class:`~keras_memnmt.models.StackedSeq2Seq`):
         num_layers: LSTM layers of each stack (Bradbury & Socher: 4; default 4).

@@ -9,7 +9,7 @@ step for greedy and beam search, so a cell's equations live in exactly one place
   (a :class:`~keras_memnmt.layers.DecoderCell`, which turns the encoder's
   :class:`~keras_memnmt.layers.EncoderOutput` into its initial states), the encoder and
   decoder sizes and the deep output's dropout. Its default encoder is the bidirectional
-  GRU (:class:`~keras_memnmt.models.encoder.BidirectionalEncoder`).
+  GRU (:class:`~keras_memnmt.layers.BidirectionalEncoder`).
 - :class:`Seq2Seq`: the same with the options of a source attention over the
   annotations (``attention_remat``, ``annotation_dropout``), the base of every library
   model whose decoder attends over the annotations.
@@ -22,8 +22,8 @@ from typing import Any, ClassVar
 import keras
 
 from keras_memnmt.layers.base import DecoderCell, EncoderOutput
+from keras_memnmt.layers.bidirectional_encoder import BidirectionalEncoder
 from keras_memnmt.models.base import EncoderDecoder
-from keras_memnmt.models.encoder import BidirectionalEncoder
 
 
 class RecurrentEncoderDecoder(EncoderDecoder):
@@ -166,7 +166,7 @@ class Seq2Seq(RecurrentEncoderDecoder):
             :class:`~keras_memnmt.layers.AdditiveAttention`); less training memory, the
             same values. The model passes it to its cell.
         annotation_dropout: dropout on the encoder's annotations (training only; see
-            :class:`~keras_memnmt.models.encoder.BidirectionalEncoder`). The default
+            :class:`~keras_memnmt.layers.BidirectionalEncoder`). The default
             encoder applies it; a model with an encoder of its own passes it on.
     """
 

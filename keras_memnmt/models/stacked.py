@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import keras
 
-from keras_memnmt.models.encoder import StackedLSTMEncoder
+from keras_memnmt.layers.stacked_encoder import StackedLSTMEncoder
 from keras_memnmt.models.recurrent import Seq2Seq
 
 
 class StackedSeq2Seq(Seq2Seq):
-    """:class:`~keras_memnmt.models.encoder.StackedLSTMEncoder` + a stacked-LSTM decoder cell
-    (a :class:`~keras_memnmt.layers._stacked.StackedLSTMCell`), built by the subclass's
+    """:class:`~keras_memnmt.layers.StackedLSTMEncoder` + a stacked-LSTM decoder cell
+    (a :class:`~keras_memnmt.layers.stacked.StackedLSTMCell`), built by the subclass's
     ``make_cell`` from :meth:`stacked_cell_arguments` and its own.
 
     Args (beyond :class:`~keras_memnmt.models.Seq2Seq`):

@@ -9,12 +9,12 @@ import warnings
 import keras
 from keras import ops
 
-from keras_memnmt.data.vocab import PAD_ID
 from keras_memnmt.decoding.common import shapes_may_change
+from keras_memnmt.layers.embedding import embedding_initializer
 from keras_memnmt.layers.transformer_decoder import TransformerDecoder
 from keras_memnmt.models.base import EncoderDecoder
-from keras_memnmt.models.encoder import embedding_initializer
 from keras_memnmt.models.registry import register_model
+from keras_memnmt.tokens import PAD_ID
 
 LAYER_NORM_EPSILON = 1e-5  # keras-hub's TransformerEncoder / TransformerDecoder default
 CACHE_LENGTH = 256  # the positions of `Transformer.encode`'s self-attention caches on JAX, by default

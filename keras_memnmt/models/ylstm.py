@@ -7,7 +7,7 @@ import keras
 from keras import ops
 
 from keras_memnmt.layers.ylstm import YLSTMCell
-from keras_memnmt.models.encoder import YLSTMEncoder
+from keras_memnmt.layers.ylstm_encoder import YLSTMEncoder
 from keras_memnmt.models.panels import Panel
 from keras_memnmt.models.recurrent import RecurrentEncoderDecoder
 from keras_memnmt.models.registry import register_model
@@ -15,7 +15,7 @@ from keras_memnmt.models.registry import register_model
 
 @register_model("ylstm")
 class YLSTM(RecurrentEncoderDecoder):
-    """:class:`~keras_memnmt.models.encoder.YLSTMEncoder` + :class:`~keras_memnmt.layers.YLSTMCell`.
+    """:class:`~keras_memnmt.layers.YLSTMEncoder` + :class:`~keras_memnmt.layers.YLSTMCell`.
 
     The loss is the translation loss plus ``encoder_lm_weight`` times the encoder's
     next-source-token language-model loss (paper: their sum, weight 1), one ``model.fit``:

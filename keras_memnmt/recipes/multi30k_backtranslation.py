@@ -48,7 +48,8 @@ import os
 from keras_memnmt.config import ConfigError, TrainConfig, validate_model_name
 from keras_memnmt.evaluation.translation import translate
 from keras_memnmt.recipes.multi30k_rnnsearch import CONFIG as RNNSEARCH
-from keras_memnmt.rundir.runs import load_run, read_config
+from keras_memnmt.rundir.layout import read_config
+from keras_memnmt.rundir.loading import load_run
 from keras_memnmt.training import load_corpora, train
 
 CONFIG = RNNSEARCH  # en→de, RNNsearch at the comparison size, for all three runs

@@ -16,7 +16,8 @@ import os
 
 from keras_memnmt.config import ConfigError, TrainConfig
 from keras_memnmt.recipes.multi30k_rnnsearch import CONFIG as RNNSEARCH
-from keras_memnmt.rundir.runs import lock_run_dir, prepare_run_dir
+from keras_memnmt.rundir.lock import lock_run_dir
+from keras_memnmt.rundir.prepare import prepare_run_dir
 from keras_memnmt.training import train
 
 

@@ -23,6 +23,8 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from keras_memnmt.rundir.layout import RUN_FILES, WRITTEN_BY_TRAIN
+from keras_memnmt.rundir.lock import LOCK_FILE
 from keras_memnmt.rundir.records import (
     ARCHIVE_MARK,
     HYPS_DIR,
@@ -30,7 +32,6 @@ from keras_memnmt.rundir.records import (
     RECORD_FILE,
     RECORD_FILES,
 )
-from keras_memnmt.rundir.runs import LOCK_FILE, RUN_FILES, WRITTEN_BY_TRAIN
 
 # Any one of these makes a folder a run (or a run's archive).
 RUN_MARKS = (RECORD_FILE, *MODEL_FILES, "validations.json", "results.json", ARCHIVE_MARK)

@@ -31,20 +31,31 @@ JSON files above and ``hyps/``, a few hundred kB that can be kept with the code.
 results`` renders an archive like the run itself, and ``memnmt compare`` tests an archive
 on the translations its record holds (an archive has no model file, so no sha256 to check:
 its stored hypotheses are taken as they are).
+
+How a record names what made it (command, dates, code, environment, machine) is
+:mod:`keras_memnmt.rundir.provenance`, whose names are reachable here too.
 """
 
 from __future__ import annotations
 
-import datetime
 import hashlib
 import json
 import os
-import platform
-import subprocess
-import sys
 from collections.abc import Sequence
 
 from keras_memnmt.files import sha256_file, write_json, write_text
+from keras_memnmt.rundir.provenance import MATMUL_EXTENSIONS as MATMUL_EXTENSIONS
+from keras_memnmt.rundir.provenance import _memory_gb as _memory_gb
+from keras_memnmt.rundir.provenance import _version as _version
+from keras_memnmt.rundir.provenance import code_version as code_version
+from keras_memnmt.rundir.provenance import command as command
+from keras_memnmt.rundir.provenance import cpu_extensions as cpu_extensions
+from keras_memnmt.rundir.provenance import cpu_model as cpu_model
+from keras_memnmt.rundir.provenance import environment as environment
+from keras_memnmt.rundir.provenance import gpus as gpus
+from keras_memnmt.rundir.provenance import machine as machine
+from keras_memnmt.rundir.provenance import now, provenance
+from keras_memnmt.rundir.provenance import set_command as set_command
 
 RECORD_FILE = "record.json"
 HYPS_DIR = "hyps"
@@ -58,181 +69,6 @@ MODEL_FILES = ("best.keras", "model.keras")
 # archive's ``--overwrite`` replaces only a folder holding it.
 ARCHIVE_MARK = "memnmt_archive.json"
 FORMAT = 1
-
-_command: list[str] | None = None
-
-
-def set_command(argv: Sequence[str]) -> None:
-    """The command line that records name (``memnmt`` sets it; else ``sys.argv``)."""
-    global _command
-    _command = list(argv)
-
-
-def command() -> list[str]:
-    """The command line of this process, as :func:`set_command` gave it (else ``sys.argv``)."""
-    return list(_command) if _command is not None else list(sys.argv)
-
-
-def now() -> str:
-    """The local date and time, ISO 8601 with the UTC offset, to the second."""
-    return datetime.datetime.now().astimezone().isoformat(timespec="seconds")
-
-
-def code_version() -> dict:
-    """``{"version", "git_commit", "git_dirty"}``: the package version, and where the package
-    is a git checkout's, ``git rev-parse HEAD`` and whether tracked or untracked
-    (not ignored) files differ from it; without git, the version only."""
-    import keras_memnmt
-
-    info: dict = {"version": keras_memnmt.__version__}
-    root = os.path.dirname(os.path.dirname(os.path.abspath(keras_memnmt.__file__)))
-
-    def git(*args: str) -> str:
-        return subprocess.run(
-            ["git", *args], cwd=root, capture_output=True, text=True, timeout=20, check=True
-        ).stdout.strip()
-
-    try:
-        top = git("rev-parse", "--show-toplevel")
-        if os.path.realpath(top) == os.path.realpath(root):
-            info["git_commit"] = git("rev-parse", "HEAD")
-            info["git_dirty"] = bool(git("status", "--porcelain"))
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return info
-
-
-def _version(dist: str) -> str | None:
-    from importlib import metadata
-
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return None
-
-
-def environment() -> dict:
-    """The Keras backend and the versions of Python and the libraries a score depends on."""
-    import keras
-
-    backend = keras.backend.backend()
-    names = ["keras", "tensorflow", "sacrebleu", "numpy", "sentencepiece"]
-    names += {"jax": ["jax", "jaxlib"], "torch": ["torch"]}.get(backend, [])
-    versions = {name: _version(name) for name in names}
-    return {
-        "backend": backend,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "versions": {k: v for k, v in versions.items() if v},
-    }
-
-
-def cpu_model() -> str | None:
-    """The CPU's model name from /proc/cpuinfo (Linux), else ``platform.processor()``."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.lower().startswith(("model name", "hardware")) and ":" in line:
-                    name = line.split(":", 1)[1].strip()
-                    if name:
-                        return name
-    except OSError:
-        pass
-    return platform.processor() or None
-
-
-# The vector and matrix extensions that decide a CPU's float32/bfloat16 matmul rate.
-MATMUL_EXTENSIONS = (
-    "sse4_2",
-    "avx",
-    "avx2",
-    "fma",
-    "avx512f",
-    "avx512bw",
-    "avx512vl",
-    "avx512_vnni",
-    "avx512_bf16",
-    "avx512_fp16",
-    "avx_vnni",
-    "amx_tile",
-    "amx_bf16",
-    "amx_int8",
-    "amx_fp16",
-)
-
-
-def cpu_extensions() -> list[str]:
-    """The CPU's matmul-relevant instruction set extensions (``MATMUL_EXTENSIONS`` that
-    /proc/cpuinfo's flags list), in that order; empty where /proc/cpuinfo is absent."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.lower().startswith("flags") and ":" in line:
-                    flags = set(line.split(":", 1)[1].split())
-                    return [name for name in MATMUL_EXTENSIONS if name in flags]
-    except OSError:
-        pass
-    return []
-
-
-def _memory_gb() -> float | None:
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemTotal:"):
-                    return round(int(line.split()[1]) / 2**20, 1)
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
-def gpus() -> list[str]:
-    """The accelerators the Keras backend sees, by name (empty on a CPU-only machine)."""
-    import keras
-
-    backend = keras.backend.backend()
-    try:
-        if backend == "tensorflow":
-            import tensorflow as tf
-
-            return [
-                tf.config.experimental.get_device_details(d).get("device_name", d.name)
-                for d in tf.config.list_physical_devices("GPU")
-            ]
-        if backend == "jax":
-            import jax
-
-            return [d.device_kind for d in jax.devices() if d.platform != "cpu"]
-        if backend == "torch":
-            import torch
-
-            return [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-    except Exception:  # a record never fails a run for want of a GPU name
-        return []
-    return []
-
-
-def machine() -> dict:
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return {
-        "cpu": cpu_model(),
-        "cores": os.cpu_count(),
-        "usable_cores": usable,
-        "memory_gb": _memory_gb(),
-        "gpus": gpus(),
-    }
-
-
-def provenance() -> dict:
-    """What made a file: ``command``, ``cwd``, ``date``, ``code``, ``environment``, ``machine``."""
-    return {
-        "command": command(),
-        "cwd": os.getcwd(),
-        "date": now(),
-        "code": code_version(),
-        "environment": environment(),
-        "machine": machine(),
-    }
 
 
 def read_record(run_dir: str) -> dict | None:

@@ -47,16 +47,22 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
+import functools
 import json
 import math
 import sys
 import traceback
 from collections.abc import Sequence
 from importlib import resources
+from typing import TYPE_CHECKING
 
 from keras_memnmt.data import MAX_INPUT_TOKENS
 from keras_memnmt.serving.batching import Batcher
-from keras_memnmt.serving.translators import DEFAULT_SIGNATURE, INPUT, SIGNATURES, RequestError
+from keras_memnmt.serving.translators import DEFAULT_SIGNATURE, INPUT, SIGNATURES, RequestError, ServingTranslator
+
+if TYPE_CHECKING:
+    from starlette.exceptions import HTTPException
 
 PICTURE_SENTENCES = 4  # the page's pictures: of at most this many sentences per request
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
@@ -238,8 +244,263 @@ class OriginGate:
         await JSONResponse({"error": why}, status_code=403)(scope, receive, send)
 
 
+@dataclasses.dataclass
+class ServerState:
+    """What the handlers of one application read, stored on it as ``app.state.server``:
+    the translator served as model ``name``, the batcher that queues its requests (its
+    limits: ``max_batch``, ``max_wait``, ``max_queue``, ``timeout``; its counters:
+    ``batches``, ``sentences``), ``max_body`` (the most bytes a request body may have) and
+    the page's HTML."""
+
+    translator: ServingTranslator
+    name: str
+    batcher: Batcher
+    max_body: int
+    page: str
+
+
+def state_of(request) -> ServerState:
+    """The :class:`ServerState` of the application that ``request`` came to."""
+    return request.app.state.server
+
+
+def _json(content, status_code: int = 200):
+    from starlette.responses import JSONResponse
+
+    return JSONResponse(content, status_code=status_code)
+
+
+def model_of(request) -> ServingTranslator:
+    """The translator of the model the path names; a ``RequestError`` (404, or 405 for a
+    GET on a POST verb's path) if it names none this server has."""
+    state = state_of(request)
+    name = state.name
+    asked = request.path_params["name"]
+    version = request.path_params.get("version")
+    if ":" in asked and asked.split(":", 1)[0] == name:  # GET on a POST verb's path
+        raise RequestError(f"{request.method} is not allowed on {request.url.path}", 405)
+    if asked != name:
+        raise RequestError(f"no model named {json.dumps(asked)}; this server has {json.dumps(name)}", 404)
+    if version is not None and version != "1":
+        raise RequestError(f"model {name} has version 1 only, not {json.dumps(version)}", 404)
+    return state.translator
+
+
+async def read_json(request):
+    """The request's body as JSON, read as a stream: a body over ``max_body`` bytes is
+    refused (413) before it is all read; a body that is not UTF-8 JSON is a 400."""
+    max_body = state_of(request).max_body
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > max_body:
+        raise RequestError(
+            f"the body has {length} bytes, more than this server takes ({max_body}, --max-body-bytes)", 413
+        )
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > max_body:
+            raise RequestError(
+                f"the body has more than {max_body} bytes, the most this server takes (--max-body-bytes)", 413
+            )
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise RequestError(f"the body is not UTF-8 (byte {e.start})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise RequestError(f"the body is not JSON: {e.msg} (line {e.lineno}, column {e.colno})") from None
+    except RecursionError:
+        raise RequestError("the body's JSON is nested too deeply") from None
+    except ValueError as e:  # an integer of more digits than Python converts (sys.set_int_max_str_digits)
+        raise RequestError(f"the body's JSON has a value out of range: {e}") from None
+
+
+def warnings_of(translator: ServingTranslator, sentences: list[str], field: str) -> list[str]:
+    """A warning for each of ``sentences`` (``field[i]``) longer than the translator reads."""
+    lengths = translator.source_lengths(sentences) or []
+    return [
+        f"{field}[{i}] has {n} subword tokens; its first {MAX_INPUT_TOKENS} were translated"
+        for i, n in enumerate(lengths)
+        if n > MAX_INPUT_TOKENS
+    ]
+
+
+async def translate(state: ServerState, items: list[tuple[str, str, str]], options: dict, signature: str):
+    """Each item's n-best list, translated in the batcher's batches; the options and the
+    items are checked first, so that a bad one fails its own request only."""
+    key = state.translator.search(options, signature)
+    state.translator.check_items(items, key)
+    return await state.batcher.submit(key, items) if items else []
+
+
+def translate_batch(translator: ServingTranslator, key, items: list[tuple[str, str, str]], cancelled) -> list:
+    """The batcher's work: ``items`` translated with the search ``key``."""
+    return translator.translate(items, key, cancelled)
+
+
+async def predict(request):
+    """``POST /v1/models/NAME:predict``: TensorFlow Serving's predict, in row or columnar format."""
+    translator = model_of(request)
+    signature, items, row, options = parse_predict(await read_json(request))
+    results = await translate(state_of(request), items, options, signature)
+    body = answer(signature, results, row)
+    warnings = warnings_of(translator, [text for text, _, _ in items], "instances" if row else "inputs")
+    return _json({**body, "warnings": warnings} if warnings else body)
+
+
+async def inspect(request):
+    """``POST /v1/models/NAME:inspect``: the page's n-best lists, with the pictures of the
+    first ``PICTURE_SENTENCES`` sentences unless ``"pictures": false``."""
+    translator = model_of(request)
+    state = state_of(request)
+    body = await read_json(request)
+    if (
+        not isinstance(body, dict)
+        or not isinstance(body.get("sentences"), list)
+        or not all(isinstance(s, str) for s in body["sentences"])
+        or not set(body) <= {"sentences", "options", "pictures"}
+    ):
+        raise RequestError('expected {"sentences": ["...", ...], "options": {...}, "pictures": true}')
+    drawn = body.get("pictures", True)
+    if not isinstance(drawn, bool):
+        raise RequestError(f"pictures: expected true or false, got {json.dumps(drawn)[:80]}")
+    sentences = body["sentences"]
+    for i, sentence in enumerate(sentences):
+        check_text(sentence, f"sentences[{i}]")
+    results = await translate(state, [(s, "", "") for s in sentences], body.get("options") or {}, "translate_n_best")
+    out = []
+    for i, (source, best) in enumerate(zip(sentences, results)):
+        pictures = []
+        if drawn and i < PICTURE_SENTENCES and best[0][0]:
+            pictures = await state.batcher.run_alone(translator.pictures, source, best[0][0])
+        out.append(
+            {
+                "source": source,
+                "translations": [
+                    {
+                        "translation": h[0],
+                        "score": json_score(h[1]),
+                        **({"log_prob": json_score(h[2])} if len(h) > 2 else {}),
+                    }
+                    for h in best
+                ],
+                "pictures": pictures,
+            }
+        )
+    warnings = warnings_of(translator, sentences, "sentences")
+    return _json({"results": out, **({"warnings": warnings} if warnings else {})})
+
+
+async def status(request):
+    """``GET /v1/models/NAME`` (and ``/versions/1``): the model's status."""
+    model_of(request)
+    return _json(
+        {
+            "model_version_status": [
+                {"version": "1", "state": "AVAILABLE", "status": {"error_code": "OK", "error_message": ""}}
+            ]
+        }
+    )
+
+
+async def metadata(request):
+    """``GET /v1/models/NAME/metadata``: the model's signatures."""
+    model_of(request)
+    signature_def = {
+        sig: {
+            "inputs": {INPUT: {"dtype": "DT_STRING", "tensor_shape": {"dim": [{"size": "-1"}]}}},
+            "outputs": {out: {"dtype": "DT_STRING" if i == 0 else "DT_FLOAT"} for i, out in enumerate(outs)},
+            "method_name": "tensorflow/serving/predict",
+        }
+        for sig, outs in SIGNATURES.items()
+    }
+    signature_def[DEFAULT_SIGNATURE] = signature_def["translate"]
+    return _json(
+        {
+            "model_spec": {"name": state_of(request).name, "signature_name": "", "version": "1"},
+            "metadata": {"signature_def": {"signature_def": signature_def}},
+        }
+    )
+
+
+async def models(request):
+    """``GET /v1/models``: the model served, what its translator says of it, and the batching."""
+    state = state_of(request)
+    batcher = state.batcher
+    return _json(
+        {
+            "models": [
+                {
+                    "name": state.name,
+                    **state.translator.describe(),
+                    "batching": {
+                        "max_batch": batcher.max_batch,
+                        "max_wait_ms": batcher.max_wait * 1000,
+                        "max_queue": batcher.max_queue,
+                        "timeout_s": batcher.timeout,
+                        "batches": batcher.batches,
+                        "sentences": batcher.sentences,
+                    },
+                }
+            ]
+        }
+    )
+
+
+async def home(request):
+    """``GET /``: the page."""
+    from starlette.responses import HTMLResponse
+
+    return HTMLResponse(state_of(request).page)
+
+
+async def request_error(request, error: RequestError):
+    """A ``RequestError``: its message, with its status."""
+    return _json({"error": str(error)}, status_code=error.status)
+
+
+async def http_error(request, error: HTTPException):
+    """Starlette's own errors (an unknown path, a wrong method) as ``{"error": ...}``."""
+    message = {
+        404: f"no such path: {request.url.path}",
+        405: f"{request.method} is not allowed on {request.url.path}",
+    }.get(error.status_code, str(error.detail))
+    return _json({"error": message}, status_code=error.status_code)
+
+
+async def server_error(request, error: Exception):
+    """Any other exception: 500, its traceback on the server's stderr."""
+    traceback.print_exception(type(error), error, error.__traceback__, file=sys.stderr)
+    return _json({"error": f"translating failed: {type(error).__name__}: {error}"}, status_code=500)
+
+
+@contextlib.asynccontextmanager
+async def lifespan(app):
+    """The batcher runs while the server does; on the server's stop it drains (what is
+    queued is still translated)."""
+    batcher = app.state.server.batcher
+    batcher.start()
+    try:
+        yield
+    finally:
+        await batcher.close()
+
+
+ROUTES = (
+    ("/", home, "GET"),
+    ("/v1/models", models, "GET"),
+    ("/v1/models/{name}", status, "GET"),
+    ("/v1/models/{name}/versions/{version}", status, "GET"),
+    ("/v1/models/{name}/metadata", metadata, "GET"),
+    ("/v1/models/{name}:predict", predict, "POST"),
+    ("/v1/models/{name}/versions/{version}:predict", predict, "POST"),
+    ("/v1/models/{name}:inspect", inspect, "POST"),
+)
+
+
 def create_app(
-    translator,
+    translator: ServingTranslator,
     name: str,
     max_batch: int = 32,
     max_wait: float = 0.005,
@@ -251,203 +512,24 @@ def create_app(
 ):
     """The Starlette application serving ``translator`` as model ``name``; ``host`` (the
     address it listens on: a loopback one restricts the Host header) and
-    ``allow_origins`` as the module says; ``timeout``: seconds a request may take."""
+    ``allow_origins`` as the module says; ``timeout``: seconds a request may take.
+
+    Its handlers are this module's functions (:data:`ROUTES`); they read the
+    :class:`ServerState` at ``app.state.server``. ``app.state.batcher`` is its batcher."""
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
     from starlette.middleware import Middleware
     from starlette.middleware.cors import CORSMiddleware
-    from starlette.responses import HTMLResponse, JSONResponse
     from starlette.routing import Route
 
     batcher = Batcher(
-        lambda key, items, cancelled: translator.translate(items, key, cancelled),
+        functools.partial(translate_batch, translator),
         max_batch=max_batch,
         max_wait=max_wait,
         max_queue=max_queue,
         timeout=timeout,
     )
     page = resources.files("keras_memnmt.serving").joinpath("page.html").read_text(encoding="utf-8")
-
-    def model_of(request):
-        asked = request.path_params["name"]
-        version = request.path_params.get("version")
-        if ":" in asked and asked.split(":", 1)[0] == name:  # GET on a POST verb's path
-            raise RequestError(f"{request.method} is not allowed on {request.url.path}", 405)
-        if asked != name:
-            raise RequestError(f"no model named {json.dumps(asked)}; this server has {json.dumps(name)}", 404)
-        if version is not None and version != "1":
-            raise RequestError(f"model {name} has version 1 only, not {json.dumps(version)}", 404)
-        return translator
-
-    async def read_json(request):
-        length = request.headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > max_body:
-            raise RequestError(
-                f"the body has {length} bytes, more than this server takes ({max_body}, --max-body-bytes)", 413
-            )
-        body = bytearray()
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > max_body:
-                raise RequestError(
-                    f"the body has more than {max_body} bytes, the most this server takes (--max-body-bytes)", 413
-                )
-        try:
-            text = body.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise RequestError(f"the body is not UTF-8 (byte {e.start})") from None
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as e:
-            raise RequestError(f"the body is not JSON: {e.msg} (line {e.lineno}, column {e.colno})") from None
-        except RecursionError:
-            raise RequestError("the body's JSON is nested too deeply") from None
-        except ValueError as e:  # an integer of more digits than Python converts (sys.set_int_max_str_digits)
-            raise RequestError(f"the body's JSON has a value out of range: {e}") from None
-
-    def warnings_of(sentences: list[str], field: str) -> list[str]:
-        lengths = translator.source_lengths(sentences) or []
-        return [
-            f"{field}[{i}] has {n} subword tokens; its first {MAX_INPUT_TOKENS} were translated"
-            for i, n in enumerate(lengths)
-            if n > MAX_INPUT_TOKENS
-        ]
-
-    async def translate(items: list[tuple[str, str, str]], options: dict, signature: str):
-        key = translator.search(options, signature)
-        translator.check_items(items, key)  # a bad prefix or constraint fails its own request only
-        return await batcher.submit(key, items) if items else []
-
-    async def predict(request):
-        model_of(request)
-        signature, items, row, options = parse_predict(await read_json(request))
-        results = await translate(items, options, signature)
-        body = answer(signature, results, row)
-        warnings = warnings_of([text for text, _, _ in items], "instances" if row else "inputs")
-        return JSONResponse({**body, "warnings": warnings} if warnings else body)
-
-    async def inspect(request):
-        model_of(request)
-        body = await read_json(request)
-        if (
-            not isinstance(body, dict)
-            or not isinstance(body.get("sentences"), list)
-            or not all(isinstance(s, str) for s in body["sentences"])
-            or not set(body) <= {"sentences", "options", "pictures"}
-        ):
-            raise RequestError('expected {"sentences": ["...", ...], "options": {...}, "pictures": true}')
-        drawn = body.get("pictures", True)
-        if not isinstance(drawn, bool):
-            raise RequestError(f"pictures: expected true or false, got {json.dumps(drawn)[:80]}")
-        sentences = body["sentences"]
-        for i, sentence in enumerate(sentences):
-            check_text(sentence, f"sentences[{i}]")
-        results = await translate([(s, "", "") for s in sentences], body.get("options") or {}, "translate_n_best")
-        out = []
-        for i, (source, best) in enumerate(zip(sentences, results)):
-            pictures = []
-            if drawn and i < PICTURE_SENTENCES and best[0][0]:
-                pictures = await batcher.run_alone(translator.pictures, source, best[0][0])
-            out.append(
-                {
-                    "source": source,
-                    "translations": [
-                        {
-                            "translation": h[0],
-                            "score": json_score(h[1]),
-                            **({"log_prob": json_score(h[2])} if len(h) > 2 else {}),
-                        }
-                        for h in best
-                    ],
-                    "pictures": pictures,
-                }
-            )
-        warnings = warnings_of(sentences, "sentences")
-        return JSONResponse({"results": out, **({"warnings": warnings} if warnings else {})})
-
-    async def status(request):
-        model_of(request)
-        return JSONResponse(
-            {
-                "model_version_status": [
-                    {"version": "1", "state": "AVAILABLE", "status": {"error_code": "OK", "error_message": ""}}
-                ]
-            }
-        )
-
-    async def metadata(request):
-        model_of(request)
-        signature_def = {
-            sig: {
-                "inputs": {INPUT: {"dtype": "DT_STRING", "tensor_shape": {"dim": [{"size": "-1"}]}}},
-                "outputs": {out: {"dtype": "DT_STRING" if i == 0 else "DT_FLOAT"} for i, out in enumerate(outs)},
-                "method_name": "tensorflow/serving/predict",
-            }
-            for sig, outs in SIGNATURES.items()
-        }
-        signature_def[DEFAULT_SIGNATURE] = signature_def["translate"]
-        return JSONResponse(
-            {
-                "model_spec": {"name": name, "signature_name": "", "version": "1"},
-                "metadata": {"signature_def": {"signature_def": signature_def}},
-            }
-        )
-
-    async def models(request):
-        return JSONResponse(
-            {
-                "models": [
-                    {
-                        "name": name,
-                        **translator.describe(),
-                        "batching": {
-                            "max_batch": max_batch,
-                            "max_wait_ms": max_wait * 1000,
-                            "max_queue": max_queue,
-                            "timeout_s": timeout,
-                            "batches": batcher.batches,
-                            "sentences": batcher.sentences,
-                        },
-                    }
-                ]
-            }
-        )
-
-    async def home(request):
-        return HTMLResponse(page)
-
-    async def request_error(request, error: RequestError):
-        return JSONResponse({"error": str(error)}, status_code=error.status)
-
-    async def http_error(request, error: HTTPException):
-        message = {
-            404: f"no such path: {request.url.path}",
-            405: f"{request.method} is not allowed on {request.url.path}",
-        }.get(error.status_code, str(error.detail))
-        return JSONResponse({"error": message}, status_code=error.status_code)
-
-    async def server_error(request, error: Exception):
-        traceback.print_exception(type(error), error, error.__traceback__, file=sys.stderr)
-        return JSONResponse({"error": f"translating failed: {type(error).__name__}: {error}"}, status_code=500)
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app):
-        batcher.start()
-        try:
-            yield
-        finally:
-            await batcher.close()
-
-    routes = [
-        Route("/", home, methods=["GET"]),
-        Route("/v1/models", models, methods=["GET"]),
-        Route("/v1/models/{name}", status, methods=["GET"]),
-        Route("/v1/models/{name}/versions/{version}", status, methods=["GET"]),
-        Route("/v1/models/{name}/metadata", metadata, methods=["GET"]),
-        Route("/v1/models/{name}:predict", predict, methods=["POST"]),
-        Route("/v1/models/{name}/versions/{version}:predict", predict, methods=["POST"]),
-        Route("/v1/models/{name}:inspect", inspect, methods=["POST"]),
-    ]
     loopback = host is not None and _is_loopback(host)
     middleware = [
         Middleware(
@@ -464,11 +546,12 @@ def create_app(
             )
         )
     app = Starlette(
-        routes=routes,
+        routes=[Route(path, handler, methods=[method]) for path, handler, method in ROUTES],
         lifespan=lifespan,
         middleware=middleware,
         exception_handlers={RequestError: request_error, HTTPException: http_error, Exception: server_error},
     )
+    app.state.server = ServerState(translator=translator, name=name, batcher=batcher, max_body=max_body, page=page)
     app.state.batcher = batcher
     return app
 

@@ -62,7 +62,7 @@ class Translator:
     Attributes:
         kind: ``"run"`` (one run or an ensemble) or ``"export"``.
         members: the ``(run, checkpoint)`` pairs loaded (an export: ``[(path, None)]``).
-        model, vocab, config: what :func:`~keras_memnmt.rundir.runs.load_ensemble` gives
+        model, vocab, config: what :func:`~keras_memnmt.rundir.loading.load_ensemble` gives
             (``None`` for an export).
         exported: an export's search options (``beam_size``, ``n_best``,
             ``length_penalty``, ``alpha``, ``max_length``); ``None`` for a run.
@@ -81,7 +81,7 @@ class Translator:
         model: str | os.PathLike | Sequence[str | os.PathLike | tuple[str, str | None]],
         checkpoint: str | None = None,
     ):
-        from keras_memnmt.rundir.runs import load_ensemble
+        from keras_memnmt.rundir.loading import load_ensemble
 
         given = [model] if isinstance(model, (str, os.PathLike)) else model
         if not isinstance(given, Sequence) or not given:

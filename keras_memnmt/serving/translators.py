@@ -3,7 +3,8 @@
 Both answer TensorFlow Serving's signatures of the export (:mod:`keras_memnmt.export`):
 ``translate`` (``sentences`` → ``translation``, ``score``, ``log_prob``) and
 ``translate_n_best`` (``sentences`` → ``translations``, ``scores``, ``log_probs``). A run also takes search options per
-request (:data:`OPTIONS`); an export's search is fixed when it is exported.
+request (:func:`keras_memnmt.decoding.settings.from_options`); an export's search is fixed when it is exported.
+What the server calls on either is :class:`ServingTranslator`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from __future__ import annotations
 import base64
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from typing import Protocol, runtime_checkable
 
 SIGNATURES = {
     "translate": ("translation", "score"),
@@ -34,6 +36,52 @@ class RequestError(ValueError):
         self.status = status
 
 
+@runtime_checkable
+class ServingTranslator(Protocol):
+    """What `memnmt serve` calls on the translator it serves
+    (:func:`~keras_memnmt.serving.app.create_app`, :func:`keras_memnmt.cli.serve.cmd_serve`):
+    :class:`RunTranslator` and :class:`ExportTranslator` are the two. An item is ``(sentence,
+    target prefix, constraints)``, the constraints tab-separated (``""``: none).
+
+    Not :class:`keras_memnmt.serving.translator.Translator`, the library's Python translator,
+    whose interface is another."""
+
+    kind: str  # "run" or "export": what the server says it serves
+
+    def search(self, given: dict, signature: str) -> Hashable:
+        """A request's ``options`` for ``signature`` (``translate``, ``translate_n_best``) as
+        the key of its search: requests with the same key are batched together. Options
+        the translator does not take are a :class:`RequestError`."""
+        ...
+
+    def check_items(self, items: list[tuple[str, str, str]], search) -> None:
+        """A :class:`RequestError` naming the first item that cannot be translated with the
+        search ``search`` (its key); checked before the request is queued, so that a bad
+        item fails its own request only."""
+        ...
+
+    def translate(
+        self, items: list[tuple[str, str, str]], search, cancelled: Callable[[], bool] = lambda: False
+    ) -> list[list[tuple]]:
+        """Each item's n-best list of ``(translation, score)`` or ``(translation, score,
+        log_prob, ...)`` entries, best first, on the model's thread; ``cancelled()`` may be
+        asked between model batches (:class:`Cancelled` once it is true)."""
+        ...
+
+    def source_lengths(self, sentences: list[str]) -> list[int] | None:
+        """Each sentence's count of source subwords (the answer warns of those over the
+        translator's bound), or None when the translator does not tokenize here."""
+        ...
+
+    def pictures(self, source: str, translation: str) -> list[dict]:
+        """The page's pictures of ``source`` forced on ``translation`` (``[]``: none)."""
+        ...
+
+    def describe(self) -> dict:
+        """What ``GET /v1/models`` says of the model, besides its name and batching."""
+        ...
+
+
 class RunTranslator:
     """A run directory, or several as an ensemble (``members`` as ``memnmt translate``
     pairs ``--model`` and ``--checkpoint``)."""
@@ -41,7 +89,7 @@ class RunTranslator:
     kind = "run"
 
     def __init__(self, members: list[tuple[str, str | None]]):
-        from keras_memnmt.rundir.runs import load_ensemble
+        from keras_memnmt.rundir.loading import load_ensemble
 
         self.model, self.vocab, self.config = load_ensemble(members)
         self.members = members
@@ -147,8 +195,8 @@ class RunTranslator:
         """The pictures `memnmt plot` draws for ``source`` forced on ``translation`` (the
         best of the n-best list the server answered; their titles say so), one per member
         model, as PNG data URLs."""
-        from keras_memnmt.inspection import inspect_pair
-        from keras_memnmt.plots import png_bytes
+        from keras_memnmt.pictures.inspection import inspect_pair
+        from keras_memnmt.pictures.plots import png_bytes
 
         if not self.has_pictures or not source.strip():
             return []
@@ -240,7 +288,7 @@ class ExportTranslator:
         return {"kind": self.kind, "path": self.path, "options": [], "pictures": False, "search": self._search()}
 
 
-def load_translator(members: list[tuple[str, str | None]]):
+def load_translator(members: list[tuple[str, str | None]]) -> ServingTranslator:
     """A :class:`RunTranslator`, or an :class:`ExportTranslator` for one export folder."""
     from keras_memnmt.export.saved_model import not_an_export
 

@@ -137,7 +137,7 @@ class TensorBoardMonitor(keras.callbacks.Callback):
     :class:`~keras_memnmt.training.callbacks.BleuValidation` calls): ``loss`` and
     ``perplexity`` (teacher-forced, on the first ``loss_sentences`` validation pairs),
     ``bleu`` and ``chrf`` (its greedy translation), ``samples`` (text: three sources,
-    references and hypotheses) and ``pictures/i`` (images: :mod:`keras_memnmt.plots` of
+    references and hypotheses) and ``pictures/i`` (images: :mod:`keras_memnmt.pictures.plots` of
     ``pictures`` fixed validation pairs, forced on their references).
 
     Args:
@@ -259,8 +259,8 @@ class TensorBoardMonitor(keras.callbacks.Callback):
         greedy ``hypotheses`` of the validation set), the teacher-forced loss, samples and
         pictures. ``started``: when the validation began (``time.perf_counter()``), so that
         its time is left out of the training rate."""
-        from keras_memnmt.inspection import inspect_pair
-        from keras_memnmt.plots import image_array
+        from keras_memnmt.pictures.inspection import inspect_pair
+        from keras_memnmt.pictures.plots import image_array
 
         tf, model = self.tf, self.model
         with self._writer("validation").as_default():

@@ -4,7 +4,7 @@
 It knows no model by name: ``config.model`` names a registered class
 (:func:`keras_memnmt.models.get_model`), whose options ``config`` carries and whose
 ``warm_start`` decides what it can start from. What a run directory holds, and how a
-run is loaded, is in :mod:`keras_memnmt.rundir.runs`.
+run is loaded, is in :mod:`keras_memnmt.rundir.layout` and :mod:`keras_memnmt.rundir.loading`.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import os
 import sys
 import time
 import zipfile
+from collections.abc import Callable
 
 import keras
 
@@ -36,21 +37,12 @@ from keras_memnmt.evaluation.splits import run_test_split, translate_split
 from keras_memnmt.evaluation.translation import score
 from keras_memnmt.files import remove_temporaries, set_writer, write_json, writes
 from keras_memnmt.models import get_model
+from keras_memnmt.rundir.checkpoints import CheckpointError, read_model_file
+from keras_memnmt.rundir.layout import TRAIN_COMMAND, TRAIN_LOG, write_config
+from keras_memnmt.rundir.loading import load_run
+from keras_memnmt.rundir.lock import LOCK_FILE, lock_run_dir
+from keras_memnmt.rundir.prepare import check_resume, prepare_run_dir, remove_run_files, share_vocab
 from keras_memnmt.rundir.records import fail_record, finish_record, start_record
-from keras_memnmt.rundir.runs import (
-    LOCK_FILE,
-    TRAIN_COMMAND,
-    TRAIN_LOG,
-    CheckpointError,
-    check_resume,
-    load_run,
-    lock_run_dir,
-    prepare_run_dir,
-    read_model_file,
-    remove_run_files,
-    share_vocab,
-    write_config,
-)
 from keras_memnmt.runtime import enable_compilation_cache
 from keras_memnmt.training import hosts
 from keras_memnmt.training.callbacks import (
@@ -174,7 +166,7 @@ def train(
     the earlier validations' best score and clock carried on. A directory that
     already holds a trained run is an error (nothing is touched) unless
     ``resume`` or ``overwrite`` (remove that run's files first) is given. While it
-    trains, the directory is locked (:func:`~keras_memnmt.rundir.runs.lock_run_dir`): a second
+    trains, the directory is locked (:func:`~keras_memnmt.rundir.lock.lock_run_dir`): a second
     training into it is refused. An error before the first training step ends removes
     what this call created in ``out_dir`` (nothing that was there before).
     """
@@ -235,7 +227,7 @@ class _LogFile:
 
     def open(self, path: str, out_dir: str) -> None:
         from keras_memnmt.files import own_file
-        from keras_memnmt.rundir.records import command, now
+        from keras_memnmt.rundir.provenance import command, now
 
         if not writes():  # a process of several that is not process 0
             return
@@ -399,15 +391,23 @@ def _fit(model: keras.Model, dataset, callbacks: list, done: int, last_step: int
             return
 
 
-def _train(
-    config: TrainConfig,
-    out_dir: str,
-    data_dir: str | None,
-    log,
-    resume: bool,
-    place: Placement,
-    stepped: keras.callbacks.Callback,
-) -> dict:
+@dataclasses.dataclass
+class _Start:
+    """Where a training starts in its run directory."""
+
+    latest: str  # the run's model.keras
+    resuming: bool  # --resume and a model.keras: the training continues from it
+    state: dict | None  # the step and generator states inside model.keras (None: none saved)
+    written: list[dict]  # the validations that validations.json holds
+    history: list[dict]  # the validations so far
+    done: int  # the training steps done
+    seed: int  # the seed of this invocation's random generators
+
+
+def _starting_point(config: TrainConfig, out_dir: str, resume: bool, place: Placement) -> _Start:
+    """Where the training into ``out_dir`` starts: step 0, or (``resume``) the step that its
+    ``model.keras`` was saved at, with the validations so far and the seed to go on with;
+    on several processes, the same in every process."""
     latest = os.path.join(out_dir, "model.keras")
     resuming = resume and os.path.isfile(latest)
     if resume and os.path.isfile(os.path.join(out_dir, "config.json")):
@@ -427,16 +427,22 @@ def _train(
     # masks, which the model has fitted already (measured on MemDec: the logged training
     # loss fell from 1.09 to 0.83 at such a resume).
     seed = config.seed if state or not resuming else config.seed + done
-    keras.utils.set_random_seed(seed)
-    log(apply_precision(config))  # the dtype policy, before any model is built or loaded
-    t_start = time.perf_counter()
+    return _Start(latest, resuming, state, written, history, done, seed)
+
+
+def _corpora(config: TrainConfig, data_dir: str | None, log):
+    """``(config, train, val, test, name)``: the corpora of :func:`load_corpora`, logged, and
+    ``config`` with the corpus they come from (multi30k, synthetic or files)."""
     train_c, val_c, test_c, corpus_name = load_corpora(config, data_dir, log)
     config = dataclasses.replace(config, corpus=corpus_name.split()[0])  # multi30k, synthetic or files
-    streamed = isinstance(train_c, CorpusFiles)
-    if not streamed:
+    if not isinstance(train_c, CorpusFiles):  # a streamed corpus is counted with its pipeline
         log(f"corpus: {corpus_name}; {len(train_c)} training pairs ({train_c.dropped_empty} empty dropped)")
+    return config, train_c, val_c, test_c, corpus_name
 
-    warm_model = warm_start(config, out_dir, log) if config.pretrain_run and not resuming else None
+
+def _run_vocabulary(config: TrainConfig, train_c, out_dir: str, place: Placement, log) -> SubwordVocab:
+    """The run's vocabulary (:func:`training_vocabulary`), made by process 0; on several
+    processes the others read it, and every process checks that all read the same."""
     vocab_dir = os.path.join(out_dir, "vocab")
     vocab = place.on_writer(lambda: training_vocabulary(config, train_c, vocab_dir, log))
     if place.processes > 1:  # the others read what process 0 wrote
@@ -452,12 +458,39 @@ def _train(
             _SHARED_DIR,
         )
     log(f"vocabulary: {vocab.source.vocab_size} source / {vocab.target.vocab_size} target pieces")
-    if not resuming and place.writer:  # after the vocabulary: a run that fails before it leaves no files behind
-        write_config(out_dir, config)
-        start_record(out_dir, config.to_dict())  # completed by finish_record below
-        # After config.json: a folder that a kill leaves with a vocabulary alone is a run's.
-        log.open(os.path.join(out_dir, TRAIN_LOG), out_dir)
+    return vocab
 
+
+def _start_run_files(config: TrainConfig, out_dir: str, log: _LogFile) -> None:
+    """Writes a new run's ``config.json``, its record and (from then on) its ``train.log``."""
+    write_config(out_dir, config)
+    start_record(out_dir, config.to_dict())  # completed by finish_record
+    # After config.json: a folder that a kill leaves with a vocabulary alone is a run's.
+    log.open(os.path.join(out_dir, TRAIN_LOG), out_dir)
+
+
+def _resume_run_files(config: TrainConfig, out_dir: str, log: _LogFile) -> None:
+    """Continues a resumed run's ``train.log`` and writes its ``config.json`` and the record
+    of this resume."""
+    log.open(os.path.join(out_dir, TRAIN_LOG), out_dir)
+    write_config(out_dir, config)
+    start_record(out_dir, config.to_dict(), resume=True)
+
+
+@dataclasses.dataclass
+class _Pipeline:
+    """The training batches: ``dataset(start)`` yields them from step ``start`` on, this
+    process's rows of each; ``tokens`` counts their target tokens."""
+
+    dataset: Callable[[int], object]
+    per_epoch: int  # batches in an epoch
+    tokens: TokenCounter
+
+
+def _pipeline(config: TrainConfig, train_c, vocab: SubwordVocab, corpus_name: str, place: Placement, log) -> _Pipeline:
+    """The training batches of ``train_c``, counted (and logged) first: a corpus that no batch
+    can come from is refused here."""
+    streamed = isinstance(train_c, CorpusFiles)
     shape = dict(
         batch_size=config.batch_size,
         batch_by=config.batch_by,
@@ -493,47 +526,80 @@ def _train(
         f"pipeline: {stats.kept} pairs kept, {stats.dropped_too_long} longer than "
         f"{config.max_length} tokens dropped; {per_epoch} batches per epoch"
     )
-    last_step = config.max_steps or config.epochs * per_epoch
+    return _Pipeline(dataset, per_epoch, tokens)
 
-    finished = None
-    if resuming:
-        try:
-            model = read_model_file(latest, compile=True)  # with its optimizer state
-        except CheckpointError as e:
-            raise _cannot_resume(out_dir, e) from None
-        history = [h for h in history if h["step"] <= done]
-        if history and history[-1]["step"] not in {h["step"] for h in written}:  # killed before validations.json
-            log(f"completing the validation at step {done}, which was cut short")
-            save_validation_files(model, out_dir, history, config.keep_checkpoints, only_missing=True)
-        finished = _finished(config, history, done, last_step)
-        if finished and _results_stored(out_dir):  # before anything else is written
-            log(f"nothing to do: {out_dir} has finished ({finished}); its results are in results.json")
-            with open(os.path.join(out_dir, "results.json"), encoding="utf-8") as f:
-                return json.load(f)
-        if place.writer:  # the resume goes on: from here, its log is the run's too
-            log.open(os.path.join(out_dir, TRAIN_LOG), out_dir)
-            write_config(out_dir, config)
-            start_record(out_dir, config.to_dict(), resume=True)
-        log(
-            f"resuming from {latest} at step {done} (epoch {done // per_epoch + 1}, batch "
-            f"{done % per_epoch + 1}), {len(history)} validations; "
-            + (
-                f"finished ({finished}): only the test remains"
-                if finished
-                else "its random generators as saved"
-                if state
-                else f"random generators seeded anew (seed {seed})"
-            )
+
+def _resumed_model(out_dir: str, start: _Start, keep_checkpoints: int, log) -> tuple[keras.Model, list[dict]]:
+    """``start.latest``'s model with its optimizer state, and the validations up to its step
+    (a validation that a kill cut short gets its missing files)."""
+    try:
+        model = read_model_file(start.latest, compile=True)  # with its optimizer state
+    except CheckpointError as e:
+        raise _cannot_resume(out_dir, e) from None
+    history = [h for h in start.history if h["step"] <= start.done]
+    if history and history[-1]["step"] not in {h["step"] for h in start.written}:  # killed before validations.json
+        log(f"completing the validation at step {start.done}, which was cut short")
+        save_validation_files(model, out_dir, history, keep_checkpoints, only_missing=True)
+    return model, history
+
+
+def _stored_results(out_dir: str, finished: str, log) -> dict:
+    """The results of a run that has finished (``finished``: how) and stored them."""
+    log(f"nothing to do: {out_dir} has finished ({finished}); its results are in results.json")
+    with open(os.path.join(out_dir, "results.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _resuming_line(start: _Start, finished: str | None, per_epoch: int) -> str:
+    """The line that says where a resumed run goes on from, and with which generators."""
+    done = start.done
+    return (
+        f"resuming from {start.latest} at step {done} (epoch {done // per_epoch + 1}, batch "
+        f"{done % per_epoch + 1}), {len(start.history)} validations; "
+        + (
+            f"finished ({finished}): only the test remains"
+            if finished
+            else "its random generators as saved"
+            if start.state
+            else f"random generators seeded anew (seed {start.seed})"
         )
-    else:
-        if resume:  # --resume of a run killed before its first model.keras: nothing to continue
-            log(f"no {latest} yet: the run starts from step 0")
-        model = warm_model or build_model(config, vocab.source.vocab_size, vocab.target.vocab_size)
-        compile_model(model, config)
+    )
+
+
+def _new_model(config: TrainConfig, vocab: SubwordVocab, warm_model, resume: bool, latest: str, log) -> keras.Model:
+    """The compiled model of a run that starts from step 0: ``warm_model``, else a new one."""
+    if resume:  # --resume of a run killed before its first model.keras: nothing to continue
+        log(f"no {latest} yet: the run starts from step 0")
+    model = warm_model or build_model(config, vocab.source.vocab_size, vocab.target.vocab_size)
+    compile_model(model, config)
+    return model
+
+
+def _model_size(model: keras.Model, log) -> _ModelSize:
+    """The callback that logs ``model``'s parameter count: at once where it is built."""
     size = _ModelSize(log)
     if model.built:  # loaded; a new model is built by fit's first batch
         size.count(model)
-    log(place.describe(config, float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))))
+    return size
+
+
+def _callbacks(
+    config: TrainConfig,
+    out_dir: str,
+    vocab: SubwordVocab,
+    val_c,
+    start: _Start,
+    last_step: int,
+    pipeline: _Pipeline,
+    place: Placement,
+    first: list[keras.callbacks.Callback],
+    resume: bool,
+    bar: bool,
+    log,
+) -> tuple[BleuValidation, list[keras.callbacks.Callback]]:
+    """The BLEU validation, and every callback of the run's ``model.fit`` in order (``first``
+    first): monitoring, validation, logs, and the random generators carried across fits."""
+    done, per_epoch = start.done, pipeline.per_epoch
     monitor = TensorBoardMonitor(
         os.path.join(out_dir, "tensorboard"),
         vocab,
@@ -544,7 +610,7 @@ def _train(
         loss_sentences=config.val_loss_sentences,
         pictures=config.tensorboard_pictures,
         batch_size=config.batch_size if config.batch_by == "sentences" else 64,
-        token_counter=tokens,
+        token_counter=pipeline.tokens,
     )
     validation = BleuValidation(
         vocab,
@@ -555,7 +621,7 @@ def _train(
         patience=config.patience,
         log=log,
         keep_checkpoints=config.keep_checkpoints,
-        history=history,
+        history=start.history,
         lr_decay=config.lr_decay,
         lr_patience=config.lr_patience,
         min_lr=config.min_lr,
@@ -566,7 +632,6 @@ def _train(
     # First: a diverged step raises before any callback saves it. Keras's callback writes the
     # epoch_* scalars; the monitor everything else.
     divergence = DivergenceStop(out_dir, max_loss=config.max_loss, initial_step=validation.step)
-    bar = sys.stderr.isatty()
     progress = ProgressLog(
         log,
         validation,
@@ -576,34 +641,59 @@ def _train(
         initial_step=done,
         bar=bar,
     )
-    callbacks = [stepped, size, divergence, progress, validation] + ([EpochBar()] if bar else [])
+    callbacks = [*first, divergence, progress, validation] + ([EpochBar()] if bar else [])
     if place.processes > 1:  # first: a step's end, before the validation that may follow it
         callbacks.insert(0, _ClusterSteps(done))
     if place.writer:
-        if resuming:  # what was logged after step `done` is trained again: logged once
+        if start.resuming:  # what was logged after step `done` is trained again: logged once
             forget_after(out_dir, done, per_epoch)
         callbacks += [
             RunLog(os.path.join(out_dir, "log.csv"), append=resume),
             keras.callbacks.TensorBoard(os.path.join(out_dir, "tensorboard"), update_freq="epoch"),
         ]
     callbacks.append(monitor)  # on every process: its values are computations of the model
-    if state:  # after the other callbacks: just before the first step
+    if start.state:  # after the other callbacks: just before the first step
         callbacks.append(
-            RestoreGenerators(state, log, mid_epoch=done % per_epoch != 0, on_metrics=monitor.loss_restored)
+            RestoreGenerators(start.state, log, mid_epoch=done % per_epoch != 0, on_metrics=monitor.loss_restored)
         )
     callbacks.append(GeneratorsAcrossFits())  # last: a resumed epoch and the next are two fits
+    return validation, callbacks
+
+
+def _train_steps(
+    model: keras.Model,
+    pipeline: _Pipeline,
+    callbacks: list,
+    start: _Start,
+    last_step: int,
+    bar: bool,
+    out_dir: str,
+    place: Placement,
+) -> None:
+    """Trains ``model`` from ``start.done`` to ``last_step`` (:func:`_fit`); a training that
+    diverges is recorded as the run's failure."""
     try:
-        if not finished:
-            hosts.training_started()  # several processes: a failure from here on exits 3
-            _fit(model, dataset, callbacks, done, last_step, per_epoch, bar)
+        hosts.training_started()  # several processes: a failure from here on exits 3
+        _fit(model, pipeline.dataset, callbacks, start.done, last_step, pipeline.per_epoch, bar)
     except TrainingDiverged as e:
         if place.writer:
             fail_record(out_dir, str(e))
         raise
-    train_seconds = validation.history[-1]["train_seconds"] if validation.history else 0.0
 
-    if place.processes > 1:  # process 0 has written best.keras
-        hosts.barrier("trained")
+
+def _test(
+    config: TrainConfig,
+    out_dir: str,
+    test_c,
+    corpus_name: str,
+    validation: BleuValidation,
+    size: _ModelSize,
+    t_start: float,
+    log,
+) -> tuple[dict, list[str]]:
+    """The run's results (``best.keras``'s test scores, and the training's) and its test
+    translations, logged."""
+    train_seconds = validation.history[-1]["train_seconds"] if validation.history else 0.0
     test_split = run_test_split(config)
     log(f"test: translating {test_split} ({len(test_c)} sentences, beam {config.beam_size}) with best.keras")
     # The run's best.keras, as `memnmt evaluate` translates it; finish_record stores the
@@ -634,9 +724,62 @@ def _train(
         f"test {test_split}, beam {config.beam_size}: BLEU {results['bleu']:.2f} (lowercased "
         f"{results['bleu_lowercase']:.2f}), chrF {results['chrf']:.2f}, TER {results['ter']:.2f}"
     )
+    return results, hyps
+
+
+def _store_results(config: TrainConfig, out_dir: str, results: dict, hyps: list[str], test_c) -> None:
+    """Writes ``results.json`` and completes the run's record with the test translations."""
+    write_json(os.path.join(out_dir, "results.json"), results)
+    finish_record(out_dir, results, hyps, test_c.target, results["test_split"], limit=config.test_limit)
+
+
+def _train(
+    config: TrainConfig,
+    out_dir: str,
+    data_dir: str | None,
+    log,
+    resume: bool,
+    place: Placement,
+    stepped: keras.callbacks.Callback,
+) -> dict:
+    """Trains into ``out_dir`` (which :func:`train` has taken) and tests the result: where the
+    run starts, its corpora, vocabulary, batches and model, the training, the test."""
+    start = _starting_point(config, out_dir, resume, place)
+    keras.utils.set_random_seed(start.seed)
+    log(apply_precision(config))  # the dtype policy, before any model is built or loaded
+    t_start = time.perf_counter()
+    config, train_c, val_c, test_c, corpus_name = _corpora(config, data_dir, log)
+    warm_model = warm_start(config, out_dir, log) if config.pretrain_run and not start.resuming else None
+    vocab = _run_vocabulary(config, train_c, out_dir, place, log)
+    if not start.resuming and place.writer:  # after the vocabulary: a run that fails before it leaves no files behind
+        _start_run_files(config, out_dir, log)
+    pipeline = _pipeline(config, train_c, vocab, corpus_name, place, log)
+    last_step = config.max_steps or config.epochs * pipeline.per_epoch
+    finished = None
+    if start.resuming:
+        model, start.history = _resumed_model(out_dir, start, config.keep_checkpoints, log)
+        finished = _finished(config, start.history, start.done, last_step)
+        if finished and _results_stored(out_dir):  # before anything else is written
+            return _stored_results(out_dir, finished, log)
+        if place.writer:  # the resume goes on: from here, its log is the run's too
+            _resume_run_files(config, out_dir, log)
+        log(_resuming_line(start, finished, pipeline.per_epoch))
+    else:
+        model = _new_model(config, vocab, warm_model, resume, start.latest, log)
+    size = _model_size(model, log)
+    log(place.describe(config, float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))))
+    bar = sys.stderr.isatty()
+    first = [stepped, size]
+    validation, callbacks = _callbacks(
+        config, out_dir, vocab, val_c, start, last_step, pipeline, place, first, resume, bar, log
+    )
+    if not finished:
+        _train_steps(model, pipeline, callbacks, start, last_step, bar, out_dir, place)
+    if place.processes > 1:  # process 0 has written best.keras
+        hosts.barrier("trained")
+    results, hyps = _test(config, out_dir, test_c, corpus_name, validation, size, t_start, log)
     if place.writer:
-        write_json(os.path.join(out_dir, "results.json"), results)
-        finish_record(out_dir, results, hyps, test_c.target, results["test_split"], limit=config.test_limit)
+        _store_results(config, out_dir, results, hyps, test_c)
     return results
 
 
