@@ -1,7 +1,7 @@
 """Translation speed against OpenNMT-py and CTranslate2 on the same machine, one after the other.
 
     KERAS_BACKEND=tensorflow python benchmarks/translate_side_by_side.py --data-dir $MEMNMT_DATA \
-        --peer-venv VENV --run-rnn RUN --run-transformer RUN [--steps 1000]
+        --peer-venv VENV --run-rnn RUN --run-transformer RUN [--steps 1000] [--peers rnn,transformer]
 
 ``VENV`` is a virtual environment with OpenNMT-py 3.5.1, its CTranslate2 and sacremoses
 (OpenNMT-py declares ``torch<2.3``: install ``torch==2.13.0`` first, then ``opennmt-py``
@@ -13,6 +13,7 @@ with ``--no-deps`` and its other requirements). The stages, never two at a time:
    ``onmt_build_vocab`` and ``onmt_train``), its RNN at RNNsearch's shape (bidirectional
    GRU 256+256, GRU 512 decoder, additive attention, embeddings 256) and a Transformer at
    the ``multi30k_transformer`` recipe's (3 layers, d 256, 4 heads, FFN 1024, tied output);
+   ``--peers`` names which of the two (default both);
 3. the Transformer is converted to CTranslate2 in float32 and in int8
    (``ct2-opennmt-py-converter``);
 4. each system translates test_2016_flickr greedy and with beam 5, ``--batch-size``
@@ -293,6 +294,12 @@ def main() -> int:
     )
     p.add_argument("--run-rnn", help="our RNNsearch run (memnmt train multi30k_rnnsearch ...)")
     p.add_argument("--run-transformer", help="our Transformer run (memnmt train multi30k_transformer ...)")
+    p.add_argument(
+        "--peers",
+        default="rnn,transformer",
+        help="which OpenNMT-py models to train and time (comma-separated, of rnn and transformer; "
+        "the CTranslate2 rows need transformer)",
+    )
     p.add_argument("--steps", type=int, default=1000, help="OpenNMT-py's training updates per model")
     p.add_argument("--batch-size", type=int, default=64, help="sentences per translation batch, every system")
     p.add_argument("--threads", type=int, default=2)
@@ -306,6 +313,9 @@ def main() -> int:
         p.error("--peer-venv: a virtual environment with OpenNMT-py's onmt_train is needed")
     if args.steps < 1 or args.batch_size < 1 or args.threads < 1:
         p.error("--steps, --batch-size and --threads must be >= 1")
+    peers = [name.strip() for name in args.peers.split(",") if name.strip()]
+    if not set(peers) <= {"rnn", "transformer"}:
+        p.error(f"--peers: {args.peers!r} names a model other than rnn and transformer")
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     env = {
@@ -335,6 +345,8 @@ def main() -> int:
     for name, model in (("rnn", RNN), ("transformer", TRANSFORMER)):
         if data is None:
             break
+        if name not in peers:
+            continue
         try:
             checkpoints[name] = train_peer(args, env, data, name, model)
         except (RuntimeError, OSError) as error:
