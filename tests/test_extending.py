@@ -72,11 +72,14 @@ def _copy_with_the_doc_files(root: str) -> None:
             shutil.copy(source, os.path.join(root, name))
     for path, code in doc_files():
         target = os.path.join(root, path)
-        if path == REGISTRATION:  # one line among the imports, before `__all__`
+        if path == REGISTRATION:  # the import after the models' imports, the name in `__all__`
             with open(target, encoding="utf-8") as f:
                 text = f.read()
-            imports_end = text.index("\n__all__")
-            text = text[:imports_end] + "\n" + code.strip() + text[imports_end:]
+            imports, name = code.strip().splitlines()
+            imports_end = text.index("\n# isort: on")
+            text = text[:imports_end] + "\n" + imports + text[imports_end:]
+            names_start = text.index("__all__ = [\n") + len("__all__ = [\n")
+            text = text[:names_start] + name + "\n" + text[names_start:]
         else:
             assert not os.path.exists(target), f"the doc's {path} would replace a file of the library"
             os.makedirs(os.path.dirname(target), exist_ok=True)
