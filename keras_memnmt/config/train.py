@@ -17,6 +17,7 @@ from typing import Any
 
 from keras_memnmt.models.base import FORMER_BASE_OPTIONS
 from keras_memnmt.models.registry import get_model, model_names, model_options
+from keras_memnmt.tokens import MAX_INT
 
 
 class ConfigError(ValueError):
@@ -330,10 +331,10 @@ def validate(config: TrainConfig) -> TrainConfig:
     return config
 
 
-# The largest int a config field or a model option may hold, 2**31 - 1: TensorFlow's
-# shapes, SentencePiece's vocabulary size and NumPy's and the backends' seeds hold 32 bits,
-# and a larger value fails deep inside them (tf.data, NumPy) instead of here, by name.
-MAX_INT = 2**31 - 1
+# MAX_INT (keras_memnmt.tokens) is the largest int a config field or a model option may
+# hold: TensorFlow's shapes, SentencePiece's vocabulary size and NumPy's and the backends'
+# seeds hold 32 bits, and a larger value fails deep inside them (tf.data, NumPy) instead of
+# here, by name.
 
 
 def resolved_corpus(config: TrainConfig) -> str:
