@@ -9,7 +9,6 @@ import contextlib
 import ctypes
 import json
 import os
-import re
 import signal
 import socket
 import sys
@@ -84,18 +83,11 @@ def lost(cluster: Cluster, native: str = "", wait: float = 0.0) -> str:
             return f"process {number} stopped ({message})"
         gone = cluster.gone_by_pid() if cluster.client is not None else []
         if gone:
-            return " and ".join(f"process {i}" for i in gone) + " is gone (its process ended)"
+            return watcher.gone_processes(gone)
         if time.monotonic() >= deadline:
             break
         time.sleep(0.2)
-    silent = watcher.silent_processes(native)
-    if silent:
-        return (
-            " and ".join(f"process {i}" for i in silent) + f" stopped answering (no heartbeat for {cluster.timeout} s)"
-        )
-    if cluster.process != 0 and re.search(r"Socket closed|UNAVAILABLE|Connection refused", native):
-        return f"process 0, the coordinator ({cluster.address}), is gone"
-    return "another process of this run stopped or cannot be reached"
+    return watcher.cause_in_log(native, cluster.process, cluster.timeout, cluster.address)
 
 
 def leave(cluster: Cluster) -> None:

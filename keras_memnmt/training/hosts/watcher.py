@@ -66,18 +66,24 @@ def message(notes: dict, log: str, host: str, alive=_alive) -> str | None:
         return notes["joining"]
     gone = [i for i, peer in sorted(notes.get("peers", {}).items()) if peer.get("host") == host]
     gone = [i for i in gone if alive(int(notes["peers"][i]["pid"])) is False]
-    silent = silent_processes(log)
-    if gone:
-        what = " and ".join("process " + i for i in gone) + " is gone (its process ended)"
-    elif silent:
-        what = (
-            " and ".join(f"process {i}" for i in silent) + f" stopped answering (no heartbeat for {notes['timeout']} s)"
-        )
-    elif notes["process"] != 0 and re.search(r"Socket closed|UNAVAILABLE|Connection refused", log):
-        what = f"process 0, the coordinator ({notes['address']}), is gone"
-    else:
-        what = "another process of this run stopped or cannot be reached"
+    what = gone_processes(gone) if gone else cause_in_log(log, notes["process"], notes["timeout"], notes["address"])
     return notes["who"] + ": " + what + notes.get("ending", "")
+
+
+def gone_processes(numbers) -> str:
+    """The words for processes ``numbers`` whose process ended."""
+    return " and ".join(f"process {i}" for i in numbers) + " is gone (its process ended)"
+
+
+def cause_in_log(log: str, process: int, timeout, address: str) -> str:
+    """What the runtime's ``log`` says stopped the cluster, in words, as seen by process
+    ``process`` (``timeout``: the heartbeat timeout; ``address``: the coordinator's)."""
+    silent = silent_processes(log)
+    if silent:
+        return " and ".join(f"process {i}" for i in silent) + f" stopped answering (no heartbeat for {timeout} s)"
+    if process != 0 and re.search(r"Socket closed|UNAVAILABLE|Connection refused", log):
+        return f"process 0, the coordinator ({address}), is gone"
+    return "another process of this run stopped or cannot be reached"
 
 
 def remove_lock(path: str | None, pid: int) -> None:
