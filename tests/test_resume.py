@@ -132,50 +132,70 @@ for run in json.loads(sys.argv[2]):
 """
 
 
-@pytest.mark.slow
-def test_a_kill_at_any_write_resumes_to_the_uninterrupted_run(tmp_path, monkeypatch):
-    """A run trained once; at each of its atomic writes (a complete temporary file, not yet
-    renamed into place), its directory is copied as a SIGKILL at that moment leaves it on
-    disk (less the ``.lock``, whose stale takeover test_reliability covers). Each copy is
-    resumed, and must end where the run ended: the same validations, weights, checkpoints,
-    test translations and scores."""
-    import keras
+# Validations at steps 1 and 2 of a 6-step epoch (test_reliability's resume test crosses
+# an epoch's end).
+KILLED_ARGS = [
+    *TINY_TRAIN_ARGS,
+    "--set",
+    "max_steps=2",
+    "--set",
+    "validate_every=1",
+    "--set",
+    "dropout=0.3",
+    "--set",
+    "keep_checkpoints=true",
+]
+# The killed copies are resumed in this many tests (each a third of them), so that pytest-xdist's
+# workers share the resumes.
+PARTS = 3
 
+
+@pytest.fixture(scope="session")
+def killed_copies(shared_folder) -> tuple[str, list[str]]:
+    """A run trained once (``KILLED_ARGS``), and at each of its atomic writes (a complete
+    temporary file, not yet renamed into place) a copy of its directory as a SIGKILL at that
+    moment leaves it on disk (less the ``.lock``, whose stale takeover test_reliability
+    covers). Built once per pytest run; read it, never change it."""
     import keras_memnmt.files as files
 
-    # Validations at steps 1 and 2 of a 6-step epoch (test_reliability's resume test crosses
-    # an epoch's end).
-    args = [
-        *TINY_TRAIN_ARGS,
-        "--set",
-        "max_steps=2",
-        "--set",
-        "validate_every=1",
-        "--set",
-        "dropout=0.3",
-        "--set",
-        "keep_checkpoints=true",
-    ]
-    run, copies = str(tmp_path / "run"), []
-    real_sync = files._sync
+    def build(root):
+        run, real_sync = str(root / "run"), files._sync
 
-    def sync_and_copy(path):
-        real_sync(path)
-        if os.path.commonpath([run, os.path.abspath(path)]) == run:
-            copies.append(str(tmp_path / f"killed{len(copies) + 1:02d}-{os.path.basename(path)}"))
-            shutil.copytree(run, copies[-1], ignore=shutil.ignore_patterns(".lock"))
+        def sync_and_copy(path):
+            real_sync(path)
+            if os.path.commonpath([run, os.path.abspath(path)]) == run:
+                names = sorted(n for n in os.listdir(root) if n.startswith("killed"))
+                copy = str(root / f"killed{len(names) + 1:02d}-{os.path.basename(path)}")
+                shutil.copytree(run, copy, ignore=shutil.ignore_patterns(".lock"))
 
-    monkeypatch.setattr(files, "_sync", sync_and_copy)
-    assert main(["train", "quickstart", "--out", run, *args]) == 0
-    monkeypatch.setattr(files, "_sync", real_sync)
+        files._sync = sync_and_copy
+        try:
+            assert main(["train", "quickstart", "--out", run, *KILLED_ARGS]) == 0
+        finally:
+            files._sync = real_sync
+
+    root = shared_folder("killed_copies", build)
+    return str(root / "run"), sorted(str(root / n) for n in os.listdir(root) if n.startswith("killed"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("part", range(PARTS))
+def test_a_kill_at_any_write_resumes_to_the_uninterrupted_run(killed_copies, part, tmp_path):
+    """Each killed copy of the run (``killed_copies``; this test takes every ``PARTS``-th,
+    from ``part``) is copied again and resumed, and must end where the run ended: the same
+    validations, weights, checkpoints, test translations and scores."""
+    import keras
+
+    run, all_copies = killed_copies
     # The vocabulary (3 files), config, record, each validation's 4 files (model.keras, its
     # checkpoint, best.keras where it improves, validations.json), the test's translations,
     # record and results.
-    assert len(copies) >= 14, copies
+    assert len(all_copies) >= 14, all_copies
     assert [h["step"] for h in json.load(open(os.path.join(run, "validations.json")))] == [1, 2]
+    copies = [shutil.copytree(c, str(tmp_path / os.path.basename(c))) for c in all_copies[part::PARTS]]
     env = {**os.environ, "PYTHONPATH": REPO + os.pathsep + os.environ.get("PYTHONPATH", "")}
     done = subprocess.run(
-        [sys.executable, "-c", RESUME_ALL, json.dumps(args), json.dumps(copies)],
+        [sys.executable, "-c", RESUME_ALL, json.dumps(KILLED_ARGS), json.dumps(copies)],
         env=env,
         cwd=REPO,
         capture_output=True,

@@ -54,15 +54,28 @@ TINY_SIZE_ARGS = [
     "--set",
     "vocab_size=200",
 ]
-# ... the sentences validated and tested, and the test's beam:
-TINY_EVAL_ARGS = ["--set", "val_limit=8", "--set", "test_limit=4", "--set", "beam_size=2"]
+# ... the sentences validated and tested, and the test's beam; no TensorBoard pictures (drawing
+# them is about two fifths of a tiny run's time; the shared run draws them, and
+# tests/test_monitoring.py reads them there):
+TINY_EVAL_ARGS = [
+    "--set",
+    "val_limit=8",
+    "--set",
+    "test_limit=4",
+    "--set",
+    "beam_size=2",
+    "--set",
+    "tensorboard_pictures=0",
+]
 # ... and all of it on 200 pairs of the synthetic corpus (no data files needed):
 TINY_TRAIN_ARGS = ["--set", "corpus=synthetic", "--set", "synthetic_size=200", *TINY_SIZE_ARGS, *TINY_EVAL_ARGS]
 # The run each test process trains once (``tests/conftest.py``, fixture ``trained_run``): four
 # steps, a validation every two (step 2 and 4), every step logged to TensorBoard, each
-# validation's checkpoint kept.
+# validation's checkpoint kept, the recipe's default of pictures drawn.
 SHARED_RUN_ARGS = [
     *TINY_TRAIN_ARGS,
+    "--set",
+    "tensorboard_pictures=2",
     "--set",
     "max_steps=4",
     "--set",
