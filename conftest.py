@@ -3,7 +3,8 @@
 Two tiers, chosen per test module with ``pytestmark`` (or per test, which wins):
 
 - ``pytest.mark.backend``: the result can depend on ``KERAS_BACKEND`` (cells, decoding,
-  models, save/load, precision, distribution). CI runs these on TensorFlow, JAX and PyTorch.
+  models, save/load, precision, distribution). CI runs these on TensorFlow, JAX and PyTorch
+  (the ``slow`` ones with ``bash .ci/run --slow``).
 - ``pytest.mark.backend_independent``: the same on every backend (command-line errors, run
   records, locks, compare, results, archive, docs tables, plots, data files). CI runs these
   on one backend.
