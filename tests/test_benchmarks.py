@@ -2,6 +2,7 @@
 the training-step profile's parts; gpu_batches.py's batchings and a smoke run."""
 
 import os
+import subprocess
 import sys
 
 import pytest
@@ -308,3 +309,43 @@ def test_serve_load_benchmark_prints_each_figure_without_errors(shared_run, tmp_
             assert int(figures[f"{mode}_c{clients}_mismatches"]) == 0
             assert float(figures[f"{mode}_c{clients}_sentences_per_second"]) > 0
     assert {"speedup_c1", "speedup_c3"} <= set(figures)
+
+
+def test_suite_time_reads_pytests_summary_and_a_childs_peak(tmp_path):
+    """suite_time.py's counts come from pytest's last summary line; its peak is the largest
+    process of the run's (a child that holds 200 MB is seen through the pytest process)."""
+    import suite_time
+
+    assert suite_time.summary_counts("x\n== 3 failed, 12 passed, 2 skipped, 1 error in 9.10s ==\n") == {
+        "passed": 12,
+        "failed": 3,
+        "skipped": 2,
+        "errors": 1,
+    }
+    assert suite_time.summary_counts("no tests ran") == {"passed": 0, "failed": 0, "skipped": 0, "errors": 0}
+    (tmp_path / "test_holds.py").write_text(
+        "import subprocess, sys\n\n"
+        "def test_child_holds_memory():\n"
+        "    subprocess.run([sys.executable, '-c', 'b = bytearray(200 * 2**20); b[::4096] = b\"x\" * len(b[::4096])'],"
+        " check=True)\n"
+    )
+    out = subprocess.run(
+        [
+            sys.executable,
+            os.path.join(os.path.dirname(__file__), "..", "benchmarks", "suite_time.py"),
+            "--",
+            str(tmp_path / "test_holds.py"),
+            "-p",
+            "no:xdist",
+            "--rootdir",
+            str(tmp_path),
+            "-c",
+            os.devnull,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    figures = dict(line.split("=", 1) for line in out.splitlines())
+    assert figures["suite_passed"] == "1" and figures["suite_returncode"] == "0"
+    assert float(figures["suite_peak_rss_mb"]) >= 200
