@@ -6,12 +6,13 @@ Two tiers, chosen per test module with ``pytestmark`` (or per test, which wins):
   models, save/load, precision, distribution). CI runs these on TensorFlow, JAX and PyTorch
   (the ``slow`` ones with ``bash .ci/run --slow``).
 - ``pytest.mark.backend_independent``: the same on every backend (command-line errors, run
-  records, locks, compare, results, archive, docs tables, plots, data files). CI runs these
-  on one backend.
+  records, locks, compare, results, archive, docs tables, plots, data files). The README's
+  test command and CI run these on one backend, PyTorch (its eager tiny models are the
+  quickest to train and search).
 
 A test with neither marker is a collection error, so that a new test cannot land without
-saying which it is. ``--backend-tier`` keeps only the ``backend`` tests (what CI runs on the
-second and third backend).
+saying which it is. ``--backend-tier`` keeps only the ``backend`` tests (what CI runs on
+TensorFlow and JAX).
 
 Every test starts from the same random state (Python, NumPy and the backend seeded with 0,
 the float32 dtype policy), so no test depends on what ran before it. ``--shuffle SEED``
