@@ -349,3 +349,30 @@ def test_suite_time_reads_pytests_summary_and_a_childs_peak(tmp_path):
     figures = dict(line.split("=", 1) for line in out.splitlines())
     assert figures["suite_passed"] == "1" and figures["suite_returncode"] == "0"
     assert float(figures["suite_peak_rss_mb"]) >= 200
+
+
+def test_joined_lengths_joins_lines_and_keeps_each_runs_translations(shared_run, tmp_path, capsys):
+    import joined_lengths
+
+    from keras_memnmt.data.synthetic import synthetic_corpus
+
+    assert joined_lengths.joined(["a", "b", "c", "d", "e"], 2) == ["a b", "c d"]  # the short remainder is left out
+    assert joined_lengths.joined(["a", "b"], 3) == []
+    corpus = synthetic_corpus(9, seed=5)
+    (tmp_path / "src").write_text("".join(s + "\n" for s in corpus.source), encoding="utf-8")
+    (tmp_path / "ref").write_text("".join(t + "\n" for t in corpus.target), encoding="utf-8")
+    out = tmp_path / "joined"
+    argv = ["--run", shared_run, "--source", str(tmp_path / "src"), "--reference", str(tmp_path / "ref")]
+    assert joined_lengths.main([*argv, "--joins", "1,3", "--beam", "2", "--out", str(out)]) == 0
+    figures = side_by_side.parse_lines(capsys.readouterr().out)
+    name = os.path.basename(os.path.normpath(shared_run))
+    assert figures["join1_sentences"] == "9" and figures["join3_sentences"] == "3"
+    for k, count in ((1, 9), (3, 3)):
+        assert 0 <= float(figures[f"{name}_join{k}_bleu_lc"]) <= 100
+        hyps = (out / f"{name}.join{k}.{'de'}").read_text(encoding="utf-8").splitlines()
+        sources = (out / f"join{k}.en").read_text(encoding="utf-8").splitlines()
+        assert len(hyps) == len(sources) == count
+    assert sources[0] == " ".join(corpus.source[:3])
+    with pytest.raises(SystemExit):  # an existing folder is refused, and left as it was
+        joined_lengths.main([*argv, "--out", str(out)])
+    assert "exists" in capsys.readouterr().err
