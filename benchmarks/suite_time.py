@@ -3,9 +3,11 @@
     python benchmarks/suite_time.py                      # the README's: -m "not slow" -n 4 on PyTorch
     python benchmarks/suite_time.py --backend tensorflow -- --backend-tier -m "not slow" -n 4
 
-Runs ``python -m pytest ARGS`` (the arguments after ``--``; default ``-m "not slow" -n 4``)
+Runs ``python -m pytest -q -p no:cacheprovider ARGS`` (ARGS: those after ``--``; default
+``-m "not slow" -n 4``)
 with ``KERAS_BACKEND=--backend`` (default ``torch``, as the README's command) in a child
-process of its own and prints one ``name=value`` line per figure; nothing is asserted:
+process of its own, writes pytest's report to stderr when it ends, and prints one
+``name=value`` line per figure to stdout; nothing is asserted:
 
 - ``suite_seconds``: the child's wall time, collection and worker start-up included;
 - ``suite_peak_rss_mb``: the largest resident size any one process of the run reached
@@ -53,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     start = time.monotonic()
     done = subprocess.run(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     seconds = time.monotonic() - start
-    sys.stderr.write(done.stdout[-3000:])
+    sys.stderr.write(done.stdout)  # pytest's own report, --durations included
     peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # kB on Linux
     print(f"suite_seconds={seconds:.1f}")
     print(f"suite_peak_rss_mb={peak_mb:.0f}")
