@@ -8,8 +8,9 @@ length, where RNNsearch's holds. Multi30k's sentences are short (about 12 words)
 makes longer ones from them: consecutive lines of ``--split`` joined ``K`` at a time with a
 space (lines 1..K, K+1..2K, ...; a remainder shorter than K is left out), the references
 joined alike, so each joined reference is a true translation of its joined source. Each
-``--run`` translates every joined set with its default search (beam ``--beam``, GNMT's
-length penalty, α 0.6, as ``memnmt evaluate``), and the translations are kept in
+``--run`` translates every joined set with the search of ``memnmt evaluate``'s flags
+(``--beam``, ``--length-penalty``, ``--alpha``; default beam 5, GNMT's penalty, α 0.6,
+the recipes' test search), and the translations are kept in
 ``--out`` (``{run name}.join{K}.{tgt}``, one line per joined source, beside
 ``join{K}.{src}`` and ``join{K}.{tgt}.ref``); an output folder that exists is refused.
 
@@ -31,6 +32,13 @@ def joined(lines: list[str], k: int) -> list[str]:
     return [" ".join(lines[i : i + k]) for i in range(0, len(lines) - k + 1, k)]
 
 
+def write_lines(path: str, lines: list[str]) -> None:
+    """``lines`` to ``path``, one per line, written whole (``keras_memnmt.files.write_text``)."""
+    from keras_memnmt.files import write_text
+
+    write_text(path, "".join(line + "\n" for line in lines))
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--run", action="append", required=True, help="a run directory (repeat for several)")
@@ -39,8 +47,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--source", help="a source file instead of --split (with --reference)")
     p.add_argument("--reference", help="its reference translations")
     p.add_argument("--joins", default="1,2,3,4", help="how many lines each joined sentence holds (comma-separated)")
-    p.add_argument("--beam", type=int, default=5)
     p.add_argument("--out", required=True, help="a new folder for the joined sets and the translations")
+    from keras_memnmt.decoding.settings import EVALUATE, add_flags, from_flags
+
+    add_flags(p, EVALUATE)
     args = p.parse_args(argv)
     try:
         joins = [int(k) for k in args.joins.split(",")]
@@ -48,8 +58,10 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--joins: {args.joins!r} is not a comma-separated list of whole numbers")
     if not joins or min(joins) < 1:
         p.error("--joins: each count must be 1 or more")
-    if args.beam < 1:
-        p.error("--beam must be 1 or more")
+    try:
+        settings = from_flags(args, EVALUATE)
+    except ValueError as error:
+        p.error(str(error))
     if (args.source is None) != (args.reference is None):
         p.error("--source and --reference go together")
     if os.path.exists(args.out):
@@ -66,7 +78,6 @@ def main(argv: list[str] | None = None) -> int:
 
     from keras_memnmt.data import CorpusError, DownloadError, load_multi30k, read_lines
     from keras_memnmt.evaluation.translation import score, translate
-    from keras_memnmt.files import write_text
     from keras_memnmt.rundir.runs import load_run
 
     try:
@@ -88,15 +99,15 @@ def main(argv: list[str] | None = None) -> int:
     sets = {}
     for k in joins:
         sets[k] = (joined(sources, k), joined(references, k))
-        write_text(os.path.join(args.out, f"join{k}.{src}"), "".join(line + "\n" for line in sets[k][0]))
-        write_text(os.path.join(args.out, f"join{k}.{tgt}.ref"), "".join(line + "\n" for line in sets[k][1]))
+        write_lines(os.path.join(args.out, f"join{k}.{src}"), sets[k][0])
+        write_lines(os.path.join(args.out, f"join{k}.{tgt}.ref"), sets[k][1])
         print(f"join{k}_sentences={len(sets[k][0])}")
         print(f"join{k}_source_words={sum(len(s.split()) for s in sets[k][0]) / len(sets[k][0]):.1f}", flush=True)
     for name, (model, vocab, _) in zip(names, loaded):
         for k in joins:
             joined_sources, joined_references = sets[k]
-            hyps = translate(model, vocab, joined_sources, beam_size=args.beam, progress=None)
-            write_text(os.path.join(args.out, f"{name}.join{k}.{tgt}"), "".join(h + "\n" for h in hyps))
+            hyps = translate(model, vocab, joined_sources, settings=settings, progress=None)
+            write_lines(os.path.join(args.out, f"{name}.join{k}.{tgt}"), hyps)
             scores = score(hyps, joined_references)
             ratio = sum(len(h.split()) for h in hyps) / sum(len(r.split()) for r in joined_references)
             print(f"{name}_join{k}_bleu_lc={scores['bleu_lowercase']:.2f}")
