@@ -98,13 +98,13 @@ def main(argv=None) -> dict:
 
     # 6. Test: the best model translates the test set with beam search; sacreBLEU scores it.
     best = keras.saving.load_model(os.path.join(out, "best.keras"))
-    translations = translate(best, data.vocab, data.test_pairs.source, beam_size=config.beam_size)
+    translations = translate(best, data.vocab, data.test_pairs.source, **config.test_search())
     results = score(translations, data.test_pairs.target)
     print(json.dumps(results, indent=1))
 
     # 7. Export: a SavedModel that translates strings (TensorFlow Serving, tf.saved_model.load).
     if not args.no_export:
-        export_translator(best, data.vocab, os.path.join(out, "export"), beam_size=config.beam_size, overwrite=True)
+        export_translator(best, data.vocab, os.path.join(out, "export"), **config.test_search(), overwrite=True)
     return results
 
 

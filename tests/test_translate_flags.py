@@ -94,6 +94,27 @@ def test_n_best_as_json_lines(shared_run, sources, capsys):
 
 
 @CLI
+def test_a_run_translates_with_its_recipes_length_penalty_unless_a_flag_is_given(shared_run, sources, capsys, tmp_path):
+    """A run whose config says ``length_penalty="average"`` is searched with it (the
+    n-best scores of the flag ``--length-penalty average`` on the shared run); ``--alpha`` or
+    ``--length-penalty`` on the command line set the search instead."""
+    import shutil
+
+    run = tmp_path / "average"
+    shutil.copytree(shared_run, run)
+    config = json.loads((run / "config.json").read_text(encoding="utf-8"))
+    assert config["length_penalty"] == "gnmt"
+    (run / "config.json").write_text(json.dumps({**config, "length_penalty": "average"}), encoding="utf-8")
+    flags = ("--input", sources, "--beam", "3", "--n-best", "3")
+    gnmt = translate(capsys, shared_run, *flags)
+    average = translate(capsys, shared_run, *flags, "--length-penalty", "average")
+    assert average != gnmt  # the scores differ, at least
+    assert translate(capsys, str(run), *flags) == average
+    assert translate(capsys, str(run), *flags, "--length-penalty", "gnmt") == gnmt
+    assert translate(capsys, str(run), *flags, "--alpha", "0.6") == gnmt
+
+
+@CLI
 def test_batch_size_and_the_length_bound(shared_run, sources, capsys):
     default = translate(capsys, shared_run, "--input", sources, "--beam", "2")
     assert translate(capsys, shared_run, "--input", sources, "--beam", "2", "--batch-size", "1") == default

@@ -144,19 +144,41 @@ def add_search_args(parser, front: str = "evaluate", skip: tuple[str, ...] = ())
     add_flags(parser, front, skip)
 
 
-def search_settings(args, front: str = "evaluate", **fixed):
+def search_settings(args, front: str = "evaluate", run: str | None = None, **fixed):
     """The :class:`~keras_memnmt.decoding.settings.SearchSettings` of the flags
     :func:`add_search_args` made; a bad value or combination is a one-line ``ValueError``
-    naming the flags. Checked before any model is loaded."""
+    naming the flags. Checked before any model is loaded.
+
+    ``run``: the run translated with; without ``--length-penalty`` and ``--alpha``, its
+    recipe's (``TrainConfig.length_penalty`` and ``alpha``, the final test's) are the search's.
+    """
     from keras_memnmt.decoding.settings import from_flags
 
-    return from_flags(args, front, **fixed)
+    return from_flags(args, front, **{**run_length_penalty(args, run), **fixed})
 
 
-def search_options(args) -> tuple[int, dict]:
-    """``(beam size, {"length_penalty", "alpha"})`` of the ``evaluate`` search flags: what a
-    stored translation of a run is kept under (``rundir.records.hypotheses_key``)."""
-    settings = search_settings(args, "evaluate")
+def run_length_penalty(args, run: str | None) -> dict:
+    """``{"length_penalty", "alpha"}`` of ``run``'s config when the command line gives
+    neither flag and ``run`` is a run directory with a config; else ``{}``."""
+    from keras_memnmt.config import ConfigError
+    from keras_memnmt.rundir.layout import read_config
+
+    if run is None or getattr(args, "search_length_penalty", None) is not None:
+        return {}
+    if getattr(args, "search_alpha", None) is not None:
+        return {}
+    try:
+        config = read_config(run)
+    except (OSError, ConfigError):  # not a run directory: loading the model says what is wrong
+        return {}
+    return {"length_penalty": config.length_penalty, "alpha": config.alpha}
+
+
+def search_options(args, run: str | None = None) -> tuple[int, dict]:
+    """``(beam size, {"length_penalty", "alpha"})`` of the ``evaluate`` search flags (and
+    ``run``'s recipe, :func:`search_settings`): what a stored translation of a run is kept
+    under (``rundir.records.hypotheses_key``)."""
+    settings = search_settings(args, "evaluate", run)
     return settings.beam_size, {"length_penalty": settings.length_penalty, "alpha": settings.alpha}
 
 

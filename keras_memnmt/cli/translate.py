@@ -214,7 +214,7 @@ def _settings(args):
     line per input line for ``--resume`` and the alignments, a beam for ``--constraints``."""
     from keras_memnmt.decoding.settings import SettingError, flag_of
 
-    settings = search_settings(args, "translate")
+    settings = search_settings(args, "translate", run=args.model[0])  # an ensemble: its first member's recipe
     try:
         settings.for_inputs(constraints=bool(args.constraints))
     except SettingError as e:

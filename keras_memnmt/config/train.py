@@ -15,6 +15,7 @@ import math
 import typing
 from typing import Any
 
+from keras_memnmt.decoding.settings import LENGTH_PENALTIES
 from keras_memnmt.models.base import FORMER_BASE_OPTIONS
 from keras_memnmt.models.registry import get_model, model_names, model_options
 from keras_memnmt.tokens import MAX_INT
@@ -107,6 +108,10 @@ class TrainConfig:
     tensorboard_pictures: int = 2  # attention / memory pictures of N fixed val pairs per validation
     # --- test and seed ---
     beam_size: int = 5  # beam for the final test evaluation
+    # The final test's length penalty: "gnmt" ((5+|Y|)/6)^alpha, "average" (|Y|: fairseq's
+    # --lenpen 1) or "none"; memnmt translate and evaluate on the run use it unless given.
+    length_penalty: str = "gnmt"
+    alpha: float = 0.6  # the GNMT length-penalty exponent
     test_split: str = "test_2016_flickr"  # split scored after training (Multi30k)
     seed: int = 0  # shuffle and initialization seed
 
@@ -148,6 +153,11 @@ class TrainConfig:
     def _options(self, warm_start: bool) -> dict:
         declared = model_options(get_model(self.model))
         return {k: v for k, v in self.model_options.items() if declared[k].warm_start == warm_start}
+
+    def test_search(self) -> dict:
+        """The final test's search, as keyword arguments of ``translate`` and
+        ``export_translator``: ``{"beam_size", "length_penalty", "alpha"}``."""
+        return {"beam_size": self.beam_size, "length_penalty": self.length_penalty, "alpha": self.alpha}
 
     def to_dict(self) -> dict:
         """A JSON-ready dict (what a run directory's config.json holds)."""
@@ -291,6 +301,7 @@ def validate(config: TrainConfig) -> TrainConfig:
         "vocab_type": ("unigram", "bpe"),
         "distribution": ("none", "data_parallel"),
         "precision": ("float32", "mixed_float16", "mixed_bfloat16"),
+        "length_penalty": LENGTH_PENALTIES,
     }
     for name, options in choices.items():
         if getattr(config, name) not in options:
@@ -395,6 +406,7 @@ _RANGES = (
     ),
     (("clipnorm",), lambda v: math.isfinite(v) and v >= 0.0, "a finite number >= 0 (0 = no clipping)"),
     (("label_smoothing",), lambda v: 0.0 <= v < 1.0, "a number in [0, 1)"),
+    (("alpha",), lambda v: math.isfinite(v) and v >= 0.0, "a finite number >= 0"),
     (("adam_beta_2",), lambda v: 0.0 <= v < 1.0, "a number in [0, 1)"),
     (("adam_epsilon",), lambda v: math.isfinite(v) and v > 0.0, "a finite number > 0"),
     (("lr_decay",), lambda v: 0.0 < v <= 1.0, "a factor in (0, 1]"),

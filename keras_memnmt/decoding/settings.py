@@ -168,7 +168,8 @@ class SearchSettings:
     length_penalty: str = setting(
         "gnmt",
         _choice(LENGTH_PENALTIES),
-        "beam scores: log P / ((5+|Y|)/6)^alpha (gnmt, default), / |Y| (average), or plain log P (none)",
+        "beam scores: log P / ((5+|Y|)/6)^alpha (gnmt, default), / |Y| (average), or plain log P "
+        "(none); translate and evaluate on a run default to its recipe's (with --alpha)",
         ALL,
     )
     alpha: float = setting(

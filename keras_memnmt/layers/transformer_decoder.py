@@ -67,7 +67,10 @@ class TransformerDecoder(keras.layers.Layer):
     Args:
         intermediate_dim: hidden size of the feed-forward network.
         num_heads: attention heads; the input size ``D`` must be a multiple of it.
-        dropout: dropout on the attention weights and on each sub-layer's output.
+        dropout: dropout on each sub-layer's output, and on the attention weights unless
+            ``attention_dropout`` is given.
+        attention_dropout: dropout on the attention weights; None (default): ``dropout``
+            (keras-hub's one rate). fairseq's ``--attention-dropout`` defaults to 0.
         activation: the feed-forward network's hidden activation.
         layer_norm_epsilon: the layer norms' epsilon.
         kernel_initializer: initializer of every kernel.
@@ -108,6 +111,7 @@ class TransformerDecoder(keras.layers.Layer):
         intermediate_dim: int,
         num_heads: int,
         dropout: float = 0.0,
+        attention_dropout: float | None = None,
         activation: Any = "relu",
         layer_norm_epsilon: float = 1e-5,
         kernel_initializer: Any = "glorot_uniform",
@@ -118,6 +122,9 @@ class TransformerDecoder(keras.layers.Layer):
         self.intermediate_dim = check_positive_int("intermediate_dim", intermediate_dim)
         self.num_heads = check_positive_int("num_heads", num_heads)
         self.dropout = check_rate("dropout", dropout)
+        self.attention_dropout = (
+            None if attention_dropout is None else check_rate("attention_dropout", attention_dropout)
+        )
         self.activation = keras.activations.get(activation)
         self.layer_norm_epsilon = layer_norm_epsilon
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
@@ -135,7 +142,7 @@ class TransformerDecoder(keras.layers.Layer):
             return keras.layers.MultiHeadAttention(
                 num_heads=self.num_heads,
                 key_dim=head,
-                dropout=self.dropout,
+                dropout=self.dropout if self.attention_dropout is None else self.attention_dropout,
                 kernel_initializer=clone_initializer(self.kernel_initializer),
                 bias_initializer=clone_initializer(self.bias_initializer),
                 dtype=self.dtype_policy,
@@ -273,6 +280,7 @@ class TransformerDecoder(keras.layers.Layer):
             "intermediate_dim": self.intermediate_dim,
             "num_heads": self.num_heads,
             "dropout": self.dropout,
+            "attention_dropout": self.attention_dropout,
             "activation": keras.activations.serialize(self.activation),
             "layer_norm_epsilon": self.layer_norm_epsilon,
             "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),

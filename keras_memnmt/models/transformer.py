@@ -41,6 +41,25 @@ def _add_positions(positions: keras.layers.Layer, embedded, start_index=0):
     return ops.add(embedded, ops.cast(positions(embedded, start_index=start_index), embedded.dtype))
 
 
+def _set_rates(layer: keras.layers.Layer, model_dim: int, dropout: float, attention_dropout: float) -> None:
+    """Gives a keras-hub ``TransformerEncoder`` made at the larger of the two rates a dropout
+    rate on its attention weights apart from its sub-layers' outputs' one.
+
+    keras-hub's layer has one ``dropout`` for both, where fairseq has two (``--dropout``,
+    ``--attention-dropout``, whose default is 0). So the layer is built here and the rates
+    of its ``Dropout`` layers are set: Keras's ``MultiHeadAttention`` reads ``_dropout`` at
+    each call (at 0 it calls the fused ``ops.dot_product_attention``) and applies
+    ``_dropout_layer``; a ``Dropout`` reads its ``rate`` at each call, and one made at a rate
+    above 0 has the seed generator it draws with. Built at construction, the layer makes its
+    weights before the model's other layers, so a model with two rates draws its initial
+    weights in another order than one with one rate.
+    """
+    layer.build((None, None, model_dim))
+    attention = layer._self_attention_layer
+    attention._dropout = attention._dropout_layer.rate = attention_dropout
+    layer._self_attention_dropout.rate = layer._feedforward_dropout.rate = dropout
+
+
 @contextlib.contextmanager
 def _one_key_softmax():
     """Keras warns that a softmax over an axis of one entry is always 1. So it is where a
@@ -64,6 +83,7 @@ class TransformerEncoderStack(keras.layers.Layer):
         feedforward_units: hidden size of each layer's feed-forward network.
         dropout: dropout on the embeddings plus positions, the attention weights and each
             sub-layer's output (Vaswani et al. 2017, §5.4).
+        attention_dropout: dropout on the attention weights instead; None (default): ``dropout``.
         lookup_scale: the factor the embedding's lookups are multiplied by; the rows start at
             ``N(0, 1 / lookup_scale^2)``, so the lookups start at ``N(0, 1)`` whatever it is
             (``sqrt(model_dim)``: Vaswani et al. 2017, §3.4).
@@ -90,6 +110,7 @@ class TransformerEncoderStack(keras.layers.Layer):
         dropout: float = 0.1,
         lookup_scale: float = 1.0,
         own_embedding: bool = True,
+        attention_dropout: float | None = None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -101,6 +122,7 @@ class TransformerEncoderStack(keras.layers.Layer):
         self.num_heads = num_heads
         self.feedforward_units = feedforward_units
         self.dropout = dropout
+        self.attention_dropout = attention_dropout
         self.lookup_scale = float(lookup_scale)
         self.own_embedding = own_embedding
         self.embedding = (
@@ -119,13 +141,16 @@ class TransformerEncoderStack(keras.layers.Layer):
             TransformerEncoder(
                 feedforward_units,
                 num_heads,
-                dropout=dropout,
+                dropout=max(dropout, attention_dropout or 0.0),  # see _set_rates
                 normalize_first=True,
                 layer_norm_epsilon=LAYER_NORM_EPSILON,
                 name=f"encoder_layer_{i}",
             )
             for i in range(num_layers)
         ]
+        if attention_dropout is not None and attention_dropout != dropout:
+            for layer in self.encoder_layers:
+                _set_rates(layer, model_dim, dropout, attention_dropout)
         self.norm = keras.layers.LayerNormalization(epsilon=LAYER_NORM_EPSILON, name="encoder_norm")
 
     def call(self, source_ids, training=False, embedded=None):
@@ -156,6 +181,7 @@ class TransformerEncoderStack(keras.layers.Layer):
             "dropout": self.dropout,
             "lookup_scale": self.lookup_scale,
             "own_embedding": self.own_embedding,
+            "attention_dropout": self.attention_dropout,
         }
 
 
@@ -193,7 +219,9 @@ class Transformer(EncoderDecoder):
       scaled). Default off, the setting the ``multi30k_transformer`` records were trained with;
       ``multi30k_transformer_tiny`` shares the embeddings, which scales the source as the paper does.
     - Dropout: on the sum of embeddings and positions, on the attention weights and on
-      each sub-layer's output before the residual sum (keras-hub's one ``dropout``).
+      each sub-layer's output before the residual sum (keras-hub's one ``dropout``); the
+      attention weights' rate can be set apart (``attention_dropout``, fairseq's
+      ``--attention-dropout``).
     - Decoding (:meth:`decode_step`) runs one position per step over key/value caches:
       each decoder layer's self-attention keys and values of the positions so far, and its
       cross-attention keys and values of the source, projected once. Training and decoding
@@ -217,6 +245,8 @@ class Transformer(EncoderDecoder):
             2048; default 1024).
         dropout: dropout on the embeddings plus positions, on the attention weights and on
             each sub-layer's output (§5.4; paper base: 0.1; default 0.1).
+        attention_dropout: dropout on the attention weights instead of ``dropout``
+            (fairseq's ``--attention-dropout``, default 0 there); None (default): ``dropout``.
         share_embeddings: the source's lookups read the target embedding (needs
             ``tie_embeddings`` and equal vocabularies: ``joint_vocab``); default False.
         scale_source_embedding: the source's own embedding starts at ``N(0, 1/d)`` and its
@@ -242,6 +272,7 @@ class Transformer(EncoderDecoder):
         dropout: float = 0.1,
         share_embeddings: bool = False,
         scale_source_embedding: bool = False,
+        attention_dropout: float | None = None,
         **kwargs,
     ):
         for name, value in (
@@ -252,8 +283,11 @@ class Transformer(EncoderDecoder):
         ):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+        for name, value in (("dropout", dropout), ("attention_dropout", attention_dropout)):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < 1.0
+            ):
+                raise ValueError(f"{name} must be in [0, 1), got {value!r}")
         if share_embeddings and not kwargs.get("tie_embeddings", False):
             raise ValueError(
                 "share_embeddings needs tie_embeddings=True (the one matrix is the source's "
@@ -269,6 +303,7 @@ class Transformer(EncoderDecoder):
         self.feedforward_units = feedforward_units
         self.share_embeddings = bool(share_embeddings)
         self.scale_source_embedding = bool(scale_source_embedding)
+        self.attention_dropout = None if attention_dropout is None else float(attention_dropout)
         super().__init__(source_vocab_size, target_vocab_size, dropout=dropout, **kwargs)
         # keras-hub's layers take head size embedding_dim // num_heads without checking it divides.
         if not isinstance(self.embedding_dim, int) or self.embedding_dim < 1 or self.embedding_dim % num_heads:
@@ -288,6 +323,7 @@ class Transformer(EncoderDecoder):
             self.dropout,
             lookup_scale=scale,
             own_embedding=not self.share_embeddings,
+            attention_dropout=self.attention_dropout,
             name="encoder",
         )
 
@@ -311,6 +347,7 @@ class Transformer(EncoderDecoder):
                 self.feedforward_units,
                 self.num_heads,
                 dropout=self.dropout,
+                attention_dropout=self.attention_dropout,
                 layer_norm_epsilon=LAYER_NORM_EPSILON,
                 name=f"decoder_layer_{i}",
             )
@@ -425,4 +462,5 @@ class Transformer(EncoderDecoder):
             "feedforward_units": self.feedforward_units,
             "share_embeddings": self.share_embeddings,
             "scale_source_embedding": self.scale_source_embedding,
+            "attention_dropout": self.attention_dropout,
         }

@@ -27,8 +27,9 @@ SIZES = dict(embedding_dim=8, num_layers=2, num_heads=2, feedforward_units=16, d
         (dict(), 25),
         (dict(tie_embeddings=True, num_layers=1, num_heads=4), 25),
         (dict(tie_embeddings=True, share_embeddings=True), 30),
+        (dict(attention_dropout=0.3), 25),
     ],
-    ids=["untied", "tied_one_layer", "shared"],
+    ids=["untied", "tied_one_layer", "shared", "attention_dropout"],
 )
 def test_the_transformer_passes_the_decoder_contract(options, target_vocab):
     """run_decoder_test: cached stepping equals teacher forcing, the searches score what
@@ -271,6 +272,37 @@ def test_mixed_bfloat16_trains_and_decodes():
         keras.config.set_dtype_policy("float32")
 
 
+def test_attention_dropout_is_the_attention_weights_rate_and_dropout_the_rest(tmp_path):
+    """``attention_dropout`` sets the rate of every attention's weights (the encoder's
+    self-attention, the decoder's self- and cross-attention) and leaves ``dropout`` on the
+    sub-layers' outputs; saved and loaded, the model keeps both."""
+    src, tgt = small_batch()
+
+    def rates(model):
+        encoder = [layer._self_attention_layer for layer in model.encoder.encoder_layers]
+        decoder = [
+            a for layer in model.decoder_layers for a in (layer._self_attention_layer, layer._cross_attention_layer)
+        ]
+        outputs = [layer._feedforward_dropout for layer in [*model.encoder.encoder_layers, *model.decoder_layers]]
+        return {a._dropout for a in encoder + decoder}, {d.rate for d in outputs}
+
+    model = Transformer(30, 25, **{**SIZES, "dropout": 0.3, "attention_dropout": 0.0})
+    model((src, tgt))
+    assert rates(model) == ({0.0}, {0.3})
+    model.save(tmp_path / "m.keras")
+    again = keras.saving.load_model(tmp_path / "m.keras")
+    assert again.attention_dropout == 0.0 and rates(again) == ({0.0}, {0.3})
+    default = Transformer(30, 25, **{**SIZES, "dropout": 0.3})
+    default((src, tgt))
+    assert default.attention_dropout is None and rates(default) == ({0.3}, {0.3})
+    # Only the attention weights drop: with dropout 0, a training call differs from an inference one.
+    only = Transformer(30, 25, **{**SIZES, "attention_dropout": 0.5})
+    inference = numpy(only((src, tgt)))
+    assert not np.allclose(numpy(only((src, tgt), training=True)), inference)
+    none = Transformer(30, 25, **SIZES)
+    np.testing.assert_allclose(numpy(none((src, tgt), training=True)), numpy(none((src, tgt))), atol=1e-6)
+
+
 @pytest.mark.parametrize(
     "option, value, message",
     [
@@ -278,6 +310,7 @@ def test_mixed_bfloat16_trains_and_decodes():
         ("num_heads", 3, "embedding_dim must be a positive multiple of num_heads"),
         ("feedforward_units", 0, "feedforward_units must be a positive integer"),
         ("dropout", 1.0, "dropout must be in"),
+        ("attention_dropout", -0.1, "attention_dropout must be in"),
         ("decoder_units", 64, "Unrecognized keyword arguments .*decoder_units"),
         ("share_embeddings", True, "share_embeddings needs tie_embeddings=True"),
     ],

@@ -695,16 +695,18 @@ def _test(
     translations, logged."""
     train_seconds = validation.history[-1]["train_seconds"] if validation.history else 0.0
     test_split = run_test_split(config)
+    search = {k: v for k, v in config.test_search().items() if k != "beam_size"}
     log(f"test: translating {test_split} ({len(test_c)} sentences, beam {config.beam_size}) with best.keras")
     # The run's best.keras, as `memnmt evaluate` translates it; finish_record stores the
     # translations with the rest of the record.
     hyps = translate_split(
-        [(out_dir, None)], test_c, test_split, config.beam_size, store=False, reuse=False, progress=None
+        [(out_dir, None)], test_c, test_split, config.beam_size, **search, store=False, reuse=False, progress=None
     )["hypotheses"]
     results = {
         "corpus": corpus_name,
         "test_split": test_split,
         "beam_size": config.beam_size,
+        **search,
         **score(hyps, test_c.target),
         "best_val_bleu": validation.best_bleu,
         "train_seconds": round(train_seconds, 1),  # excluding validation
@@ -730,7 +732,16 @@ def _test(
 def _store_results(config: TrainConfig, out_dir: str, results: dict, hyps: list[str], test_c) -> None:
     """Writes ``results.json`` and completes the run's record with the test translations."""
     write_json(os.path.join(out_dir, "results.json"), results)
-    finish_record(out_dir, results, hyps, test_c.target, results["test_split"], limit=config.test_limit)
+    finish_record(
+        out_dir,
+        results,
+        hyps,
+        test_c.target,
+        results["test_split"],
+        limit=config.test_limit,
+        length_penalty=config.length_penalty,
+        alpha=config.alpha,
+    )
 
 
 def _train(
