@@ -720,10 +720,11 @@ def test_by_length_scores_each_bucket_of_source_words(runs, capsys):
         for run, lines in hyps.items():
             refs = [[references[i] for i in rows]]
             got = [lines[i] for i in rows]
-            assert bucket["runs"][run] == {
-                "bleu": round(sacrebleu.metrics.BLEU().corpus_score(got, refs).score, 2),
-                "chrf": round(sacrebleu.metrics.CHRF().corpus_score(got, refs).score, 2),
-            }
+            scores = bucket["runs"][run]
+            assert (scores["bleu"], scores["chrf"]) == (
+                round(sacrebleu.metrics.BLEU().corpus_score(got, refs).score, 2),
+                round(sacrebleu.metrics.CHRF().corpus_score(got, refs).score, 2),
+            )
     with pytest.raises(ValueError, match="--by-length"):
         by_length(sources, references, hyps, width=0)
     # From the command line: the JSON's by_length covers every sentence, and a second table.
@@ -753,3 +754,132 @@ def test_by_length_scores_each_bucket_of_source_words(runs, capsys):
     assert sum(b["sentences"] for b in result["by_length"]) == 40
     assert set(result["by_length"][0]["runs"]) == {runs["a"], runs["b"]}
     assert "BLEU / chrF by source length" in captured.err
+
+
+def _bucket_interval(hypotheses, references, metric, seed=12345, n_samples=1000):
+    """sacreBLEU's own bootstrap of these sentences alone: ``(score, ci)`` of ``metric``."""
+    metrics = {"bleu": sacrebleu.metrics.BLEU(), "chrf": sacrebleu.metrics.CHRF()}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SACREBLEU_SEED", str(seed))
+        _, scores = PairedTest([("x", hypotheses)], {metric: metrics[metric]}, [references], "bs", n_samples)()
+    (result,) = scores[SACREBLEU_NAMES[metric]]
+    return result.score, result.ci
+
+
+def test_by_length_intervals_come_from_each_buckets_own_sentences():
+    from keras_memnmt.evaluation.significance import System, by_length, format_length_table
+
+    # Bucket 1-3: guesses; bucket 4-6: r1 is the references themselves, r2 not quite.
+    sources = ["a b", "a b c", "a", "a b", "a b c d e", "a b c d e f", "a b c d", "a b c d e"]
+    references = ["x y", "x y z", "x", "y x", "p q r s t", "p q r s t u", "p q r s", "t s r q p"]
+    hyps = {
+        "r1": ["x y", "x z", "y", "y y", "p q r s t", "p q r s t u", "p q r s", "t s r q p"],
+        "r2": ["x", "x y z", "x", "y x", "p q", "p q r s t", "p r s", "t s r q p"],
+    }
+    systems = [System("both", ["r1", "r2"]), System("one", ["r1"])]
+    short, long = by_length(sources, references, hyps, width=3, seed=7, bootstrap=200, systems=systems)
+    assert (short["words"], short["sentences"], long["words"], long["sentences"]) == ("1-3", 4, "4-6", 4)
+    # The references themselves: BLEU and chrF 100 in every resample, an interval of width 0.
+    assert long["runs"]["r1"] == {"bleu": 100.0, "chrf": 100.0, "bleu_ci": 0.0, "chrf_ci": 0.0}
+    # Each interval is sacreBLEU's bootstrap (seed, resamples) of that bucket's sentences only.
+    for bucket, rows in ((short, range(4)), (long, range(4, 8))):
+        refs = [references[i] for i in rows]
+        for run, lines in hyps.items():
+            for metric in ("bleu", "chrf"):
+                score, ci = _bucket_interval([lines[i] for i in rows], refs, metric, seed=7, n_samples=200)
+                assert bucket["runs"][run][metric] == round(score, 2)
+                assert bucket["runs"][run][f"{metric}_ci"] == round(ci, 2)
+    # ... which another seed, or the resamples of every sentence, would not give.
+    _, other_seed = _bucket_interval(hyps["r2"][4:], references[4:], "chrf")
+    _, every_sentence = _bucket_interval(hyps["r2"], references, "chrf", seed=7, n_samples=200)
+    assert long["runs"]["r2"]["chrf_ci"] > 0
+    assert long["runs"]["r2"]["chrf_ci"] not in (round(other_seed, 2), round(every_sentence, 2))
+    # A system's mean and sample standard deviation over its runs; None for a single run.
+    for bucket in (short, long):
+        for metric in ("bleu", "chrf"):
+            values = [bucket["runs"][r][metric] for r in ("r1", "r2")]
+            assert bucket["systems"]["both"]["mean"][metric] == pytest.approx(statistics.mean(values), abs=0.01)
+            assert bucket["systems"]["both"]["std"][metric] == pytest.approx(statistics.stdev(values), abs=0.01)
+        assert bucket["systems"]["one"]["std"] == {"bleu": None, "chrf": None}
+    assert "systems" not in by_length(sources, references, hyps, width=3, bootstrap=10)[0]
+    # The table: each score ± its half-width, the mean ± std of the system of several runs only.
+    result = {"split": "t", "seed": 7, "bootstrap_resamples": 200, "by_length": [short, long]}
+    result["systems"] = [{"name": s.name, "runs": [{"run": r} for r in s.runs]} for s in systems]
+    table = format_length_table(result)
+    assert "100.00 ± 0.00 / 100.00 ± 0.00" in table and "both mean ± std" in table and "one mean" not in table
+    r2 = long["runs"]["r2"]
+    assert f"{r2['bleu']:.2f} ± {r2['bleu_ci']:.2f} / {r2['chrf']:.2f} ± {r2['chrf_ci']:.2f}" in table
+    assert "200 resamples, seed 7" in table
+
+
+def test_bootstrap_interval_is_the_paired_tests_interval():
+    from keras_memnmt.evaluation.significance import bootstrap_interval
+
+    references = ["p q r s t", "x y z", "a b c d", "t s r q p", "x y"]
+    baseline = ["p q r s", "x y z", "a b d", "t s r q p", "y"]
+    system = ["p q r s t", "x z", "a b c d", "t s q p", "x y"]
+    paired = paired_tests(baseline, [system], references, "bleu", seed=3, bootstrap=300, trials=10)
+    alone = [bootstrap_interval(h, references, "bleu", seed=3, bootstrap=300) for h in (baseline, system)]
+    assert alone[0] == paired["baseline"]
+    assert alone[1] == {k: paired["systems"][0][k] for k in ("score", "mean", "ci")}
+    with pytest.raises(ValueError, match="must be >= 1"):
+        bootstrap_interval(system, references, "bleu", bootstrap=0)
+
+
+def test_by_length_in_the_json_and_its_picture(runs, tmp_path, capsys):
+    from matplotlib.image import imread
+
+    json_out, plot = tmp_path / "compare.json", tmp_path / "by_length.png"
+    plot.write_bytes(b"an earlier picture")  # replaced, as --json replaces its file
+    args = ["compare", runs["a"], "--system", f"rnnsearch={runs['c0']},{runs['c1']}", "--beam", "1", "--limit", "60"]
+    args += ["--trials", "10", "--bootstrap", "100", "--quiet", "--json", str(json_out)]
+    # One bucket of every sentence: its intervals are those of the whole test set's bootstrap.
+    assert main([*args, "--by-length", "1000", "--by-length-plot", str(plot)]) == 0
+    assert "BLEU / chrF by source length" in capsys.readouterr().out
+    result = json.loads(json_out.read_text())
+    (bucket,) = result["by_length"]
+    assert bucket["sentences"] == 60
+    for system in result["systems"]:
+        for run in system["runs"]:
+            for metric in ("bleu", "chrf"):
+                got = bucket["runs"][run["run"]]
+                assert (got[metric], got[f"{metric}_ci"]) == (
+                    round(run[metric]["score"], 2),
+                    round(run[metric]["ci"], 2),
+                )
+    mean = bucket["systems"]["rnnsearch"]["mean"]["bleu"]
+    assert mean == pytest.approx(result["systems"][1]["mean"]["bleu"], abs=0.01)
+    assert bucket["systems"][runs["a"]]["std"]["bleu"] is None
+    assert plot.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    assert imread(str(plot)).ndim == 3
+    assert [n for n in os.listdir(tmp_path) if n.endswith(".tmp")] == []
+    # --by-length-plot alone draws --by-length's buckets of 5 words.
+    assert main([*args[:-2], "--by-length-plot", str(plot)]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["by_length"][0]["words"] == "1-5"
+
+
+@pytest.mark.parametrize(
+    "plot, message",
+    [
+        ("{tmp}/picture.svg", "--by-length-plot must name a .png file, got '{tmp}/picture.svg'"),
+        (
+            "{tmp}/missing/picture.png",
+            "--by-length-plot {tmp}/missing/picture.png: the folder {tmp}/missing does not exist",
+        ),
+        ("{tmp}/folder.png", "--by-length-plot {tmp}/folder.png: is a directory, expected a file"),
+        ("{tmp}/compare.png", "--by-length-plot {tmp}/compare.png is the --json file too"),
+        ("{run}/vocab/picture.png", "--by-length-plot {run}/vocab/picture.png: inside vocab/ of the run {run}"),
+    ],
+)
+def test_a_bad_by_length_plot_is_refused_before_any_translation(runs, tmp_path, capsys, monkeypatch, plot, message):
+    import keras_memnmt.evaluation.significance as significance
+
+    (tmp_path / "folder.png").mkdir()
+    monkeypatch.setattr(significance, "translate_split", lambda *a, **k: pytest.fail("translated"))
+    names = {"tmp": str(tmp_path), "run": runs["a"]}
+    args = ["compare", runs["a"], runs["b"], "--beam", "1", "--quiet", "--by-length-plot", plot.format(**names)]
+    assert main([*args, "--json", str(tmp_path / "compare.png")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message.format(**names) in err
+    assert sorted(os.listdir(tmp_path)) == ["folder.png"]  # nothing written

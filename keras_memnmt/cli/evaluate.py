@@ -19,6 +19,8 @@ from keras_memnmt.cli.args import (
     search_options,
 )
 
+BY_LENGTH_WORDS = 5  # the bucket width of a bare --by-length
+
 
 def _remade_by() -> dict:
     """``{"command": [...]}``: the command line that remakes a report, the ``--data-dir``
@@ -41,7 +43,7 @@ def cmd_evaluate(args) -> int:
     from keras_memnmt.evaluation.translation import score
     from keras_memnmt.rundir.loading import load_ensemble
 
-    beam, search = search_options(args)  # bad options fail before the model is loaded
+    beam, search = search_options(args, run=args.model[0])  # bad options fail before the model is loaded
     note = lambda msg: print(f"memnmt evaluate: {msg}", file=sys.stderr)  # noqa: E731
     given = _given_pairs(args, note)  # bad files fail before the model is loaded too
     members = members_of(args)
@@ -113,20 +115,29 @@ def cmd_compare(args) -> int:
         parse_systems,
         print_table,
     )
+    from keras_memnmt.rundir.outputs import check_output
 
     beam, search = search_options(args)
     systems = parse_systems(
         args.runs, [ensemble_system(s) if isinstance(s, EnsembleSpec) else s for s in args.system or []]
     )
     keep = None
+    members = [m for s in systems for m in s.members or []]
+    inputs = [("the model file to compare", f) for f in model_files(members)]
     if args.json:
-        from keras_memnmt.rundir.outputs import check_output
-
-        members = [m for s in systems for m in s.members or []]
-        check_output("--json", args.json, inputs=[("the model file to compare", f) for f in model_files(members)])
+        check_output("--json", args.json, inputs=inputs)
         if members:  # an ensemble's translations beside the JSON: no run stores them
             keep = os.path.splitext(args.json)[0] + ".hyps"
             check_output("--json", keep, directory=True)
+    if args.by_length_plot:
+        plot = args.by_length_plot
+        if not plot.endswith(".png"):
+            raise ValueError(f"--by-length-plot must name a .png file, got {plot!r}")
+        check_output("--by-length-plot", plot, inputs=inputs)
+        if args.json and os.path.realpath(plot) == os.path.realpath(args.json):
+            raise ValueError(f"--by-length-plot {plot} is the --json file too; choose another path")
+        if args.by_length is None:  # the picture draws the buckets of --by-length's default
+            args.by_length = BY_LENGTH_WORDS
     log = (
         (lambda msg: None) if args.quiet else (lambda msg: print(f"memnmt compare: {msg}", file=sys.stderr, flush=True))
     )
@@ -156,6 +167,13 @@ def cmd_compare(args) -> int:
     else:  # the JSON on stdout, the table on stderr
         print_table(result, file=sys.stderr)
         print(text)
+    if args.by_length_plot:
+        from keras_memnmt.evaluation.length_plot import save_length_plot
+
+        try:
+            save_length_plot(result, args.by_length_plot)
+        except OSError as e:
+            raise OSError(f"cannot write --by-length-plot {args.by_length_plot}: {e.strerror or e}") from e
     return 0
 
 
@@ -238,11 +256,20 @@ def _add_compare_parser(sub) -> None:
     cp.add_argument(
         "--by-length",
         nargs="?",
-        const=5,
+        const=BY_LENGTH_WORDS,
         type=positive_int,
         metavar="WORDS",
         help="also BLEU and chrF of each run by source length, in buckets of WORDS source "
-        "words (default 5): the JSON's by_length and a second table",
+        f"words (default {BY_LENGTH_WORDS}), each with its 95%% confidence interval from a bootstrap "
+        "of the bucket's sentences (--seed, --bootstrap), and each system's mean and standard "
+        "deviation over its runs: the JSON's by_length and a second table",
+    )
+    cp.add_argument(
+        "--by-length-plot",
+        metavar="FILE.png",
+        help="draw BLEU against source length to this PNG: a line per system, error bars of "
+        "the 95%% confidence intervals, a system of several runs as their mean with a band of "
+        f"± their standard deviation (implies --by-length, its buckets {BY_LENGTH_WORDS} words unless given)",
     )
     cp.add_argument(
         "--json",

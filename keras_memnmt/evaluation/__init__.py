@@ -5,7 +5,8 @@
 - :mod:`~keras_memnmt.evaluation.splits`: the test sets of a run and the one function that
   translates a split for a run and keeps the translations in it (``translate_split``);
 - :mod:`~keras_memnmt.evaluation.significance`: systems tested against a baseline (paired
-  bootstrap and approximate randomization).
+  bootstrap and approximate randomization), and their scores by source length;
+- :mod:`~keras_memnmt.evaluation.length_plot`: the picture of BLEU by source length.
 """
 
 from keras_memnmt.evaluation.significance import compare, paired_tests

@@ -21,6 +21,10 @@ gives the same numbers every time. Seeds of a system: with as many baseline runs
 system runs, run i is tested against baseline run i; a single run on either side is
 tested against every run of the other side. A system of several runs also reports
 the mean and the sample standard deviation (n − 1) of its runs' scores.
+
+By source length (:func:`by_length`): each run's BLEU and chrF on the sentences of each
+bucket of source lengths, with a 95% confidence interval from the same bootstrap (seed and
+resamples) of that bucket's sentences alone (:func:`bootstrap_interval`).
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from keras_memnmt.evaluation.splits import (  # noqa: F401  (re-exported: the na
 METRICS = ("bleu", "bleu_lowercase", "chrf", "ter")
 METRIC_LABELS = {"bleu": "BLEU", "bleu_lowercase": "BLEU lc", "chrf": "chrF", "ter": "TER"}
 DEFAULT_SEED = 12345  # sacreBLEU's own default
+LENGTH_METRICS = ("bleu", "chrf")  # the scores of each source-length bucket (by_length)
 
 
 def _metric(name: str):
@@ -81,6 +86,37 @@ def _check_seed(seed: int) -> None:
         raise ValueError(f"the significance seed must be an int > 0, got {seed!r}")
 
 
+def _sacrebleu_test(
+    named: Sequence[tuple[str, Sequence[str]]],
+    references: Sequence[str],
+    metric: str,
+    test_type: str,
+    samples: int,
+    seed: int,
+) -> tuple[str, list]:
+    """One :class:`sacrebleu.significance.PairedTest` of ``named`` ``(name, hypotheses)``, the
+    first the baseline, for ``metric``, drawn from ``seed``: its signature and its results
+    (:class:`sacrebleu.significance.Result`, baseline first)."""
+    from sacrebleu.significance import PairedTest
+
+    with _sacrebleu_seed(seed):
+        test = PairedTest(
+            [(name, list(h)) for name, h in named],
+            {metric: _metric(metric)},
+            references=[list(references)],
+            test_type=test_type,
+            n_samples=samples,
+            n_ar_confidence=-1,
+        )
+        signatures, scores = test()
+    (name,) = [k for k in scores if k != "System"]
+    return str(signatures[name]), scores[name]
+
+
+def _interval(result) -> dict:
+    return {"score": float(result.score), "mean": float(result.mean), "ci": float(result.ci)}
+
+
 def paired_tests(
     baseline: Sequence[str],
     systems: Sequence[Sequence[str]],
@@ -99,37 +135,40 @@ def paired_tests(
     ``ci`` (half the 95% interval) from the bootstrap resamples, the p-values of the
     difference to the baseline (two-sided).
     """
-    from sacrebleu.significance import PairedTest
-
     _check_seed(seed)
     if bootstrap < 1 or trials < 1:
         raise ValueError(f"bootstrap resamples and AR trials must be >= 1, got {bootstrap} and {trials}")
-    named = [("baseline", list(baseline))] + [(f"system{i}", list(h)) for i, h in enumerate(systems)]
+    named = [("baseline", baseline)] + [(f"system{i}", h) for i, h in enumerate(systems)]
     out: dict = {"signatures": {}}
     for test_type, samples in (("bs", bootstrap), ("ar", trials)):
-        with _sacrebleu_seed(seed):
-            test = PairedTest(
-                named,
-                {metric: _metric(metric)},
-                references=[list(references)],
-                test_type=test_type,
-                n_samples=samples,
-                n_ar_confidence=-1,
-            )
-            signatures, scores = test()
-        (name,) = [k for k in scores if k != "System"]
-        out["signatures"]["bootstrap" if test_type == "bs" else "ar"] = str(signatures[name])
-        base, *rest = scores[name]
+        signature, (base, *rest) = _sacrebleu_test(named, references, metric, test_type, samples, seed)
+        out["signatures"]["bootstrap" if test_type == "bs" else "ar"] = signature
         if test_type == "bs":
-            out["baseline"] = {"score": float(base.score), "mean": float(base.mean), "ci": float(base.ci)}
-            out["systems"] = [
-                {"score": float(r.score), "mean": float(r.mean), "ci": float(r.ci), "p_bootstrap": float(r.p_value)}
-                for r in rest
-            ]
+            out["baseline"] = _interval(base)
+            out["systems"] = [{**_interval(r), "p_bootstrap": float(r.p_value)} for r in rest]
         else:
             for entry, r in zip(out["systems"], rest, strict=True):
                 entry["p_ar"] = float(r.p_value)
     return out
+
+
+def bootstrap_interval(
+    hypotheses: Sequence[str],
+    references: Sequence[str],
+    metric: str,
+    seed: int = DEFAULT_SEED,
+    bootstrap: int = 1000,
+) -> dict:
+    """One system's ``{"score", "mean", "ci"}`` for ``metric`` from ``bootstrap`` resamples of
+    its sentences drawn from ``seed``: what :func:`paired_tests` reports for each system (for
+    as many sentences, sacreBLEU draws the same resamples for a system alone as in a paired
+    test), without a second system to test against.
+    """
+    _check_seed(seed)
+    if bootstrap < 1:
+        raise ValueError(f"bootstrap resamples must be >= 1, got {bootstrap}")
+    _, (result,) = _sacrebleu_test([("system", hypotheses)], references, metric, "bs", bootstrap, seed)
+    return _interval(result)
 
 
 # ----- systems --------------------------------------------------------------------------------
@@ -318,7 +357,7 @@ def compare(
     must have the same test set (language pair, or synthetic corpus and seed).
 
     ``length_width``: each result gets ``by_length`` too (:func:`by_length`, buckets of that
-    many source words).
+    many source words, their confidence intervals from ``seed`` and ``bootstrap``).
     """
     from keras_memnmt.rundir import records
     from keras_memnmt.rundir.layout import read_config
@@ -387,7 +426,15 @@ def compare(
             for run in system["runs"]:
                 run["hypotheses"] = files[run["run"]]
         if length_width is not None:
-            result["by_length"] = by_length(test.source[: len(references)], references, hyps, length_width)
+            result["by_length"] = by_length(
+                test.source[: len(references)],
+                references,
+                hyps,
+                length_width,
+                seed=seed,
+                bootstrap=bootstrap,
+                systems=systems,
+            )
         results.append(
             {
                 "split": split_name,
@@ -405,17 +452,29 @@ def compare(
 
 
 def by_length(
-    sources: Sequence[str], references: Sequence[str], hypotheses: dict[str, list[str]], width: int = 5
+    sources: Sequence[str],
+    references: Sequence[str],
+    hypotheses: dict[str, list[str]],
+    width: int = 5,
+    seed: int = DEFAULT_SEED,
+    bootstrap: int = 1000,
+    systems: Sequence[System] = (),
 ) -> list[dict]:
     """Corpus BLEU and chrF of each run's ``hypotheses`` (run → lines) on the sentences of each
     source length: buckets of ``width`` source words (``1-5``, ``6-10``, ... for 5; an empty
     source is left out), as Bahdanau et al. (2014, Fig. 2) plot BLEU against sentence length.
 
-    Returns one ``{"words": "1-5", "sentences": N, "runs": {RUN: {"bleu": .., "chrf": ..}}}``
-    per bucket that holds a sentence, shortest first.
-    """
-    import sacrebleu
+    Each score has its 95% confidence interval (half its width, ``bleu_ci``, ``chrf_ci``) from
+    ``bootstrap`` resamples of the bucket's own sentences drawn from ``seed``
+    (:func:`bootstrap_interval`, the resampling :func:`compare_hypotheses` reports for the
+    whole split). Each of ``systems`` gets the mean and sample standard deviation (n − 1;
+    ``None`` for one run) of its runs' scores in the bucket.
 
+    Returns one ``{"words": "1-5", "sentences": N, "runs": {RUN: {"bleu", "chrf", "bleu_ci",
+    "chrf_ci"}}, "systems": {NAME: {"mean": {"bleu", "chrf"}, "std": {"bleu", "chrf"}}}}`` per
+    bucket that holds a sentence, shortest first; every number rounded to 2 decimals
+    (``"systems"`` only with ``systems``).
+    """
     if not isinstance(width, int) or width < 1:
         raise ValueError(f"--by-length: a bucket width in source words >= 1, got {width!r}")
     buckets: dict[int, list[int]] = {}
@@ -426,32 +485,54 @@ def by_length(
     out = []
     for bucket in sorted(buckets):
         rows = buckets[bucket]
-        refs = [[references[i] for i in rows]]
-        scores = {}
+        refs = [references[i] for i in rows]
+        scores: dict[str, dict] = {}
         for run, lines in hypotheses.items():
             hyps = [lines[i] for i in rows]
-            scores[run] = {
-                "bleu": round(sacrebleu.metrics.BLEU().corpus_score(hyps, refs).score, 2),
-                "chrf": round(sacrebleu.metrics.CHRF().corpus_score(hyps, refs).score, 2),
-            }
-        out.append({"words": f"{bucket * width + 1}-{(bucket + 1) * width}", "sentences": len(rows), "runs": scores})
+            got = {m: bootstrap_interval(hyps, refs, m, seed=seed, bootstrap=bootstrap) for m in LENGTH_METRICS}
+            scores[run] = {m: got[m]["score"] for m in LENGTH_METRICS}
+            scores[run].update({f"{m}_ci": got[m]["ci"] for m in LENGTH_METRICS})
+        entry: dict = {"words": f"{bucket * width + 1}-{(bucket + 1) * width}", "sentences": len(rows), "runs": scores}
+        if systems:
+            entry["systems"] = {}
+            for system in systems:
+                stats = {m: _mean_std([scores[r][m] for r in system.runs]) for m in LENGTH_METRICS}
+                entry["systems"][system.name] = {
+                    "mean": {m: round(stats[m][0], 2) for m in LENGTH_METRICS},
+                    "std": {m: None if stats[m][1] is None else round(stats[m][1], 2) for m in LENGTH_METRICS},
+                }
+        for one in scores.values():
+            one.update({k: round(v, 2) for k, v in one.items()})
+        out.append(entry)
     return out
 
 
 def format_length_table(result: dict) -> str:
-    """The ``by_length`` part of a comparison as a table: one row per bucket, BLEU / chrF of
-    each run in the columns."""
+    """The ``by_length`` part of a comparison as a table: one row per bucket; in the columns,
+    BLEU / chrF ± their 95% confidence half-widths of each run, then the mean ± standard
+    deviation of each system of several runs."""
     table = result["by_length"]
     runs = list(table[0]["runs"]) if table else []
-    rows = [["source words", "sentences", *runs]]
-    rows += [
-        [b["words"], str(b["sentences"]), *(f"{b['runs'][r]['bleu']:.2f} / {b['runs'][r]['chrf']:.2f}" for r in runs)]
-        for b in table
-    ]
+    several = [s for s in result["systems"] if len(s["runs"]) > 1]
+    rows = [["source words", "sentences", *runs, *(f"{s['name']} mean ± std" for s in several)]]
+    for b in table:
+        cells = [b["words"], str(b["sentences"])]
+        for run in runs:
+            r = b["runs"][run]
+            cells.append(" / ".join(f"{r[m]:.2f} ± {r[m + '_ci']:.2f}" for m in LENGTH_METRICS))
+        for system in several:
+            stats = b["systems"][system["name"]]
+            cells.append(" / ".join(f"{stats['mean'][m]:.2f} ± {stats['std'][m]:.2f}" for m in LENGTH_METRICS))
+        rows.append(cells)
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join([f"BLEU / chrF by source length ({result['split']})", *lines])
+    legend = (
+        f"BLEU / chrF ± 95% CI half-width (bootstrap of each bucket's sentences, "
+        f"{result['bootstrap_resamples']} resamples, seed {result['seed']})"
+        + ("; a system of several runs: the mean ± std of its runs' scores" if several else "")
+    )
+    return "\n".join([f"BLEU / chrF by source length ({result['split']})", legend, *lines])
 
 
 def _keep_translations(folder: str, name: str, split: str, beam_size: int, hypotheses: Sequence[str]) -> str:
