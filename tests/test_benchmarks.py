@@ -358,6 +358,7 @@ def test_joined_lengths_joins_lines_and_keeps_each_runs_translations(shared_run,
 
     assert joined_lengths.joined(["a", "b", "c", "d", "e"], 2) == ["a b", "c d"]  # the short remainder is left out
     assert joined_lengths.joined(["a", "b"], 3) == []
+    assert joined_lengths.joined(["A b.", "C d.", "E."], 2, ", ", ".") == ["A b, C d."]  # clauses of one sentence
     corpus = synthetic_corpus(9, seed=5)
     (tmp_path / "src").write_text("".join(s + "\n" for s in corpus.source), encoding="utf-8")
     (tmp_path / "ref").write_text("".join(t + "\n" for t in corpus.target), encoding="utf-8")
@@ -376,3 +377,23 @@ def test_joined_lengths_joins_lines_and_keeps_each_runs_translations(shared_run,
     with pytest.raises(SystemExit):  # an existing folder is refused, and left as it was
         joined_lengths.main([*argv, "--out", str(out)])
     assert "exists" in capsys.readouterr().err
+    # --reuse reads the kept translations (a changed one is scored as it is now), --plot draws them.
+    kept = out / f"{name}.join3.de"
+    kept.write_text("".join(line + "\n" for line in sources), encoding="utf-8")  # the sources as output
+    png = tmp_path / "joined.png"
+    assert (
+        joined_lengths.main([*argv, "--joins", "1,3", "--beam", "2", "--out", str(out), "--reuse", "--plot", str(png)])
+        == 0
+    )
+    again = side_by_side.parse_lines(capsys.readouterr().out)
+    assert again[f"{name}_join1_bleu_lc"] == figures[f"{name}_join1_bleu_lc"]
+    assert kept.read_text(encoding="utf-8").splitlines() == sources
+    assert float(again[f"{name}_join3_length_ratio"]) == pytest.approx(
+        sum(len(s.split()) for s in sources) / sum(len(" ".join(corpus.target[i : i + 3]).split()) for i in (0, 3, 6)),
+        abs=1e-3,
+    )
+    assert float(again[f"{name}_join1_bleu_lc_ci"]) >= 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(SystemExit):
+        joined_lengths.main([*argv, "--out", str(out), "--reuse", "--plot", str(tmp_path / "joined.svg")])
+    assert "--plot" in capsys.readouterr().err

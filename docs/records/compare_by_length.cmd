@@ -1,2 +1,2 @@
-2026-12-02, on the archives' stored translations:
-memnmt compare docs/records/cho --system rnnsearch=docs/records/rnnsearch,docs/records/rnnsearch_s1,docs/records/rnnsearch_s2 --system memdec=docs/records/memdec_scratch,docs/records/memdec_s1,docs/records/memdec_s2 --system transformer_tiny=docs/records/transformer_tiny_8000 --data-dir $MEMNMT_DATA --by-length --json docs/records/compare_by_length.json
+2026-12-04, on the archives' stored translations:
+memnmt compare docs/records/cho --system rnnsearch=docs/records/rnnsearch,docs/records/rnnsearch_s1,docs/records/rnnsearch_s2 --system memdec=docs/records/memdec_scratch,docs/records/memdec_s1,docs/records/memdec_s2 --system transformer_tiny=docs/records/transformer_tiny_8000 --data-dir $MEMNMT_DATA --by-length --json docs/records/compare_by_length.json --by-length-plot docs/records/compare_by_length.png
