@@ -47,9 +47,8 @@ from keras_memnmt.training import (
 
 
 def main(argv=None) -> dict:
-    args = program_parser(
-        "multi30k_transformer_tiny", __doc__, presets=("multi30k_transformer_tiny_published",)
-    ).parse_args(argv)
+    presets = ("multi30k_transformer_tiny_published",)  # the published command's settings, --preset
+    args = program_parser("multi30k_transformer_tiny", __doc__, presets=presets).parse_args(argv)
     out = args.out
 
     # 1. The settings: the preset's, with --set, --epochs and --steps; one seed draws the
